@@ -1,0 +1,38 @@
+"""fsc: finite-state controllers in partially observable worlds.
+
+Declare a world (:class:`POMDP`), a memory architecture
+(:class:`MemoryArchitecture` and its subclasses), a :class:`Policy` on it, and
+evaluate the controller exactly (:func:`evaluate`) or by Monte Carlo
+(:func:`simulate`).
+"""
+
+from .chain import JointChain, joint_chain
+from .evaluate import CONVENTIONS, Evaluation, evaluate
+from .memory import RAM, Chain, Column, Memento, MemoryArchitecture, parse_memory
+from .policy import Policy
+from .pomdp import POMDP, Task, as_pomdp
+from .simulate import Simulation, simulate
+from .solve import ENGINES
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "CONVENTIONS",
+    "ENGINES",
+    "POMDP",
+    "RAM",
+    "Chain",
+    "Column",
+    "Evaluation",
+    "JointChain",
+    "Memento",
+    "MemoryArchitecture",
+    "Policy",
+    "Simulation",
+    "Task",
+    "as_pomdp",
+    "evaluate",
+    "joint_chain",
+    "parse_memory",
+    "simulate",
+]

@@ -1,0 +1,374 @@
+"""Memory architectures: the deterministic automata a controller's policy lives on.
+
+Axis letters: ``N`` memory nodes, ``C`` choices, ``O`` observations, ``A``
+world actions.  An architecture is pure structure (integers, masks, labels):
+it holds no weights, compares and hashes by value, and computes each of its
+tables once.
+"""
+
+from __future__ import annotations
+
+import abc
+import functools
+from typing import Any, ClassVar
+
+import attrs
+import numpy as np
+
+__all__ = [
+    "RAM",
+    "Chain",
+    "Column",
+    "Memento",
+    "MemoryArchitecture",
+    "arm_labels",
+    "observation_labels",
+    "parse_memory",
+]
+
+
+def arm_labels(count: int) -> tuple[str, ...]:
+    """Arm names: ``A, B, C, ...`` (then ``A1, B1, ...`` past 26)."""
+    letters = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+    return tuple(letters[i % 26] + (str(i // 26) if i >= 26 else "") for i in range(count))
+
+
+def observation_labels(count: int) -> tuple[str, ...]:
+    """Observation names: ``+, -`` for two (the reward sign), else ``0, 1, ...``."""
+    return ("+", "-") if count == 2 else tuple(str(i) for i in range(count))
+
+
+class MemoryArchitecture(abc.ABC):
+    """What the agent remembers and what it may decide.
+
+    A subclass is a final ``attrs.frozen`` class whose fields are small
+    integers; it implements the abstract properties below.  Everything else in
+    the framework works from these tables only, so a new architecture is one
+    new subclass.
+
+    Tables (read-only numpy arrays):
+        ``allowed[n, c]``: choice ``c`` may be taken in node ``n`` (bool, ``(N, C)``).
+        ``next_node[n, c, o]``: node after choice ``c`` and observation ``o``
+        (int64, ``(N, C, O)``).
+        ``choice_action[c]``: world action played by choice ``c`` (int64, ``(C,)``).
+        ``reset_mask[n]``: a reset may start in node ``n`` (bool, ``(N,)``).
+    """
+
+    _registry: ClassVar[dict[str, type[MemoryArchitecture]]] = {}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        MemoryArchitecture._registry[cls.__name__] = cls
+
+    @property
+    @abc.abstractmethod
+    def num_actions(self) -> int:
+        """Number of world actions (arms)."""
+
+    @property
+    @abc.abstractmethod
+    def num_observations(self) -> int:
+        """Number of observations the automaton reads."""
+
+    @property
+    @abc.abstractmethod
+    def node_labels(self) -> tuple[str, ...]:
+        """A readable, unique label per node."""
+
+    @property
+    @abc.abstractmethod
+    def choice_labels(self) -> tuple[str, ...]:
+        """A readable, unique label per choice."""
+
+    @property
+    @abc.abstractmethod
+    def allowed(self) -> np.ndarray:
+        """``allowed[n, c]``, bool of shape ``(N, C)``."""
+
+    @property
+    @abc.abstractmethod
+    def next_node(self) -> np.ndarray:
+        """``next_node[n, c, o]``, int64 of shape ``(N, C, O)``."""
+
+    @property
+    @abc.abstractmethod
+    def choice_action(self) -> np.ndarray:
+        """``choice_action[c]``, int64 of shape ``(C,)``."""
+
+    @property
+    @abc.abstractmethod
+    def reset_mask(self) -> np.ndarray:
+        """``reset_mask[n]``, bool of shape ``(N,)``: where a reset may start."""
+
+    # Derived facts, the same for every architecture.
+
+    @property
+    def num_nodes(self) -> int:
+        return self.allowed.shape[0]
+
+    @property
+    def num_choices(self) -> int:
+        return self.allowed.shape[1]
+
+    def node_index(self, label: str) -> int:
+        """Index of the node called ``label``."""
+        try:
+            return self.node_labels.index(label)
+        except ValueError:
+            raise ValueError(f"{self!r} has no node {label!r}") from None
+
+    def choice_index(self, label: str) -> int:
+        """Index of the choice called ``label``."""
+        try:
+            return self.choice_labels.index(label)
+        except ValueError:
+            raise ValueError(f"{self!r} has no choice {label!r}") from None
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-able description: ``{"kind": class name, **fields}``."""
+        return {"kind": type(self).__name__, **attrs.asdict(self)}
+
+    @staticmethod
+    def from_dict(spec: dict[str, Any]) -> MemoryArchitecture:
+        """Inverse of :meth:`to_dict` (the class must have been imported)."""
+        spec = dict(spec)
+        kind = spec.pop("kind", None)
+        cls = MemoryArchitecture._registry.get(kind)
+        if cls is None:
+            raise ValueError(f"unknown memory architecture kind {kind!r}; known: {sorted(MemoryArchitecture._registry)}")
+        return cls(**spec)
+
+
+def _readonly(array: np.ndarray) -> np.ndarray:
+    array.setflags(write=False)
+    return array
+
+
+_size = [attrs.validators.instance_of(int), attrs.validators.ge(1)]
+_arms = [attrs.validators.instance_of(int), attrs.validators.ge(1)]
+
+
+def _check_not_bool(instance, attribute, value):
+    if isinstance(value, bool):
+        raise TypeError(f"{attribute.name} must be an int, got {value!r}")
+
+
+class _MemoryWithLastObservation:
+    """Shared tables of RAM, Chain and Column (a mixin of pure functions).
+
+    Nodes: the blank nodes ``(i, _)`` for ``i = 1..M`` (where resets start),
+    then ``(i, arm, o)``.  Choices ``(i', arm)``; the next node after choice
+    ``(i', arm)`` and observation ``o`` is ``(i', arm, o)``.
+    """
+
+    M: int
+    arms: int
+    observations: int
+
+    @functools.cached_property
+    def _last(self) -> tuple[np.ndarray, np.ndarray]:
+        """Per node: memory (0-based) and last arm (-1 for blank nodes)."""
+        M, A, O = self.M, self.arms, self.observations
+        memory = np.concatenate([np.arange(M), np.repeat(np.arange(M), A * O)])
+        arm = np.concatenate([-np.ones(M, dtype=np.int64), np.tile(np.repeat(np.arange(A), O), M)])
+        return memory, arm
+
+    @property
+    def num_actions(self) -> int:
+        return self.arms
+
+    @property
+    def num_observations(self) -> int:
+        return self.observations
+
+    @functools.cached_property
+    def node_labels(self) -> tuple[str, ...]:
+        a, o = arm_labels(self.arms), observation_labels(self.observations)
+        blanks = [f"{i + 1}_" for i in range(self.M)]
+        full = [f"{i + 1}{x}{y}" for i in range(self.M) for x in a for y in o]
+        return tuple(blanks + full)
+
+    @functools.cached_property
+    def choice_labels(self) -> tuple[str, ...]:
+        a = arm_labels(self.arms)
+        return tuple(f"{i + 1}{x}" for i in range(self.M) for x in a)
+
+    @functools.cached_property
+    def next_node(self) -> np.ndarray:
+        M, A, O = self.M, self.arms, self.observations
+        C = M * A
+        target = M + np.arange(C)[:, None] * O + np.arange(O)[None, :]
+        return _readonly(np.broadcast_to(target, (M + M * A * O, C, O)).astype(np.int64))
+
+    @functools.cached_property
+    def choice_action(self) -> np.ndarray:
+        return _readonly(np.tile(np.arange(self.arms, dtype=np.int64), self.M))
+
+    @functools.cached_property
+    def reset_mask(self) -> np.ndarray:
+        mask = np.zeros(self.M + self.M * self.arms * self.observations, dtype=bool)
+        mask[: self.M] = True
+        return _readonly(mask)
+
+    def _choice_memory_arm(self) -> tuple[np.ndarray, np.ndarray]:
+        c = np.arange(self.M * self.arms)
+        return c // self.arms, c % self.arms
+
+
+@attrs.frozen(kw_only=False)
+class RAM(_MemoryWithLastObservation, MemoryArchitecture):
+    """Random access memory (paper Definition 3.1): every ``(i', arm)`` allowed.
+
+    ``N = M (1 + arms * observations)`` nodes, ``C = M * arms`` choices.
+    """
+
+    M: int = attrs.field(validator=[_check_not_bool, *_size])
+    arms: int = attrs.field(default=2, validator=[_check_not_bool, *_arms], kw_only=True)
+    observations: int = attrs.field(default=2, validator=[_check_not_bool, *_arms], kw_only=True)
+
+    @functools.cached_property
+    def allowed(self) -> np.ndarray:
+        return _readonly(np.ones((self.M * (1 + self.arms * self.observations), self.M * self.arms), dtype=bool))
+
+
+@attrs.frozen(kw_only=False)
+class Chain(_MemoryWithLastObservation, MemoryArchitecture):
+    """RAM restricted to neighbouring memories: the next memory is ``i-1``, ``i`` or ``i+1``."""
+
+    M: int = attrs.field(validator=[_check_not_bool, *_size])
+    arms: int = attrs.field(default=2, validator=[_check_not_bool, *_arms], kw_only=True)
+    observations: int = attrs.field(default=2, validator=[_check_not_bool, *_arms], kw_only=True)
+
+    @functools.cached_property
+    def allowed(self) -> np.ndarray:
+        memory, _ = self._last
+        next_memory, _ = self._choice_memory_arm()
+        return _readonly(np.abs(memory[:, None] - next_memory[None, :]) <= 1)
+
+
+@attrs.frozen(kw_only=False)
+class Column(_MemoryWithLastObservation, MemoryArchitecture):
+    """Chain in which, above memory 1, the agent plays the same arm as last time.
+
+    The column of confidence policy (paper Figure 1C) lives here: one column
+    of memories per arm, switching arm only at the bottom.
+    """
+
+    M: int = attrs.field(validator=[_check_not_bool, *_size])
+    arms: int = attrs.field(default=2, validator=[_check_not_bool, *_arms], kw_only=True)
+    observations: int = attrs.field(default=2, validator=[_check_not_bool, *_arms], kw_only=True)
+
+    @functools.cached_property
+    def allowed(self) -> np.ndarray:
+        memory, arm = self._last
+        next_memory, next_arm = self._choice_memory_arm()
+        chain = np.abs(memory[:, None] - next_memory[None, :]) <= 1
+        free_arm = (memory == 0) | (arm < 0)
+        same_arm = arm[:, None] == next_arm[None, :]
+        return _readonly(chain & (free_arm[:, None] | same_arm))
+
+
+@attrs.frozen(kw_only=False)
+class Memento(MemoryArchitecture):
+    """The last ``m`` arms and observations (paper Definition 3.2).
+
+    Nodes are the histories of length ``0..m``, labelled arms then
+    observations, oldest first (``AABB++-+``; the empty history is ``_``);
+    ordered by length, then by the sequence of (arm, observation) symbols.
+    A reset starts in the empty history.  Choices are the arms; after arm
+    ``x`` and observation ``o`` the history is shifted and ``(x, o)``
+    appended.  ``N = sum_{l=0}^m (arms * observations)^l``.
+    """
+
+    m: int = attrs.field(validator=[_check_not_bool, *_size])
+    arms: int = attrs.field(default=2, validator=[_check_not_bool, *_arms], kw_only=True)
+    observations: int = attrs.field(default=2, validator=[_check_not_bool, *_arms], kw_only=True)
+
+    @property
+    def num_actions(self) -> int:
+        return self.arms
+
+    @property
+    def num_observations(self) -> int:
+        return self.observations
+
+    @functools.cached_property
+    def _offsets(self) -> np.ndarray:
+        """``_offsets[l]``: index of the first history of length ``l``."""
+        K = self.arms * self.observations
+        return np.concatenate([[0], np.cumsum([K**length for length in range(self.m + 1)])]).astype(np.int64)
+
+    def history_index(self, arms: str, observations: str) -> int:
+        """Index of the history with these arm and observation labels (oldest first)."""
+        a, o = arm_labels(self.arms), observation_labels(self.observations)
+        if len(arms) != len(observations) or len(arms) > self.m:
+            raise ValueError(f"a history of {self!r} has equal arm and observation counts <= {self.m}, got {arms!r}, {observations!r}")
+        code = 0
+        for x, y in zip(arms, observations, strict=True):
+            if x not in a or y not in o:
+                raise ValueError(f"unknown arm or observation in history {arms + observations!r}")
+            code = code * len(a) * len(o) + a.index(x) * len(o) + o.index(y)
+        return int(self._offsets[len(arms)] + code)
+
+    @functools.cached_property
+    def node_labels(self) -> tuple[str, ...]:
+        a, o = arm_labels(self.arms), observation_labels(self.observations)
+        labels = ["_"]
+        K, O = self.arms * self.observations, self.observations
+        for length in range(1, self.m + 1):
+            codes = np.arange(K**length)
+            digits = [(codes // K ** (length - 1 - j)) % K for j in range(length)]
+            arm_part = ["".join(a[d[i] // O] for d in digits) for i in range(len(codes))] if length else []
+            obs_part = ["".join(o[d[i] % O] for d in digits) for i in range(len(codes))]
+            labels += [x + y for x, y in zip(arm_part, obs_part, strict=True)]
+        return tuple(labels)
+
+    @functools.cached_property
+    def choice_labels(self) -> tuple[str, ...]:
+        return arm_labels(self.arms)
+
+    @functools.cached_property
+    def allowed(self) -> np.ndarray:
+        return _readonly(np.ones((int(self._offsets[-1]), self.arms), dtype=bool))
+
+    @functools.cached_property
+    def next_node(self) -> np.ndarray:
+        K, O, m = self.arms * self.observations, self.observations, self.m
+        offsets = self._offsets
+        symbol = np.arange(self.arms)[:, None] * O + np.arange(O)[None, :]  # (C, O)
+        parts = []
+        for length in range(m + 1):
+            code = np.arange(K**length, dtype=np.int64)
+            if length < m:
+                new = offsets[length + 1] + code[:, None, None] * K + symbol[None]
+            else:
+                new = offsets[m] + (code[:, None, None] % K ** (m - 1)) * K + symbol[None]
+            parts.append(new)
+        return _readonly(np.concatenate(parts).astype(np.int64))
+
+    @functools.cached_property
+    def choice_action(self) -> np.ndarray:
+        return _readonly(np.arange(self.arms, dtype=np.int64))
+
+    @functools.cached_property
+    def reset_mask(self) -> np.ndarray:
+        mask = np.zeros(int(self._offsets[-1]), dtype=bool)
+        mask[0] = True
+        return _readonly(mask)
+
+
+_KINDS = {"ram": RAM, "chain": Chain, "column": Column, "memento": Memento}
+
+
+def parse_memory(text: str, *, arms: int = 2, observations: int = 2) -> MemoryArchitecture:
+    """Build an architecture from ``ram:M``, ``chain:M``, ``column:M`` or ``memento:m``."""
+    kind, sep, size = str(text).partition(":")
+    if not sep or kind.lower() not in _KINDS:
+        raise ValueError(f"memory must be ram:M, chain:M, column:M or memento:m, got {text!r}")
+    try:
+        value = int(size)
+    except ValueError:
+        raise ValueError(f"memory size must be an integer >= 1, got {size!r} in {text!r}") from None
+    if value < 1:
+        raise ValueError(f"memory size must be an integer >= 1, got {value} in {text!r}")
+    return _KINDS[kind.lower()](value, arms=arms, observations=observations)

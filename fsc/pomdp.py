@@ -1,0 +1,180 @@
+"""Finite POMDPs: the world a controller lives in.
+
+Axis letters: ``S`` world states, ``A`` world actions, ``O`` observations.
+"""
+
+from __future__ import annotations
+
+import abc
+import functools
+from collections.abc import Mapping
+
+import attrs
+import numpy as np
+
+__all__ = ["POMDP", "Task", "as_pomdp"]
+
+_ATOL = 1e-12
+
+
+def _as_float_array(name: str, value, shape: tuple[int, ...]) -> np.ndarray:
+    """Return ``value`` as a read-only float64 array of ``shape``, or raise."""
+    try:
+        array = np.array(value, dtype=np.float64)
+    except (TypeError, ValueError) as error:
+        raise TypeError(f"{name} must be an array of numbers, got {type(value).__name__}") from error
+    if array.shape != shape:
+        raise ValueError(f"{name} must have shape {shape}, got {array.shape}")
+    if not np.all(np.isfinite(array)):
+        raise ValueError(f"{name} must be finite, got a NaN or inf")
+    array.setflags(write=False)
+    return array
+
+
+def _check_probabilities(name: str, array: np.ndarray, axis: int) -> None:
+    if np.any(array < 0):
+        raise ValueError(f"{name} must be non-negative, got minimum {array.min()}")
+    sums = array.sum(axis=axis)
+    if not np.allclose(sums, 1.0, rtol=0, atol=_ATOL * 1e3):
+        worst = sums.flat[np.argmax(np.abs(sums - 1.0))]
+        raise ValueError(f"{name} must sum to 1 over axis {axis}, got a sum of {worst!r}")
+
+
+def _labels(name: str, value, size: int, default) -> tuple[str, ...]:
+    if value is None:
+        return tuple(default(i) for i in range(size))
+    labels = tuple(value)
+    if len(labels) != size or not all(isinstance(x, str) for x in labels):
+        raise ValueError(f"{name} must be {size} strings, got {value!r}")
+    if len(set(labels)) != size:
+        raise ValueError(f"{name} must be distinct, got {value!r}")
+    return labels
+
+
+@attrs.frozen(kw_only=True, eq=False)
+class POMDP:
+    """A finite partially observable world.
+
+    All tensors are converted to float64 numpy arrays, validated at
+    construction and made read-only.  Labels default to ``s0, a0, o0, ...``.
+
+    Attributes:
+        transition: ``transition[s, a, s2] = P(s2 | s, a)``, shape ``(S, A, S)``.
+        observation: ``observation[a, s2, o] = P(o | a, s2)``, shape ``(A, S, O)``.
+        reward: ``reward[s, a, s2, o]``, the reward of the step, shape ``(S, A, S, O)``.
+        initial: ``initial[s]``, the world's state after a reset, shape ``(S,)``.
+        metrics: named per-step quantities with the shape of ``reward``; the
+            evaluation reports their stationary expectation (for instance the
+            indicator of playing the worse arm, whose expectation is ``q``).
+        state_labels, action_labels, observation_labels: names, one per index.
+    """
+
+    transition: np.ndarray
+    observation: np.ndarray
+    reward: np.ndarray
+    initial: np.ndarray
+    metrics: Mapping[str, np.ndarray] = attrs.field(factory=dict)
+    state_labels: tuple[str, ...] | None = None
+    action_labels: tuple[str, ...] | None = None
+    observation_labels: tuple[str, ...] | None = None
+
+    def __attrs_post_init__(self) -> None:
+        t = np.asarray(self.transition)
+        if t.ndim != 3 or t.shape[0] != t.shape[2]:
+            raise ValueError(f"transition must have shape (S, A, S), got {t.shape}")
+        S, A = t.shape[0], t.shape[1]
+        o = np.asarray(self.observation)
+        if o.ndim != 3:
+            raise ValueError(f"observation must have shape (A, S, O) = ({A}, {S}, O), got {o.shape}")
+        O = o.shape[2]
+        if S < 1 or A < 1 or O < 1:
+            raise ValueError(f"a POMDP needs at least one state, action and observation, got S={S}, A={A}, O={O}")
+        fields = {
+            "transition": _as_float_array("transition", self.transition, (S, A, S)),
+            "observation": _as_float_array("observation", self.observation, (A, S, O)),
+            "reward": _as_float_array("reward", self.reward, (S, A, S, O)),
+            "initial": _as_float_array("initial", self.initial, (S,)),
+        }
+        _check_probabilities("transition", fields["transition"], 2)
+        _check_probabilities("observation", fields["observation"], 2)
+        _check_probabilities("initial", fields["initial"], 0)
+        if not isinstance(self.metrics, Mapping):
+            raise TypeError(f"metrics must be a mapping of names to arrays, got {type(self.metrics).__name__}")
+        metrics = {}
+        for name, value in self.metrics.items():
+            if not isinstance(name, str) or not name:
+                raise TypeError(f"metric names must be non-empty strings, got {name!r}")
+            metrics[name] = _as_float_array(f"metric {name!r}", value, (S, A, S, O))
+        fields["metrics"] = metrics
+        fields["state_labels"] = _labels("state_labels", self.state_labels, S, lambda i: f"s{i}")
+        fields["action_labels"] = _labels("action_labels", self.action_labels, A, lambda i: f"a{i}")
+        fields["observation_labels"] = _labels("observation_labels", self.observation_labels, O, lambda i: f"o{i}")
+        for name, value in fields.items():
+            object.__setattr__(self, name, value)
+
+    @property
+    def num_states(self) -> int:
+        return self.transition.shape[0]
+
+    @property
+    def num_actions(self) -> int:
+        return self.transition.shape[1]
+
+    @property
+    def num_observations(self) -> int:
+        return self.observation.shape[2]
+
+    @functools.cached_property
+    def parts(self) -> tuple[tuple[int, ...], ...]:
+        """The closed parts of the world that the reset can start in.
+
+        Two states are in one part when some action sequence links them (the
+        connected components of the undirected graph of ``transition``).  A
+        controller never leaves its part, so each part is solved on its own.
+        Parts with no initial mass are dropped.
+        """
+        S = self.num_states
+        linked = (self.transition.sum(axis=1) > 0) | (self.transition.sum(axis=1).T > 0) | np.eye(S, dtype=bool)
+        label = -np.ones(S, dtype=int)
+        for start in range(S):
+            if label[start] >= 0:
+                continue
+            stack = [start]
+            label[start] = start
+            while stack:
+                s = stack.pop()
+                for s2 in np.flatnonzero(linked[s]):
+                    if label[s2] < 0:
+                        label[s2] = start
+                        stack.append(s2)
+        parts = []
+        for root in sorted(set(label.tolist())):
+            members = tuple(int(s) for s in np.flatnonzero(label == root))
+            if self.initial[list(members)].sum() > 0:
+                parts.append(members)
+        return tuple(parts)
+
+
+class Task(abc.ABC):
+    """A named problem: a POMDP plus what its users call its metrics.
+
+    Subclasses are final attrs classes holding the task's parameters.
+    """
+
+    @property
+    @abc.abstractmethod
+    def pomdp(self) -> POMDP:
+        """The world of this task."""
+
+    @abc.abstractmethod
+    def paper_metrics(self, gain: object) -> dict[str, object]:
+        """The metrics as the ``paper`` convention reads them from the gain."""
+
+
+def as_pomdp(world: POMDP | Task) -> POMDP:
+    """Return the POMDP of ``world`` (a POMDP or a Task)."""
+    if isinstance(world, POMDP):
+        return world
+    if isinstance(world, Task):
+        return world.pomdp
+    raise TypeError(f"world must be a fsc.POMDP or a fsc.Task, got {type(world).__name__}")

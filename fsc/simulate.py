@@ -1,0 +1,177 @@
+"""Monte Carlo rollouts of a controller in its world, with reset.
+
+An independent check of :func:`fsc.evaluate`: it never builds the joint
+chain, only samples it.  The estimator is regenerative: a reset starts a new,
+independent episode, so with ``L`` the length of an episode and ``F`` the sum
+of a per-step quantity over it,
+
+.. math::
+
+    E_p[f] = E[F] / E[L]
+
+(the renewal-reward theorem; paper Lemma 2.1 gives the same ``p``).  Every
+walker runs the same number of whole episodes, so the walkers' totals are
+independent and identically distributed; the estimate is the ratio of their
+sums and its standard error comes from the delta method.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import attrs
+import numpy as np
+
+from .evaluate import CONVENTIONS, check_reset
+from .memory import MemoryArchitecture
+from .policy import Policy
+from .pomdp import POMDP, Task, as_pomdp
+
+__all__ = ["Simulation", "simulate"]
+
+
+@attrs.frozen(kw_only=True)
+class Simulation:
+    """Monte Carlo estimates with standard errors.
+
+    Attributes:
+        gain, gain_stderr: reward per step.
+        metrics, stderrs: name -> estimate, name -> standard error.
+        steps, episodes, walkers: the sample sizes.
+    """
+
+    gain: float
+    gain_stderr: float
+    metrics: dict[str, float]
+    stderrs: dict[str, float]
+    steps: int
+    episodes: int
+    walkers: int
+    convention: str
+    reset: float
+    seconds: float
+
+    def summary(self) -> dict:
+        out = {"gain": self.gain, "gain_stderr": self.gain_stderr}
+        for name, value in self.metrics.items():
+            out[name] = value
+            out[f"{name}_stderr"] = self.stderrs[name]
+        out.update(steps=self.steps, episodes=self.episodes, walkers=self.walkers, convention=self.convention, reset=self.reset, seconds=self.seconds)
+        return out
+
+
+def _sample(cumulative: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """Index drawn from each row of ``cumulative`` (cumulative probabilities) with uniforms ``u``."""
+    index = (cumulative < u[:, None]).sum(axis=1)
+    return np.minimum(index, cumulative.shape[1] - 1)
+
+
+def _ratio(F: np.ndarray, L: np.ndarray) -> tuple[float, float]:
+    """Ratio estimator ``sum F / sum L`` and its delta-method standard error."""
+    estimate = F.sum() / L.sum()
+    W = len(F)
+    if W < 2:
+        return float(estimate), math.inf
+    spread = (F - estimate * L).std(ddof=1)
+    return float(estimate), float(spread / (L.mean() * math.sqrt(W)))
+
+
+def simulate(
+    world: POMDP | Task,
+    architecture: MemoryArchitecture,
+    policy: Policy,
+    *,
+    reset: float,
+    steps: int = 1_000_000,
+    walkers: int = 256,
+    seed: int | None = None,
+    convention: str = "native",
+) -> Simulation:
+    """Estimate gain and metrics of a controller by sampling it.
+
+    Args:
+        reset: reset probability ``r`` per step, in (0, 1].
+        steps: step budget; each of the ``walkers`` runs
+            ``max(1, round(steps * r / walkers))`` whole episodes.
+        seed: seed of the numpy random generator.
+        convention: ``native`` (the step's reward) or ``paper`` (the reward
+            carried by the state it leads to, 0 in a reset state).
+    """
+    start = time.perf_counter()
+    reset = check_reset(reset)
+    if convention not in CONVENTIONS:
+        raise ValueError(f"convention must be one of {CONVENTIONS}, got {convention!r}")
+    for name, value in (("steps", steps), ("walkers", walkers)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+    if policy.architecture != architecture:
+        raise ValueError(f"policy is for {policy.architecture!r}, not {architecture!r}")
+    pomdp = as_pomdp(world)
+    if architecture.num_actions != pomdp.num_actions or architecture.num_observations != pomdp.num_observations:
+        raise ValueError(f"{architecture!r} does not match the world's actions and observations")
+    rng = np.random.default_rng(seed)
+
+    probs = policy.probs().detach().numpy()
+    cum_policy = np.cumsum(probs, axis=1)
+    cum_init = np.cumsum(policy.init_probs().detach().numpy())[None, :]
+    cum_world = np.cumsum(pomdp.initial)[None, :]
+    cum_transition = np.cumsum(pomdp.transition, axis=2)
+    cum_observation = np.cumsum(pomdp.observation, axis=2)
+    action, next_node = architecture.choice_action, architecture.next_node
+    tables = {"gain": pomdp.reward, **pomdp.metrics}
+    names = list(tables)
+
+    W = walkers
+    per_walker = max(1, round(steps * reset / W))
+    s = _sample(cum_world, rng.random(W))
+    n = _sample(cum_init, rng.random(W))
+    episodes_done = np.zeros(W, dtype=np.int64)
+    length = np.zeros(W)
+    totals = np.zeros((len(names), W))
+    last = np.zeros((len(names), W))  # value of the step just taken, per walker
+    carried = np.zeros((len(names), W))  # paper: values of steps not followed by a reset
+    active = np.ones(W, dtype=bool)
+    while active.any():
+        idx = np.flatnonzero(active)
+        ss, nn = s[idx], n[idx]
+        c = _sample(cum_policy[nn], rng.random(len(idx)))
+        a = action[c]
+        s2 = _sample(cum_transition[ss, a], rng.random(len(idx)))
+        o = _sample(cum_observation[a, s2], rng.random(len(idx)))
+        for i, name in enumerate(names):
+            value = tables[name][ss, a, s2, o]
+            totals[i, idx] += value
+            carried[i, idx] += value
+            last[i, idx] = value
+        length[idx] += 1
+        s[idx], n[idx] = s2, next_node[nn, c, o]
+        resets = idx[rng.random(len(idx)) < reset]
+        if len(resets):
+            carried[:, resets] -= last[:, resets]
+            episodes_done[resets] += 1
+            s[resets] = _sample(cum_world, rng.random(len(resets)))
+            n[resets] = _sample(cum_init, rng.random(len(resets)))
+            active[resets[episodes_done[resets] >= per_walker]] = False
+
+    source = totals if convention == "native" else carried
+    estimates = {name: _ratio(source[i], length) for i, name in enumerate(names)}
+    gain, gain_stderr = estimates.pop("gain")
+    metrics = {k: v[0] for k, v in estimates.items()}
+    stderrs = {k: v[1] for k, v in estimates.items()}
+    if convention == "paper" and isinstance(world, Task):
+        metrics = {k: float(v) for k, v in world.paper_metrics(gain).items()}
+        scale = {k: abs(float(world.paper_metrics(1.0)[k]) - float(world.paper_metrics(0.0)[k])) for k in metrics}
+        stderrs = {k: scale[k] * gain_stderr for k in metrics}
+    return Simulation(
+        gain=gain,
+        gain_stderr=gain_stderr,
+        metrics=metrics,
+        stderrs=stderrs,
+        steps=int(length.sum()),
+        episodes=int(episodes_done.sum()),
+        walkers=W,
+        convention=convention,
+        reset=reset,
+        seconds=time.perf_counter() - start,
+    )
