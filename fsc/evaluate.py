@@ -12,9 +12,9 @@ from .chain import joint_chain
 from .memory import MemoryArchitecture
 from .policy import Policy
 from .pomdp import POMDP, Task, as_pomdp
-from .solve import ENGINES
+from .solve import ENGINES, ZERO_RESET_ENGINES, choose_engine
 
-__all__ = ["CONVENTIONS", "Evaluation", "check_reset", "choose_engine", "evaluate"]
+__all__ = ["CONVENTIONS", "Evaluation", "check_reset", "evaluate"]
 
 CONVENTIONS = ("native", "paper")
 
@@ -60,19 +60,15 @@ class Evaluation:
         }
 
 
-def check_reset(reset: object) -> float:
-    """Return ``reset`` as a float in (0, 1], or raise."""
+def check_reset(reset: object, *, allow_zero: bool = False) -> float:
+    """Return ``reset`` as a float in (0, 1] (or [0, 1] with ``allow_zero``), or raise."""
+    interval = "[0, 1]" if allow_zero else "(0, 1]"
     if isinstance(reset, bool) or not isinstance(reset, (int, float)):
-        raise TypeError(f"reset must be a number in (0, 1], got {reset!r}")
+        raise TypeError(f"reset must be a number in {interval}, got {reset!r}")
     reset = float(reset)
-    if not (math.isfinite(reset) and 0 < reset <= 1):
-        raise ValueError(f"reset must be in (0, 1], got {reset!r}")
+    if not (math.isfinite(reset) and (0 <= reset if allow_zero else 0 < reset) and reset <= 1):
+        raise ValueError(f"reset must be in {interval}, got {reset!r}")
     return reset
-
-
-def choose_engine(architecture: MemoryArchitecture, world: POMDP) -> str:
-    """The engine ``auto`` picks: dense LU up to a few thousand joint states."""
-    return "dense"
 
 
 def evaluate(
@@ -103,7 +99,7 @@ def evaluate(
             another architecture, a world the architecture cannot play in.
     """
     start = time.perf_counter()
-    reset = check_reset(reset)
+    reset = check_reset(reset, allow_zero=True)
     if convention not in CONVENTIONS:
         raise ValueError(f"convention must be one of {CONVENTIONS}, got {convention!r}")
     if not isinstance(policy, Policy):
@@ -114,9 +110,11 @@ def evaluate(
         raise ValueError(f"policy is for {policy.architecture!r}, not {architecture!r}")
     pomdp = as_pomdp(world)
     chain = joint_chain(pomdp, architecture)
-    name = choose_engine(architecture, pomdp) if engine == "auto" else engine
+    name = choose_engine(chain, reset) if engine == "auto" else engine
     if name not in ENGINES:
         raise ValueError(f"engine must be 'auto' or one of {sorted(ENGINES)}, got {engine!r}")
+    if reset == 0 and name not in ZERO_RESET_ENGINES:
+        raise ValueError(f"reset = 0 (a chain with a single recurrent class) needs one of the engines {sorted(ZERO_RESET_ENGINES)}, got {name!r}")
 
     probs, init_probs = policy.probs(), policy.init_probs()
     solution = ENGINES[name](chain, probs, init_probs, reset)

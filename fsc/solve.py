@@ -24,7 +24,7 @@ import torch
 
 from .chain import JointChain
 
-__all__ = ["ENGINES", "Solution", "solve_dense", "solve_power"]
+__all__ = ["ENGINES", "ZERO_RESET_ENGINES", "Solution", "choose_engine", "solve_dense", "solve_power"]
 
 
 @attrs.frozen(eq=False)
@@ -99,3 +99,11 @@ def solve_power(
 Engine = Callable[[JointChain, torch.Tensor, torch.Tensor, float], Solution]
 
 ENGINES: dict[str, Engine] = {"dense": solve_dense, "power": solve_power}
+
+#: Engines that accept ``reset = 0`` (chains with a single recurrent class).
+ZERO_RESET_ENGINES: set[str] = set()
+
+
+def choose_engine(chain: JointChain, reset: float) -> str:
+    """The engine ``auto`` picks for this chain and reset: dense LU for now."""
+    return "dense"
