@@ -13,6 +13,12 @@ the largest with states that have no mass and loop on themselves).
 
 (DESIGN section 3; note the axis order: ``P[x2, x]`` is the probability of
 ``x -> x2``, so columns sum to 1.)
+
+The nonzeros are stored once per (world, architecture), sorted by part, then
+by column ``x``: the slice of part ``k`` is a compressed-sparse-column (CSC)
+matrix of ``P`` as it stands, so the sparse engines get scipy matrices without
+sorting.  Index arrays are int32 when the chain fits (about 11 M nonzeros and
+300 MB for Memento ``m = 10``).
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ import functools
 
 import attrs
 import numpy as np
+import scipy.sparse as sp
 import torch
 
 from .memory import MemoryArchitecture
@@ -29,21 +36,31 @@ from .pomdp import POMDP
 __all__ = ["JointChain", "joint_chain"]
 
 
+def _readonly(array: np.ndarray) -> np.ndarray:
+    array.setflags(write=False)
+    return array
+
+
 @attrs.frozen(eq=False)
 class JointChain:
     """Index tables of the joint chain (pure structure, no policy).
+
+    The arrays are read-only; derived tables (torch indices, CSC pointers)
+    are computed once, on first use.
 
     Attributes:
         num_parts: ``K``.
         size: ``X``, joint states per part.
         part_states: ``(K, S_part)`` world state of each local state (-1: padding).
         part_weights: ``(K,)`` initial mass of each part (sums to 1).
-        rows, cols, parts: COO coordinates of each nonzero of ``P`` (int64).
+        rows, cols, parts: COO coordinates of each nonzero of ``P`` (int32 or
+            int64), sorted by ``(parts, cols)``.
         node, choice: the ``(n, c)`` whose probability scales each nonzero.
         weight: ``T * O`` of each nonzero (float64).
         step_reward: ``(K, S_part, C)`` expected reward of choice ``c`` in world state s.
         step_metrics: name -> ``(K, S_part, C)`` expected metric of the step.
         initial_world: ``(K, S_part)`` world part of the reset distribution (per part, sums to 1).
+        padding: ``(K, X)`` bool, the padding states (a self-loop of probability 1 each).
     """
 
     architecture: MemoryArchitecture
@@ -66,16 +83,69 @@ class JointChain:
     def size(self) -> int:
         return self.states_per_part * self.architecture.num_nodes
 
+    @property
+    def nnz(self) -> int:
+        """Number of stored nonzeros of ``P`` over all parts."""
+        return len(self.rows)
+
+    # Cached derived tables.
+
+    @functools.cached_property
+    def _torch_node_choice(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        C = self.architecture.num_choices
+        flat = torch.from_numpy(self.node.astype(np.int64) * C + self.choice)
+        return flat, torch.from_numpy(self.weight), torch.tensor(C)
+
+    @functools.cached_property
+    def _dense_index(self) -> torch.Tensor:
+        X = self.size
+        return torch.from_numpy((self.parts.astype(np.int64) * X + self.rows) * X + self.cols)
+
+    @functools.cached_property
+    def part_slices(self) -> tuple[slice, ...]:
+        """The slice of the nonzero arrays that belongs to each part."""
+        bounds = np.searchsorted(self.parts, np.arange(self.num_parts + 1))
+        return tuple(slice(int(bounds[k]), int(bounds[k + 1])) for k in range(self.num_parts))
+
+    @functools.cached_property
+    def csc_indptr(self) -> tuple[np.ndarray, ...]:
+        """Per part, the CSC column pointers of ``P`` (int32 or int64, length ``X + 1``)."""
+        X = self.size
+        out = []
+        for sl in self.part_slices:
+            counts = np.bincount(self.cols[sl], minlength=X)
+            indptr = np.zeros(X + 1, dtype=np.int64)
+            np.cumsum(counts, out=indptr[1:])
+            out.append(_readonly(indptr.astype(self.rows.dtype)))
+        return tuple(out)
+
+    # Values.
+
     def values(self, probs: torch.Tensor) -> torch.Tensor:
         """Nonzero values of ``P`` for ``probs[n, c]`` (differentiable)."""
-        return probs[torch.as_tensor(self.node), torch.as_tensor(self.choice)] * torch.as_tensor(self.weight)
+        flat, weight, _ = self._torch_node_choice
+        return probs.reshape(-1)[flat] * weight
+
+    def matrices(self, values: np.ndarray) -> list[sp.csc_matrix]:
+        """``P`` of each part as a scipy CSC matrix (``P[x2, x]``), padding self-loops included.
+
+        Duplicate coordinates (two choices leading to one state) are summed.
+        """
+        X = self.size
+        out = []
+        for k, sl in enumerate(self.part_slices):
+            P = sp.csc_matrix((values[sl], self.rows[sl], self.csc_indptr[k]), shape=(X, X))
+            if self.padding[k].any():
+                P = (P + sp.diags(self.padding[k].astype(np.float64), format="csc")).tocsc()
+            P.sum_duplicates()
+            out.append(P)
+        return out
 
     def dense(self, probs: torch.Tensor) -> torch.Tensor:
         """``P`` as a dense ``(K, X, X)`` tensor (``P[k, x2, x]``)."""
         K, X = self.num_parts, self.size
         flat = torch.zeros(K * X * X, dtype=torch.float64)
-        index = torch.as_tensor((self.parts * X + self.rows) * X + self.cols)
-        flat = flat.index_add(0, index, self.values(probs))
+        flat = flat.index_add(0, self._dense_index, self.values(probs))
         P = flat.reshape(K, X, X)
         if self.padding.any():
             pad = torch.as_tensor(self.padding)
@@ -93,7 +163,7 @@ class JointChain:
         return per_node.reshape(self.num_parts, self.size)
 
 
-@functools.lru_cache(maxsize=32)
+@functools.lru_cache(maxsize=8)
 def _cached(world: POMDP, architecture: MemoryArchitecture) -> JointChain:
     return _build(world, architecture)
 
@@ -110,37 +180,41 @@ def joint_chain(world: POMDP, architecture: MemoryArchitecture) -> JointChain:
 def _build(world: POMDP, arch: MemoryArchitecture) -> JointChain:
     parts = world.parts
     K, S_part = len(parts), max(len(p) for p in parts)
-    N, C, O = arch.num_nodes, arch.num_choices, arch.num_observations
+    N, C = arch.num_nodes, arch.num_choices
     part_states = -np.ones((K, S_part), dtype=np.int64)
     for k, members in enumerate(parts):
         part_states[k, : len(members)] = members
     valid = part_states >= 0
     weights = np.array([world.initial[list(p)].sum() for p in parts])
+    index = np.int32 if S_part * N < 2**31 - 1 else np.int64
 
     action = arch.choice_action
-    allowed_n, allowed_c = np.nonzero(arch.allowed)  # (E,) pairs
+    allowed_n, allowed_c = np.nonzero(arch.allowed)  # (E,) pairs, sorted by n
+    allowed_n = allowed_n.astype(index)
+    allowed_c = allowed_c.astype(index)
+    nxt = arch.next_node[allowed_n, allowed_c].astype(index)  # (E, O)
     rows, cols, kk, nn, cc, ww = [], [], [], [], [], []
     for k in range(K):
-        for i, s in enumerate(part_states[k]):
-            if s < 0:
-                continue
-            for j, s2 in enumerate(part_states[k]):
-                if s2 < 0:
-                    continue
-                # weight[c, o] = T[s, a(c), s2] O[a(c), s2, o]
-                w = world.transition[s, action, s2][:, None] * world.observation[action, s2, :]
-                for o in range(O):
-                    keep = w[allowed_c, o] != 0
-                    n, c = allowed_n[keep], allowed_c[keep]
-                    rows.append(j * N + arch.next_node[n, c, o])
-                    cols.append(i * N + n)
-                    kk.append(np.full(len(n), k))
-                    nn.append(n)
-                    cc.append(c)
-                    ww.append(w[c, o])
+        local = np.flatnonzero(valid[k])
+        targets = part_states[k, local]
+        for i in local:
+            s = part_states[k, i]
+            # w[e, j, o] = T[s, a(c_e), s2_j] O[a(c_e), s2_j, o]: arrays laid out (E, J, O) so that,
+            # flattened, the nonzeros come sorted by column i * N + n.
+            w = world.transition[s, action][:, targets][allowed_c][:, :, None] * world.observation[action][:, targets, :][allowed_c]
+            keep = w != 0
+            e_idx = np.broadcast_to(np.arange(len(allowed_n))[:, None, None], w.shape)[keep]
+            j_idx = np.broadcast_to(local[None, :, None].astype(index), w.shape)[keep]
+            o_idx = np.broadcast_to(np.arange(w.shape[2])[None, None, :], w.shape)[keep]
+            rows.append((j_idx * N + nxt[e_idx, o_idx]).astype(index))
+            cols.append((i * N + allowed_n[e_idx]).astype(index))
+            kk.append(np.full(len(e_idx), k, dtype=index))
+            nn.append(allowed_n[e_idx])
+            cc.append(allowed_c[e_idx])
+            ww.append(w[keep])
 
     def cat(chunks, dtype):
-        return np.concatenate(chunks).astype(dtype) if chunks else np.zeros(0, dtype=dtype)
+        return _readonly(np.concatenate(chunks).astype(dtype, copy=False) if chunks else np.zeros(0, dtype=dtype))
 
     # Expected reward (and metrics) of each choice from each world state:
     # rbar[s, a] = sum_{s2, o} T[s, a, s2] O[a, s2, o] reward[s, a, s2, o].
@@ -148,7 +222,7 @@ def _build(world: POMDP, arch: MemoryArchitecture) -> JointChain:
         rbar = np.einsum("sat,ato,sato->sa", world.transition, world.observation, table)
         out = np.zeros((K, S_part, C))
         out[valid] = rbar[part_states[valid]][:, action]
-        return out
+        return _readonly(out)
 
     initial_world = np.zeros((K, S_part))
     initial_world[valid] = world.initial[part_states[valid]]
@@ -158,16 +232,16 @@ def _build(world: POMDP, arch: MemoryArchitecture) -> JointChain:
         architecture=arch,
         num_parts=K,
         states_per_part=S_part,
-        part_states=part_states,
-        part_weights=weights / weights.sum(),
-        rows=cat(rows, np.int64),
-        cols=cat(cols, np.int64),
-        parts=cat(kk, np.int64),
-        node=cat(nn, np.int64),
-        choice=cat(cc, np.int64),
+        part_states=_readonly(part_states),
+        part_weights=_readonly(weights / weights.sum()),
+        rows=cat(rows, index),
+        cols=cat(cols, index),
+        parts=cat(kk, index),
+        node=cat(nn, index),
+        choice=cat(cc, index),
         weight=cat(ww, np.float64),
         step_reward=per_step(world.reward),
         step_metrics={name: per_step(table) for name, table in world.metrics.items()},
-        initial_world=initial_world,
-        padding=padding,
+        initial_world=_readonly(initial_world),
+        padding=_readonly(padding),
     )

@@ -118,7 +118,12 @@ def evaluate(
 
     probs, init_probs = policy.probs(), policy.init_probs()
     solution = ENGINES[name](chain, probs, init_probs, reset)
+    # Each part's exact p sums to 1.  Near r = 0, I - (1 - r) P is nearly
+    # singular (condition ~ 1/r) and LU's error lies almost entirely along its
+    # near-null vector, which is p itself: a scale error, removed here.  The
+    # exact gradient is unchanged (the exact sum is identically 1).
     p = solution.distribution
+    p = p / p.sum(dim=1, keepdim=True)
     weights = torch.as_tensor(chain.part_weights)
 
     def expectation(table) -> torch.Tensor:

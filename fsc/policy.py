@@ -220,14 +220,14 @@ def _as_probs(name: str, value, shape: tuple[int, ...]) -> np.ndarray:
     if not np.all(np.isfinite(array)):
         raise ValueError(f"{name} must be finite, got a NaN or inf")
     if (array < 0).any():
-        raise ValueError(f"{name} must be non-negative, got {array.min()!r}")
+        raise ValueError(f"{name} must be non-negative, got {float(array.min())!r}")
     return array
 
 
 def _check_sums(name: str, sums: np.ndarray, labels) -> None:
     bad = np.flatnonzero(np.abs(sums - 1.0) > 1e-9)
     if len(bad):
-        raise ValueError(f"{name} must sum to 1, got {sums[bad[0]]!r} at {labels[bad[0]]!r}")
+        raise ValueError(f"{name} must sum to 1, got {float(sums[bad[0]])!r} at {labels[bad[0]]!r}")
 
 
 def _json_floats(array: np.ndarray):

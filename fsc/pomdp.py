@@ -33,11 +33,11 @@ def _as_float_array(name: str, value, shape: tuple[int, ...]) -> np.ndarray:
 
 def _check_probabilities(name: str, array: np.ndarray, axis: int) -> None:
     if np.any(array < 0):
-        raise ValueError(f"{name} must be non-negative, got minimum {array.min()}")
+        raise ValueError(f"{name} must be non-negative, got minimum {float(array.min())!r}")
     sums = array.sum(axis=axis)
     if not np.allclose(sums, 1.0, rtol=0, atol=_ATOL * 1e3):
         worst = sums.flat[np.argmax(np.abs(sums - 1.0))]
-        raise ValueError(f"{name} must sum to 1 over axis {axis}, got a sum of {worst!r}")
+        raise ValueError(f"{name} must sum to 1 over axis {axis}, got a sum of {float(worst)!r}")
 
 
 def _labels(name: str, value, size: int, default) -> tuple[str, ...]:

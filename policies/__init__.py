@@ -1,1 +1,76 @@
-"""policies package."""
+"""Explicit policies, their closed forms, and initialisations for training.
+
+- :func:`ccp`: the column of confidence policy (paper Definition 3.3);
+  closed forms in :mod:`policies.closed_form`.
+- :func:`necklace_policy`: the necklace policy on the Memento memory
+  (Definition 4.1); necklace combinatorics in :mod:`policies.necklaces`.
+- :func:`initial_policy`: the initialisations of the paper's Figure 4.
+"""
+
+from __future__ import annotations
+
+from fsc.memory import MemoryArchitecture
+from fsc.policy import Policy
+
+from . import closed_form, necklaces
+from .ccp import ccp, ccp_probs
+from .initial import INITIALISATIONS, initial_policy
+from .necklace import default_eps, necklace_exits, necklace_policy, necklace_probs
+
+__all__ = [
+    "INITIALISATIONS",
+    "POLICY_NAMES",
+    "ccp",
+    "ccp_probs",
+    "closed_form",
+    "default_eps",
+    "initial_policy",
+    "named_policy",
+    "necklace_exits",
+    "necklace_policy",
+    "necklace_probs",
+    "necklaces",
+]
+
+#: Names accepted by :func:`named_policy` (and ``--policy`` on the command line).
+POLICY_NAMES = ("uniform", "ccp", "necklace", *INITIALISATIONS)
+
+
+def named_policy(
+    name: str,
+    arch: MemoryArchitecture,
+    *,
+    mu: float = 0.1,
+    reset: float = 1e-3,
+    seed: int = 0,
+    convention: str = "native",
+    eps: float | None = None,
+    eps0: float | None = None,
+    eps1: float | None = None,
+) -> Policy:
+    """A policy by name on ``arch``: ``uniform``, the exact ``ccp`` and
+    ``necklace`` policies (no ``1e-4`` added), or an initialisation.
+
+    ``ccp`` without ``eps`` uses the closed-form optimal eps at ``reset``
+    (capped at 1); ``necklace`` defaults to ``eps0 = r^(1/2)``, ``eps1 = r^(1/4)``.
+    """
+    if name == "uniform":
+        return Policy.uniform(arch)
+    if name == "ccp":
+        if eps is None:
+            eps = min(1.0, closed_form.ccp_eps_opt(mu, _size(arch, "ccp"), reset))
+        return Policy.from_probs(arch, *ccp_probs(arch, eps))
+    if name == "necklace":
+        default0, default1 = default_eps(reset)
+        return Policy.from_probs(arch, *necklace_probs(arch, default0 if eps0 is None else eps0, default1 if eps1 is None else eps1))
+    if name in INITIALISATIONS:
+        return initial_policy(name, arch, mu=mu, reset=reset, seed=seed, convention=convention, eps=eps, eps0=eps0, eps1=eps1)
+    raise ValueError(f"policy must be one of {POLICY_NAMES} or a .npz/.json file, got {name!r}")
+
+
+def _size(arch: MemoryArchitecture, name: str) -> int:
+    from fsc.memory import RAM, Chain, Column
+
+    if not isinstance(arch, (RAM, Chain, Column)):
+        raise ValueError(f"the {name!r} policy needs a RAM, Chain or Column memory, got {arch!r}")
+    return arch.M

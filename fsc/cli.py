@@ -1,0 +1,233 @@
+"""The ``fsc`` command.
+
+Every subcommand prints a small table, or JSON with ``--json``.  Bad input
+prints one line on standard error and exits with status 2, before any
+result file is written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+
+from .evaluate import CONVENTIONS, evaluate
+from .memory import MemoryArchitecture, parse_memory
+from .policy import Policy
+from .simulate import simulate
+
+__all__ = ["main"]
+
+
+class UsageError(Exception):
+    """Bad command-line input: reported in one line, exit status 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # one line, status 2 (argparse prints usage too)
+        raise UsageError(message)
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}")
+    return value
+
+
+def _number(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
+    return value
+
+
+# Options shared by the commands that build a controller.
+
+
+def _add_controller_options(p: argparse.ArgumentParser, *, policy: bool = True) -> None:
+    p.add_argument("--mu", type=_number, default=0.1, help="gap between the arms, in (0, 1) (default 0.1)")
+    p.add_argument("--memory", default="ram:2", help="ram:M, chain:M, column:M or memento:m (default ram:2)")
+    if policy:
+        p.add_argument(
+            "--policy",
+            default="uniform",
+            help="uniform, random, ccp, necklace, an initialisation name (random, linear, columns, near-ccp, cycles, "
+            "near-necklace), or a policy file (.npz/.json) (default uniform)",
+        )
+        p.add_argument("--eps", type=_number, default=None, help="CCP exit probability (default: optimal at --reset)")
+        p.add_argument("--eps0", type=_number, default=None, help="necklace: exit probability of the end necklaces")
+        p.add_argument("--eps1", type=_number, default=None, help="necklace: exit probability between necklaces")
+    p.add_argument("--seed", type=int, default=0, help="seed of random policies and of sampling (default 0)")
+    p.add_argument("--reset", type=_number, default=1e-3, help="reset probability r per step (default 1e-3)")
+    p.add_argument("--convention", choices=CONVENTIONS, default="native", help="native (default) or paper (DESIGN section 4)")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+
+
+def _world(args):
+    import tasks
+
+    return tasks.TwoHypothesis(args.mu)
+
+
+def _architecture(args) -> MemoryArchitecture:
+    return parse_memory(args.memory)
+
+
+def build_policy(args, arch: MemoryArchitecture) -> Policy:
+    """The policy named by ``--policy`` on ``arch``."""
+    name = args.policy
+    path = Path(name)
+    if path.suffix in (".npz", ".json"):
+        if not path.is_file():
+            raise ValueError(f"policy file {name!r} does not exist")
+        policy = Policy.load(path)
+        if policy.architecture != arch:
+            raise ValueError(f"policy file {name!r} is for {policy.architecture!r}, but --memory gives {arch!r}")
+        return policy
+    if name == "uniform":
+        return Policy.uniform(arch)
+    import policies
+
+    return policies.named_policy(name, arch, mu=args.mu, reset=args.reset, seed=args.seed, convention=args.convention,
+                                 eps=args.eps, eps0=args.eps0, eps1=args.eps1)
+
+
+def _emit(args, record: dict) -> None:
+    if args.json:
+        print(json.dumps(record))
+        return
+    width = max(len(k) for k in record)
+    for key, value in record.items():
+        text = f"{value:.10g}" if isinstance(value, float) else str(value)
+        print(f"{key:<{width}}  {text}")
+
+
+# Commands.
+
+
+def cmd_evaluate(args) -> int:
+    world, arch = _world(args), _architecture(args)
+    policy = build_policy(args, arch)
+    if args.grad:
+        policy = policy.requires_grad_()
+    start = time.perf_counter()
+    result = evaluate(world, arch, policy, reset=args.reset, engine=args.engine, convention=args.convention)
+    record = {"q": float(result.metrics["q"]), "gain": float(result.gain)}
+    if args.grad:
+        result.gain.backward()
+        grads = [g for g in (policy.logits.grad, policy.init_logits.grad) if g is not None]
+        record["grad_norm"] = math.sqrt(sum(float((g**2).sum()) for g in grads))
+    seconds = time.perf_counter() - start
+    record.update(
+        engine=result.engine,
+        residual=result.residual,
+        nodes=arch.num_nodes,
+        memory=args.memory,
+        mu=args.mu,
+        reset=result.reset,
+        convention=args.convention,
+        policy=args.policy,
+        seconds=seconds,
+    )
+    _emit(args, record)
+    return 0
+
+
+def cmd_simulate(args) -> int:
+    world, arch = _world(args), _architecture(args)
+    policy = build_policy(args, arch)
+    result = simulate(world, arch, policy, reset=args.reset, steps=args.steps, walkers=args.walkers, seed=args.seed, convention=args.convention)
+    record = {
+        "q": result.metrics["q"],
+        "q_stderr": result.stderrs["q"],
+        "gain": result.gain,
+        "gain_stderr": result.gain_stderr,
+        "steps": result.steps,
+        "episodes": result.episodes,
+        "nodes": arch.num_nodes,
+        "memory": args.memory,
+        "mu": args.mu,
+        "reset": result.reset,
+        "convention": args.convention,
+        "policy": args.policy,
+        "seconds": result.seconds,
+    }
+    _emit(args, record)
+    return 0
+
+
+#: name -> (run, add_options, help); other modules of the project add theirs.
+COMMANDS: dict[str, tuple[Callable, Callable[[argparse.ArgumentParser], None], str]] = {}
+
+
+def _evaluate_options(p):
+    _add_controller_options(p)
+    p.add_argument("--engine", default="auto", help="auto (default), dense, power, or another engine of fsc.ENGINES")
+    p.add_argument("--grad", action="store_true", help="also compute the gradient of the gain w.r.t. all logits; report grad_norm")
+
+
+def _simulate_options(p):
+    _add_controller_options(p)
+    p.add_argument("--steps", type=_positive_int, default=1_000_000, help="step budget (default 1e6)")
+    p.add_argument("--walkers", type=_positive_int, default=256, help="independent walkers (default 256)")
+
+
+def cmd_report(args) -> int:
+    from .report import build_report
+
+    build_report(args.out, quiet=args.quiet)
+    return 0
+
+
+def _report_options(p):
+    p.add_argument("--out", default="report", help="output directory (default ./report); written whole at the end")
+    p.add_argument("--quiet", action="store_true", help="no progress messages")
+
+
+COMMANDS["evaluate"] = (cmd_evaluate, _evaluate_options, "exact evaluation of a controller")
+COMMANDS["simulate"] = (cmd_simulate, _simulate_options, "Monte Carlo estimate of a controller")
+COMMANDS["report"] = (cmd_report, _report_options, "the main job: check, draw, train, and write an HTML report")
+
+
+def make_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="fsc", description="Finite-state controllers: evaluate, simulate, draw, train, report.")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub.required = True
+    for name, (_, add_options, help_text) in COMMANDS.items():
+        add_options(sub.add_parser(name, help=help_text, description=help_text))
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run ``fsc``; return the exit status."""
+    torch.set_default_dtype(torch.float64)
+    try:
+        parser = make_parser()
+        args = parser.parse_args(argv)
+        return COMMANDS[args.command][0](args)
+    except UsageError as error:
+        print(f"fsc: error: {error}", file=sys.stderr)
+        return 2
+    except (ValueError, TypeError) as error:
+        print(f"fsc: error: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("fsc: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,169 @@
+"""The necklace policy on the Memento memory (paper Definition 4.1, Figure 3).
+
+The agent mostly plays the oldest arm it remembers, so its word of arms
+turns around a binary necklace.  The necklaces on a Gray-ordered chain from
+``A^m`` to ``B^m`` are linked by *exit words*: a word ``w`` of necklace ``i``
+whose oldest letter, flipped and played, gives a word of necklace ``i +- 1``.
+The agent takes that exit with probability ``eps1`` only when every
+remembered reward favours the side it moves to (``+`` after A and ``-``
+after B to move toward ``A^m``; the opposite toward ``B^m``), and leaves
+the end necklaces with probability ``eps0`` when every reward is ``-``.
+Necklaces off the chain lead into it deterministically, so no probability is
+trapped there.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+
+import attrs
+import numpy as np
+
+from fsc.memory import Memento
+from fsc.policy import Policy
+
+from .ccp import _check_eps
+from .necklaces import gray_chain, necklace
+
+__all__ = ["NecklaceExits", "default_eps", "necklace_exits", "necklace_policy", "necklace_probs"]
+
+_FLIP = {"A": "B", "B": "A"}
+
+
+def _candidates(word: str, target: str) -> list[str]:
+    """Rotations ``w`` of ``word`` whose move ``w[1:] + flip(w[0])`` lands in necklace ``target``."""
+    m = len(word)
+    rotations = {word[k:] + word[:k] for k in range(m)}
+    return sorted(w for w in rotations if necklace(w[1:] + _FLIP[w[0]]) == target)
+
+
+def _pick(candidates: list[str]) -> str:
+    """The exit word among ``candidates``: prefer one whose second letter is the arm played.
+
+    This rule reproduces the exit words of the published code for m = 3 and
+    m = 4 (``ABA``, ``BAB``; ``ABAA``, ``BAAB``, ``ABBA``, ``BABB``); ties
+    are broken by the word itself.
+    """
+    return min(candidates, key=lambda w: (len(w) > 1 and w[1] == w[0], w))
+
+
+@attrs.frozen
+class NecklaceExits:
+    """Where the necklace policy leaves each necklace.
+
+    Attributes:
+        chain: the Gray-ordered chain, ``A^m`` first and ``B^m`` last.
+        toward_a: necklace index -> exit word toward ``A^m`` (arm played: flip of its oldest letter).
+        toward_b: necklace index -> exit word toward ``B^m``.
+        feeders: exit word -> arm, for the necklaces off the chain (deterministic moves toward it).
+    """
+
+    chain: tuple[str, ...]
+    toward_a: dict[int, str]
+    toward_b: dict[int, str]
+    feeders: dict[str, str]
+
+
+def necklace_exits(m: int, chain: tuple[str, ...] | None = None) -> NecklaceExits:
+    """Exit words of the necklace policy with memory ``m`` (default chain: the longest Gray chain)."""
+    if isinstance(m, bool) or not isinstance(m, int) or m < 2:
+        raise ValueError(f"the necklace policy needs m >= 2, got {m!r}")
+    chain = tuple(gray_chain(m).chain if chain is None else chain)
+    if chain[0] != "A" * m or chain[-1] != "B" * m:
+        raise ValueError(f"a necklace chain runs from {'A' * m} to {'B' * m}, got {chain[0]!r} .. {chain[-1]!r}")
+    toward_a, toward_b = {}, {}
+    for i in range(len(chain) - 1):
+        right = _candidates(chain[i], chain[i + 1])
+        left = _candidates(chain[i + 1], chain[i])
+        if not right or not left:
+            raise ValueError(f"necklaces {chain[i]!r} and {chain[i + 1]!r} are not one letter apart")
+        toward_b[i] = _pick(right)
+        toward_a[i + 1] = _pick(left)
+    # Off-chain necklaces: breadth-first search from the chain over the
+    # one-letter moves; each leads to a necklace nearer to the chain.
+    from .necklaces import necklaces
+
+    distance = {w: 0 for w in chain}
+    queue = deque(chain)
+    feeders: dict[str, str] = {}
+    everything = necklaces(m)
+    while queue:
+        current = queue.popleft()
+        for other in everything:
+            if other in distance:
+                continue
+            moves = _candidates(other, current)
+            if moves:
+                word = _pick(moves)
+                feeders[word] = _FLIP[word[0]]
+                distance[other] = distance[current] + 1
+                queue.append(other)
+    missing = [w for w in everything if w not in distance]
+    if missing:  # cannot happen: one-letter moves connect every necklace to A^m
+        raise RuntimeError(f"necklaces not connected to the chain: {missing}")
+    return NecklaceExits(chain=chain, toward_a=toward_a, toward_b=toward_b, feeders=feeders)
+
+
+def _favours(arms: str, rewards: str) -> str | None:
+    """``A`` if every reward favours H_A (A+ and B-), ``B`` if every one favours H_B, else None."""
+    if all((x == "A") == (o == "+") for x, o in zip(arms, rewards, strict=True)):
+        return "A"
+    if all((x == "B") == (o == "+") for x, o in zip(arms, rewards, strict=True)):
+        return "B"
+    return None
+
+
+def necklace_probs(arch: Memento, eps0: float, eps1: float, exits: NecklaceExits | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Probabilities ``(probs, init_probs)`` of the necklace policy on ``arch``.
+
+    Full histories play their oldest arm, except at exit words (``eps1``,
+    rewards permitting), at the end necklaces (``eps0`` when every reward is
+    ``-``) and in necklaces off the chain (leave at once).  Partial histories
+    play each arm with probability 1/2; the reset starts in the empty history.
+    """
+    if not isinstance(arch, Memento) or arch.arms != 2 or arch.observations != 2:
+        raise ValueError(f"the necklace policy needs a two-arm Memento architecture, got {arch!r}")
+    eps0, eps1 = _check_eps(eps0, "eps0"), _check_eps(eps1, "eps1")
+    m = arch.m
+    exits = necklace_exits(m) if exits is None else exits
+    index = {w: i for i, w in enumerate(exits.chain)}
+    probs = np.full((arch.num_nodes, 2), 0.5)
+    for n, label in enumerate(arch.node_labels):
+        if len(label) != 2 * m:
+            continue
+        arms, rewards = label[:m], label[m:]
+        oldest, other = arms[0], _FLIP[arms[0]]
+        leave = 0.0
+        if arms in exits.feeders:
+            leave = 1.0
+        elif arms == "A" * m or arms == "B" * m:
+            leave = eps0 if set(rewards) == {"-"} else 0.0
+        else:
+            i = index.get(necklace(arms))
+            side = _favours(arms, rewards)
+            if i is not None and side == "A" and exits.toward_a.get(i) == arms:
+                leave = eps1
+            elif i is not None and side == "B" and exits.toward_b.get(i) == arms:
+                leave = eps1
+        probs[n, "AB".index(oldest)] = 1 - leave
+        probs[n, "AB".index(other)] = leave
+    init = np.zeros(arch.num_nodes)
+    init[0] = 1.0
+    return probs, init
+
+
+def necklace_policy(m: int, eps0: float, eps1: float) -> tuple[Memento, Policy]:
+    """The necklace policy with memory ``m`` (Definition 4.1) and its architecture.
+
+    Theorem 4.3: its ``q`` tends to ``q* = (1 + alpha^(m (1 - n(m))))^-1``
+    when ``r << eps0 << eps1 << 1``.
+    """
+    arch = Memento(m)
+    probs, init = necklace_probs(arch, eps0, eps1)
+    return arch, Policy.from_probs(arch, probs, init)
+
+
+def default_eps(reset: float) -> tuple[float, float]:
+    """``eps0 = r^(1/2)``, ``eps1 = r^(1/4)``: the near-necklace start of the paper."""
+    return math.sqrt(reset), reset**0.25

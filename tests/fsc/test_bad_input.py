@@ -1,0 +1,85 @@
+"""Registry of bad inputs: each must raise a clear error naming the value."""
+
+import math
+
+import numpy as np
+import pytest
+
+import fsc
+import tasks
+
+RAM2 = fsc.RAM(2)
+WORLD = tasks.TwoHypothesis(0.1)
+GOOD = dict(transition=np.ones((2, 1, 2)) / 2, observation=np.ones((1, 2, 1)), reward=np.zeros((2, 1, 2, 1)), initial=[1.0, 0.0])
+
+
+def pomdp(**change):
+    return lambda: fsc.POMDP(**{**GOOD, **change})
+
+
+def ones(shape):
+    return np.ones(shape) / shape[-1]
+
+
+CASES = [
+    # (id, callable, error type, message pattern)
+    ("pomdp-transition-shape", pomdp(transition=np.ones((2, 2))), ValueError, r"transition must have shape \(S, A, S\)"),
+    ("pomdp-observation-shape", pomdp(observation=np.ones((1, 3, 1))), ValueError, r"observation must have shape \(1, 2, 1\)"),
+    ("pomdp-reward-shape", pomdp(reward=np.zeros((2, 1, 2))), ValueError, r"reward must have shape \(2, 1, 2, 1\)"),
+    ("pomdp-nan", pomdp(reward=np.full((2, 1, 2, 1), math.nan)), ValueError, "reward must be finite"),
+    ("pomdp-negative", pomdp(transition=np.array([[[1.5, -0.5]], [[0.5, 0.5]]])), ValueError, "transition must be non-negative"),
+    ("pomdp-not-summing", pomdp(initial=[0.5, 0.6]), ValueError, r"initial must sum to 1.*1\.1"),
+    ("pomdp-labels", pomdp(state_labels=("x",)), ValueError, "state_labels must be 2 strings"),
+    ("pomdp-metric", pomdp(metrics={"q": np.zeros(3)}), ValueError, r"metric 'q' must have shape"),
+    ("ram-zero", lambda: fsc.RAM(0), ValueError, "'M' must be >= 1: 0"),
+    ("ram-float", lambda: fsc.RAM(1.5), TypeError, "'M' must be <class 'int'>"),
+    ("ram-bool", lambda: fsc.RAM(True), TypeError, "M must be an int, got True"),
+    ("chain-arms", lambda: fsc.Chain(2, arms=0), ValueError, "'arms' must be >= 1: 0"),
+    ("memento-negative", lambda: fsc.Memento(-1), ValueError, "'m' must be >= 1: -1"),
+    ("memento-string", lambda: fsc.Memento("3"), TypeError, "'m' must be <class 'int'>"),
+    ("parse-kind", lambda: fsc.parse_memory("tape:3"), ValueError, "memory must be ram:M.*got 'tape:3'"),
+    ("parse-size", lambda: fsc.parse_memory("ram:x"), ValueError, "memory size must be an integer >= 1, got 'x'"),
+    ("parse-zero", lambda: fsc.parse_memory("memento:0"), ValueError, "memory size must be an integer >= 1, got 0"),
+    ("parse-no-colon", lambda: fsc.parse_memory("ram"), ValueError, "got 'ram'"),
+    ("task-mu-high", lambda: tasks.TwoHypothesis(1.5), ValueError, r"mu must be in \(0, 1\), got 1.5"),
+    ("task-mu-zero", lambda: tasks.TwoHypothesis(0), ValueError, r"mu must be in \(0, 1\), got 0"),
+    ("task-mu-nan", lambda: tasks.TwoHypothesis(math.nan), ValueError, r"mu must be in \(0, 1\), got nan"),
+    ("task-mu-string", lambda: tasks.TwoHypothesis("0.1"), TypeError, "mu must be a number, got '0.1'"),
+    ("task-k-order", lambda: tasks.TwoHypothesis(k_A=0.2, k_B=0.6), ValueError, "k_A must be larger than k_B"),
+    ("task-both", lambda: tasks.TwoHypothesis(0.1, k_A=0.6, k_B=0.4), ValueError, "either mu or"),
+    ("task-arms", lambda: tasks.TwoHypothesis(0.1, arms=1), ValueError, "arms must be >= 2, got 1"),
+    ("policy-shape", lambda: fsc.Policy(architecture=RAM2, logits=np.zeros((3, 4)), init_logits=np.zeros(10)), ValueError, r"logits must have shape \(10, 4\), got \(3, 4\)"),
+    ("policy-nan", lambda: fsc.Policy(architecture=RAM2, logits=np.full((10, 4), math.nan), init_logits=np.zeros(10)), ValueError, "logits must not contain NaN"),
+    ("policy-inf", lambda: fsc.Policy(architecture=RAM2, logits=np.full((10, 4), math.inf), init_logits=np.zeros(10)), ValueError, r"logits must not contain NaN or \+inf"),
+    ("policy-dead-node", lambda: fsc.Policy(architecture=RAM2, logits=np.full((10, 4), -math.inf), init_logits=np.zeros(10)), ValueError, "node '1_' has no allowed choice"),
+    ("policy-arch", lambda: fsc.Policy(architecture="ram:2", logits=np.zeros((10, 4)), init_logits=np.zeros(10)), TypeError, "architecture must be a fsc.MemoryArchitecture, got str"),
+    ("probs-negative", lambda: fsc.Policy.from_probs(RAM2, np.full((10, 4), -0.25)), ValueError, "probs must be non-negative"),
+    ("probs-sum", lambda: fsc.Policy.from_probs(RAM2, np.full((10, 4), 0.3)), ValueError, "probs must sum to 1, got 1.2"),
+    ("probs-disallowed", lambda: fsc.Policy.from_probs(fsc.Column(2), ones((10, 4))), ValueError, "disallowed choice '1B' of node '2A\\+'"),
+    ("init-not-reset", lambda: fsc.Policy.from_probs(RAM2, ones((10, 4)), np.eye(10)[5]), ValueError, "node '1B-', which is not a reset node"),
+    ("random-std", lambda: fsc.Policy.random(RAM2, 0, std=-1), ValueError, "std must be a finite number >= 0, got -1"),
+    ("random-generator", lambda: fsc.Policy.random(RAM2, "seed"), TypeError, "generator must be a torch.Generator or an int seed"),
+    ("evaluate-reset-zero", lambda: fsc.evaluate(WORLD, RAM2, fsc.Policy.uniform(RAM2), reset=0, engine="dense"), ValueError, "reset = 0.*got 'dense'"),
+    ("evaluate-reset-high", lambda: fsc.evaluate(WORLD, RAM2, fsc.Policy.uniform(RAM2), reset=1.5), ValueError, r"reset must be in \[0, 1\], got 1.5"),
+    ("evaluate-reset-nan", lambda: fsc.evaluate(WORLD, RAM2, fsc.Policy.uniform(RAM2), reset=math.nan), ValueError, "reset must be in"),
+    ("evaluate-engine", lambda: fsc.evaluate(WORLD, RAM2, fsc.Policy.uniform(RAM2), reset=0.1, engine="magic"), ValueError, "engine must be 'auto' or one of .*got 'magic'"),
+    ("evaluate-convention", lambda: fsc.evaluate(WORLD, RAM2, fsc.Policy.uniform(RAM2), reset=0.1, convention="ours"), ValueError, "convention must be one of .*got 'ours'"),
+    ("evaluate-policy-arch", lambda: fsc.evaluate(WORLD, fsc.RAM(3), fsc.Policy.uniform(RAM2), reset=0.1), ValueError, r"policy is for RAM\(M=2"),
+    ("evaluate-world-arms", lambda: fsc.evaluate(WORLD, fsc.RAM(2, arms=3), fsc.Policy.uniform(fsc.RAM(2, arms=3)), reset=0.1), ValueError, "plays 3 actions but the world has 2"),
+    ("evaluate-world-type", lambda: fsc.evaluate("world", RAM2, fsc.Policy.uniform(RAM2), reset=0.1), TypeError, "world must be a fsc.POMDP or a fsc.Task, got str"),
+    ("paper-three-arms", lambda: fsc.evaluate(tasks.TwoHypothesis(0.1, arms=3), fsc.RAM(1, arms=3), fsc.Policy.uniform(fsc.RAM(1, arms=3)), reset=0.1, convention="paper"), ValueError, "two arms, got arms=3"),
+    ("simulate-steps", lambda: fsc.simulate(WORLD, RAM2, fsc.Policy.uniform(RAM2), reset=0.1, steps=0), ValueError, "steps must be an integer >= 1, got 0"),
+    ("simulate-reset", lambda: fsc.simulate(WORLD, RAM2, fsc.Policy.uniform(RAM2), reset=0), ValueError, r"reset must be in \(0, 1\], got 0"),
+    ("save-suffix", lambda: fsc.Policy.uniform(RAM2).save("/tmp/policy.pkl"), ValueError, "policy files end in .npz or .json, got '/tmp/policy.pkl'"),
+    ("from-dict-kind", lambda: fsc.MemoryArchitecture.from_dict({"kind": "Tape"}), ValueError, "unknown memory architecture kind 'Tape'"),
+]
+
+
+@pytest.mark.parametrize("build, error, pattern", [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_bad_input(build, error, pattern):
+    with pytest.raises(error, match=pattern):
+        build()
+
+
+def test_registry_is_large_enough():
+    assert len(CASES) >= 25

@@ -1,0 +1,54 @@
+"""Policy files: .npz and .json round trips, -inf logits, atomic writes."""
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+import fsc
+
+
+@pytest.mark.parametrize("suffix", [".npz", ".json"])
+@pytest.mark.parametrize("arch", [fsc.RAM(3), fsc.Column(2, arms=3), fsc.Memento(2)])
+def test_round_trip(tmp_path, suffix, arch):
+    policy = fsc.Policy.random(arch, 1)
+    path = tmp_path / f"policy{suffix}"
+    policy.save(path)
+    back = fsc.Policy.load(path)
+    assert back.architecture == arch
+    assert torch.equal(back.logits, policy.logits) and torch.equal(back.init_logits, policy.init_logits)
+
+
+@pytest.mark.parametrize("suffix", [".npz", ".json"])
+def test_zero_probabilities_survive(tmp_path, suffix):
+    arch = fsc.RAM(1)
+    probs = np.zeros((arch.num_nodes, 2))
+    probs[:, 1] = 1
+    policy = fsc.Policy.from_probs(arch, probs)
+    policy.save(tmp_path / f"p{suffix}")
+    back = fsc.Policy.load(tmp_path / f"p{suffix}")
+    assert torch.equal(back.probs(), policy.probs())
+    assert torch.isneginf(back.logits[:, 0]).all()
+
+
+def test_json_is_plain_json(tmp_path):
+    fsc.Policy.uniform(fsc.Memento(1)).save(tmp_path / "p.json")
+    doc = json.loads((tmp_path / "p.json").read_text())
+    assert doc["architecture"] == {"kind": "Memento", "m": 1, "arms": 2, "observations": 2}
+
+
+def test_npz_holds_no_pickle(tmp_path):
+    fsc.Policy.uniform(fsc.RAM(2)).save(tmp_path / "p.npz")
+    with np.load(tmp_path / "p.npz", allow_pickle=False) as data:
+        assert set(data.files) == {"architecture", "logits", "init_logits"}
+
+
+def test_failed_write_leaves_nothing(tmp_path):
+    def explode(f):
+        f.write(b"half")
+        raise RuntimeError("disk full")
+
+    with pytest.raises(RuntimeError):
+        fsc.policy.atomic_write(tmp_path / "x.npz", explode)
+    assert list(tmp_path.iterdir()) == []
