@@ -125,7 +125,7 @@ def cmd_evaluate(args) -> int:
         policy = policy.requires_grad_()
     start = time.perf_counter()
     result = evaluate(world, arch, policy, reset=args.reset, engine=args.engine, convention=args.convention)
-    record = {"q": float(result.metrics["q"]), "gain": float(result.gain)}
+    record = {"q": float(result.metrics["q"].detach()), "gain": float(result.gain.detach())}
     if args.grad:
         result.gain.backward()
         grads = [g for g in (policy.logits.grad, policy.init_logits.grad) if g is not None]
@@ -185,6 +185,60 @@ def _simulate_options(p):
     p.add_argument("--walkers", type=_positive_int, default=256, help="independent walkers (default 256)")
 
 
+def cmd_closed_form(args) -> int:
+    from policies import closed_form
+
+    eps_opt = closed_form.ccp_eps_opt(args.mu, args.M, args.reset)
+    eps = min(1.0, eps_opt) if args.eps is None else args.eps
+    record = {
+        "q": closed_form.ccp_q(args.mu, args.M, args.reset, eps),
+        "eps": eps,
+        "eps_opt": eps_opt,
+        "q_limit": closed_form.ccp_q_limit(args.mu, args.M),
+        "q_hellman_cover": closed_form.q_hellman_cover(args.mu, args.M),
+        "mu": args.mu,
+        "M": args.M,
+        "reset": args.reset,
+    }
+    _emit(args, record)
+    return 0
+
+
+def _closed_form_options(p):
+    p.add_argument("policy", choices=["ccp"], help="the policy whose closed form to print (ccp: appendix C)")
+    p.add_argument("--mu", type=_number, default=0.1, help="gap between the arms, in (0, 1) (default 0.1)")
+    p.add_argument("--M", type=_positive_int, required=True, help="memory size")
+    p.add_argument("--reset", type=_number, default=1e-3, help="reset probability r (default 1e-3)")
+    p.add_argument("--eps", type=_number, default=None, help="exit probability at the top (default: the optimum, capped at 1)")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+
+
+def cmd_necklace(args) -> int:
+    from policies import closed_form, necklaces
+
+    chain = necklaces.gray_chain(args.m, time_budget=args.time_budget)
+    record = {
+        "m": args.m,
+        "count": necklaces.count_necklaces(args.m),
+        "chain": list(chain.chain),
+        "chain_length": chain.length,
+        "optimal": chain.optimal,
+        "q_star": closed_form.necklace_q_star(args.mu, args.m, chain.length),
+        "mu": args.mu,
+    }
+    if not args.json:
+        record["chain"] = " ".join(chain.chain)
+    _emit(args, record)
+    return 0
+
+
+def _necklace_options(p):
+    p.add_argument("--m", type=_positive_int, required=True, help="memory length m")
+    p.add_argument("--mu", type=_number, default=0.1, help="gap between the arms, for q* (default 0.1)")
+    p.add_argument("--time-budget", type=_number, default=10.0, help="seconds for the longest-chain search (default 10)")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+
+
 def cmd_report(args) -> int:
     from .report import build_report
 
@@ -199,6 +253,8 @@ def _report_options(p):
 
 COMMANDS["evaluate"] = (cmd_evaluate, _evaluate_options, "exact evaluation of a controller")
 COMMANDS["simulate"] = (cmd_simulate, _simulate_options, "Monte Carlo estimate of a controller")
+COMMANDS["closed-form"] = (cmd_closed_form, _closed_form_options, "closed forms of the column of confidence policy (appendix C)")
+COMMANDS["necklace"] = (cmd_necklace, _necklace_options, "binary necklaces, the longest Gray chain and Theorem 4.3's q*")
 COMMANDS["report"] = (cmd_report, _report_options, "the main job: check, draw, train, and write an HTML report")
 
 

@@ -124,7 +124,7 @@ def evaluate(
     # exact gradient is unchanged (the exact sum is identically 1).
     p = solution.distribution
     p = p / p.sum(dim=1, keepdim=True)
-    weights = torch.as_tensor(chain.part_weights)
+    weights = torch.tensor(chain.part_weights)
 
     def expectation(table) -> torch.Tensor:
         return (weights * (p * chain.expected_step(table, probs)).sum(dim=1)).sum()

@@ -1,0 +1,109 @@
+"""The fsc command: outputs, JSON fields, and bad input (one line, exit 2, nothing written)."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import fsc
+import tasks
+from fsc.cli import main
+
+
+def run(capsys, *argv):
+    status = main(list(argv))
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def test_evaluate_json_matches_library(capsys):
+    status, out, _ = run(capsys, "evaluate", "--mu", "0.2", "--memory", "memento:2", "--policy", "random", "--seed", "3", "--reset", "0.01", "--json")
+    assert status == 0
+    record = json.loads(out)
+    assert {"q", "gain", "engine", "nodes", "seconds", "residual"} <= record.keys()
+    arch = fsc.Memento(2)
+    expected = fsc.evaluate(tasks.TwoHypothesis(0.2), arch, fsc.Policy.random(arch, 3), reset=0.01)
+    assert record["q"] == float(expected.metrics["q"])
+    assert record["nodes"] == arch.num_nodes and record["engine"] == "dense"
+
+
+def test_evaluate_grad_norm(capsys):
+    status, out, _ = run(capsys, "evaluate", "--memory", "ram:3", "--policy", "random", "--engine", "power", "--grad", "--json")
+    assert status == 0
+    record = json.loads(out)
+    assert record["engine"] == "power" and record["grad_norm"] > 0
+
+
+def test_evaluate_table(capsys):
+    status, out, _ = run(capsys, "evaluate", "--memory", "chain:2")
+    assert status == 0 and out.splitlines()[0].startswith("q ")
+
+
+def test_simulate_json(capsys):
+    status, out, _ = run(capsys, "simulate", "--memory", "ram:2", "--policy", "random", "--reset", "0.05", "--steps", "100000", "--json")
+    assert status == 0
+    record = json.loads(out)
+    assert {"q", "q_stderr", "gain", "gain_stderr"} <= record.keys()
+    assert 0 < record["q_stderr"] < 0.05
+
+
+def test_policy_file(capsys, tmp_path):
+    arch = fsc.Column(3)
+    fsc.Policy.random(arch, 5).save(tmp_path / "p.npz")
+    status, out, _ = run(capsys, "evaluate", "--memory", "column:3", "--policy", str(tmp_path / "p.npz"), "--json")
+    assert status == 0
+    expected = fsc.evaluate(tasks.TwoHypothesis(0.1), arch, fsc.Policy.random(arch, 5), reset=1e-3)
+    assert json.loads(out)["q"] == float(expected.metrics["q"])
+
+
+BAD = [
+    ("mu-range", ["evaluate", "--mu", "1.5"], r"mu must be in \(0, 1\), got 1.5"),
+    ("mu-text", ["evaluate", "--mu", "abc"], "argument --mu: expected a number, got 'abc'"),
+    ("mu-nan", ["evaluate", "--mu", "nan"], "expected a finite number"),
+    ("memory", ["evaluate", "--memory", "tape:3"], "memory must be ram:M"),
+    ("memory-size", ["simulate", "--memory", "ram:0"], "memory size must be an integer >= 1, got 0"),
+    ("reset-zero-dense", ["evaluate", "--reset", "0", "--engine", "dense"], "reset = 0"),
+    ("reset-range", ["simulate", "--reset", "2"], r"reset must be in \(0, 1\], got 2.0"),
+    ("engine", ["evaluate", "--engine", "magic"], "engine must be 'auto' or one of"),
+    ("convention", ["evaluate", "--convention", "ours"], "argument --convention: invalid choice"),
+    ("policy-file", ["evaluate", "--policy", "missing.npz"], "policy file 'missing.npz' does not exist"),
+    ("policy-name", ["evaluate", "--policy", "best"], "policy must be one of"),
+    ("steps", ["simulate", "--steps", "0"], "argument --steps: expected an integer >= 1, got '0'"),
+    ("unknown-flag", ["evaluate", "--bogus"], "unrecognized arguments: --bogus"),
+    ("unknown-command", ["fly"], "invalid choice: 'fly'"),
+    ("no-command", [], "required: COMMAND"),
+    ("report-out-file", ["report", "--out", "README.md"], "--out must be a directory"),
+]
+
+
+@pytest.mark.parametrize("argv, pattern", [b[1:] for b in BAD], ids=[b[0] for b in BAD])
+def test_bad_input_one_line_exit_2(capsys, tmp_path, monkeypatch, argv, pattern):
+    import re
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "README.md").write_text("a file, not a directory")
+    before = sorted(p.name for p in tmp_path.iterdir())
+    status, out, err = run(capsys, *argv)
+    assert status == 2
+    assert out == ""
+    assert len(err.strip().splitlines()) == 1, err
+    assert re.search(pattern, err), err
+    assert sorted(p.name for p in tmp_path.iterdir()) == before  # nothing written
+
+
+def test_installed_command_exits_2():
+    exe = Path(sys.executable).with_name("fsc")
+    assert exe.exists(), "the fsc console script is installed by `make setup`"
+    done = subprocess.run([str(exe), "evaluate", "--mu", "-1"], capture_output=True, text=True, env={**os.environ})
+    assert done.returncode == 2 and done.stdout == "" and done.stderr.count("\n") == 1
+
+
+def test_report_writes_index(tmp_path, capsys):
+    status, _, _ = run(capsys, "report", "--out", str(tmp_path / "rep"), "--quiet")
+    assert status == 0
+    page = (tmp_path / "rep" / "index.html").read_text()
+    assert "<table>" in page and "Monte Carlo" in page
+    assert [p.name for p in tmp_path.iterdir()] == ["rep"]  # no temporary folder left
