@@ -77,7 +77,103 @@ def section_exact_vs_monte_carlo(out: Path, log: Callable[[str], None]) -> Secti
     return Section("Exact evaluation and Monte Carlo", body, commands, numbers)
 
 
-SECTIONS: list[Callable[[Path, Callable[[str], None]], Section]] = [section_exact_vs_monte_carlo]
+def section_ccp_closed_form(out: Path, log: Callable[[str], None]) -> Section:
+    """Column of confidence policy: appendix C's closed form against exact evaluation."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    import fsc
+    import policies
+    import tasks
+    from policies import closed_form
+
+    mu = 0.1
+    rows, worst = [], 0.0
+    for M in (2, 4, 8):
+        for r in (1e-2, 1e-4, 1e-6):
+            eps = min(1.0, closed_form.ccp_eps_opt(mu, M, r))
+            arch, policy = policies.ccp(M, eps)
+            exact = float(fsc.evaluate(tasks.TwoHypothesis(mu), arch, policy, reset=r).metrics["q"])
+            closed = closed_form.ccp_q(mu, M, r, eps)
+            worst = max(worst, abs(exact / closed - 1))
+            rows.append([M, r, eps, closed, exact, exact / closed - 1, closed_form.ccp_q_limit(mu, M)])
+    log(f"  CCP: worst relative difference closed form / exact = {worst:.1e}")
+
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
+    resets = np.logspace(-7, -1, 25)
+    for M in (1, 2, 4, 8, 16):
+        line = [closed_form.ccp_q(mu, M, r, min(1.0, closed_form.ccp_eps_opt(mu, M, r))) for r in resets]
+        (handle,) = left.loglog(resets, line, label=f"M = {M}")
+        points = resets[::4]
+        exact = [
+            float(fsc.evaluate(tasks.TwoHypothesis(mu), *policies.ccp(M, min(1.0, closed_form.ccp_eps_opt(mu, M, r))), reset=r).metrics["q"])
+            for r in points
+        ]
+        left.loglog(points, exact, "o", color=handle.get_color(), mfc="none")
+    left.set(xlabel="reset probability r", ylabel="q", title=f"optimal CCP, mu = {mu}: closed form (lines), exact (circles)")
+    left.legend(fontsize=8)
+    sizes = np.arange(1, 21)
+    for r in (1e-2, 1e-3, 1e-4, 1e-5):
+        right.semilogy(sizes, [closed_form.ccp_q(mu, int(M), r, min(1.0, closed_form.ccp_eps_opt(mu, int(M), r))) for M in sizes], label=f"r = {r:g}")
+    right.semilogy(sizes, [closed_form.ccp_q_limit(mu, int(M)) for M in sizes], "k--", label="r -> 0")
+    right.semilogy(sizes, [closed_form.q_hellman_cover(mu, int(M)) for M in sizes], "k:", label="Hellman-Cover")
+    right.set(xlabel="memory size M", ylabel="q", title="q against M")
+    right.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(out / "figures" / "ccp_closed_form.png", dpi=110)
+    plt.close(fig)
+    body = (
+        f"<p>mu = {mu}; eps is the closed-form optimum at each r (capped at 1). Worst relative difference between "
+        f"appendix C's closed form and the exact evaluation of the explicit policy: <b>{worst:.1e}</b>.</p>"
+        + table(["M", "r", "eps*", "q closed form", "q exact", "relative difference", "q (r -> 0)"], rows, digits=8)
+        + "<img src='figures/ccp_closed_form.png' alt='CCP q against r and M'>"
+    )
+    commands = ("fsc closed-form ccp --mu 0.1 --M 8 --reset 1e-4", "fsc evaluate --mu 0.1 --memory column:8 --policy ccp --reset 1e-4")
+    return Section("Column of confidence policy: closed form and exact evaluation", body, commands, {"worst_relative_difference": worst})
+
+
+def section_necklaces(out: Path, log: Callable[[str], None]) -> Section:
+    """Necklaces: counts, longest Gray chains, and Theorem 4.3's q* against exact evaluation."""
+    import fsc
+    import policies
+    import tasks
+    from policies import closed_form, necklaces
+
+    count_rows = []
+    for m in range(2, 10):
+        chain = necklaces.gray_chain(m, time_budget=5.0)
+        count_rows.append([m, len(necklaces.necklaces(m)), necklaces.count_necklaces(m), chain.length, "yes" if chain.optimal else "no",
+                           " ".join(chain.chain) if m <= 5 else "..."])
+    mu, theorem_rows, numbers = 0.1, [], {}
+    for m in (3, 4, 5):
+        q_star = closed_form.necklace_q_star(mu, m)
+        for eps1 in (1e-2, 1e-3, 1e-4):
+            eps0 = eps1**2
+            arch, policy = policies.necklace_policy(m, eps0, eps1)
+            q = float(fsc.evaluate(tasks.TwoHypothesis(mu), arch, policy, reset=eps0 * 1e-6).metrics["q"])
+            theorem_rows.append([m, eps1, eps0, eps0 * 1e-6, q_star, q, q / q_star])
+            numbers[f"m={m},eps1={eps1:g}"] = q / q_star
+        log(f"  necklace m = {m}: q / q* = {q / q_star:.5f} at eps1 = 1e-4")
+    body = (
+        "<p>Binary necklaces of length m: enumerated, counted by Polya's formula, and the longest Gray-ordered chain "
+        "from A^m to B^m (optimal = proved by exhaustive search within the time budget).</p>"
+        + table(["m", "enumerated", "Polya", "longest chain n(m)", "optimal", "chain"], count_rows)
+        + f"<p>Theorem 4.3: q of the necklace policy tends to q* = (1 + alpha^(m(1-n(m))))^-1 when r << eps0 << eps1 -> 0 "
+        f"(mu = {mu}, eps0 = eps1^2, r = 1e-6 eps0).</p>"
+        + table(["m", "eps1", "eps0", "r", "q*", "q exact", "q / q*"], theorem_rows, digits=7)
+    )
+    commands = ("fsc necklace --m 7 --mu 0.1", "fsc evaluate --mu 0.1 --memory memento:5 --policy necklace --eps0 1e-10 --eps1 1e-5 --reset 1e-16")
+    return Section("Necklaces and Theorem 4.3", body, commands, numbers)
+
+
+SECTIONS: list[Callable[[Path, Callable[[str], None]], Section]] = [
+    section_exact_vs_monte_carlo,
+    section_ccp_closed_form,
+    section_necklaces,
+]
 
 _STYLE = """
 body { font-family: sans-serif; max-width: 1100px; margin: 2em auto; color: #222; }
