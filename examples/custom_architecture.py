@@ -105,8 +105,9 @@ def main() -> None:
         policy = sticky(arch, switch)
         exact = fsc.evaluate(world, arch, policy, reset=args.reset)
         sim = fsc.simulate(world, arch, policy, reset=args.reset, steps=500_000, seed=seed)
-        print(f"switch after a loss with probability {switch}: q = {float(exact.metrics['q']):.6f} "
-              f"(Monte Carlo {sim.metrics['q']:.6f} +- {sim.stderrs['q']:.1g})")
+        print(
+            f"switch after a loss with probability {switch}: q = {float(exact.metrics['q']):.6f} (Monte Carlo {sim.metrics['q']:.6f} +- {sim.stderrs['q']:.1g})"
+        )
     check_policy(world, fsc.Policy.random(arch, 0), reset=args.reset)
     print("check_architecture and check_policy passed")
 

@@ -27,8 +27,16 @@ def necklace_row(task, m: int, eps1: float) -> dict:
     exact = float(fsc.evaluate(task, arch, policy, reset=eps0 * 1e-6).metrics["q"])
     chain = policies.necklaces.gray_chain(m)
     closed = closed_form.necklace_q_star_general(task.k_A, task.k_B, m, chain.chain)
-    return {"policy": "necklace", "size": m, "chain_length": chain.length, "q_closed_form": closed, "q_exact": exact,
-            "ratio": exact / closed, "eps": f"eps0={eps0:g}, eps1={eps1:g}", "reset": eps0 * 1e-6}
+    return {
+        "policy": "necklace",
+        "size": m,
+        "chain_length": chain.length,
+        "q_closed_form": closed,
+        "q_exact": exact,
+        "ratio": exact / closed,
+        "eps": f"eps0={eps0:g}, eps1={eps1:g}",
+        "reset": eps0 * 1e-6,
+    }
 
 
 def ccp_row(task, M: int, reset: float) -> dict:
@@ -36,8 +44,16 @@ def ccp_row(task, M: int, reset: float) -> dict:
     arch, policy = policies.ccp(M, eps)
     exact = float(fsc.evaluate(task, arch, policy, reset=reset).metrics["q"])
     closed = closed_form.ccp_q_limit_general(task.k_A, task.k_B, M)
-    return {"policy": "ccp", "size": M, "chain_length": 2 * M, "q_closed_form": closed, "q_exact": exact,
-            "ratio": exact / closed, "eps": f"eps={eps:.3g}", "reset": reset}
+    return {
+        "policy": "ccp",
+        "size": M,
+        "chain_length": 2 * M,
+        "q_closed_form": closed,
+        "q_exact": exact,
+        "ratio": exact / closed,
+        "eps": f"eps={eps:.3g}",
+        "reset": reset,
+    }
 
 
 def table(mu: float, k_a: float, k_b: float, *, memento=(2, 3, 4, 5), ram=(1, 2, 4, 8), eps1=1e-4, reset=1e-12) -> list[dict]:

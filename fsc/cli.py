@@ -101,8 +101,9 @@ def build_policy(args, arch: MemoryArchitecture) -> Policy:
         return Policy.uniform(arch)
     import policies
 
-    return policies.named_policy(name, arch, mu=args.mu, reset=args.reset, seed=args.seed, convention=args.convention,
-                                 eps=args.eps, eps0=args.eps0, eps1=args.eps1)
+    return policies.named_policy(
+        name, arch, mu=args.mu, reset=args.reset, seed=args.seed, convention=args.convention, eps=args.eps, eps0=args.eps0, eps1=args.eps1
+    )
 
 
 def _emit(args, record: dict) -> None:

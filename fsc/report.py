@@ -109,8 +109,7 @@ def section_ccp_closed_form(out: Path, log: Callable[[str], None]) -> Section:
         (handle,) = left.loglog(resets, line, label=f"M = {M}")
         points = resets[::4]
         exact = [
-            float(fsc.evaluate(tasks.TwoHypothesis(mu), *policies.ccp(M, min(1.0, closed_form.ccp_eps_opt(mu, M, r))), reset=r).metrics["q"])
-            for r in points
+            float(fsc.evaluate(tasks.TwoHypothesis(mu), *policies.ccp(M, min(1.0, closed_form.ccp_eps_opt(mu, M, r))), reset=r).metrics["q"]) for r in points
         ]
         left.loglog(points, exact, "o", color=handle.get_color(), mfc="none")
     left.set(xlabel="reset probability r", ylabel="q", title=f"optimal CCP, mu = {mu}: closed form (lines), exact (circles)")
@@ -145,8 +144,16 @@ def section_necklaces(out: Path, log: Callable[[str], None]) -> Section:
     count_rows = []
     for m in range(2, 10):
         chain = necklaces.gray_chain(m, time_budget=5.0)
-        count_rows.append([m, len(necklaces.necklaces(m)), necklaces.count_necklaces(m), chain.length, "yes" if chain.optimal else "no",
-                           " ".join(chain.chain) if m <= 5 else "..."])
+        count_rows.append(
+            [
+                m,
+                len(necklaces.necklaces(m)),
+                necklaces.count_necklaces(m),
+                chain.length,
+                "yes" if chain.optimal else "no",
+                " ".join(chain.chain) if m <= 5 else "...",
+            ]
+        )
     mu, theorem_rows, numbers = 0.1, [], {}
     for m in (3, 4, 5):
         q_star = closed_form.necklace_q_star(mu, m)
@@ -162,8 +169,7 @@ def section_necklaces(out: Path, log: Callable[[str], None]) -> Section:
         "from A^m to B^m (optimal = proved by exhaustive search within the time budget).</p>"
         + table(["m", "enumerated", "Polya", "longest chain n(m)", "optimal", "chain"], count_rows)
         + f"<p>Theorem 4.3: q of the necklace policy tends to q* = (1 + alpha^(m(1-n(m))))^-1 when r << eps0 << eps1 -> 0 "
-        f"(mu = {mu}, eps0 = eps1^2, r = 1e-6 eps0).</p>"
-        + table(["m", "eps1", "eps0", "r", "q*", "q exact", "q / q*"], theorem_rows, digits=7)
+        f"(mu = {mu}, eps0 = eps1^2, r = 1e-6 eps0).</p>" + table(["m", "eps1", "eps0", "r", "q*", "q exact", "q / q*"], theorem_rows, digits=7)
     )
     commands = ("fsc necklace --m 7 --mu 0.1", "fsc evaluate --mu 0.1 --memory memento:5 --policy necklace --eps0 1e-10 --eps1 1e-5 --reset 1e-16")
     return Section("Necklaces and Theorem 4.3", body, commands, numbers)

@@ -42,7 +42,9 @@ def check_architecture(arch: MemoryArchitecture) -> None:
     _require(allowed.dtype == np.bool_ and allowed.shape == (N, C), f"allowed must be bool of shape (N, C), got {allowed.dtype} {allowed.shape}")
     _require(np.issubdtype(nxt.dtype, np.integer) and nxt.shape == (N, C, O), f"next_node must be integers of shape {(N, C, O)}, got {nxt.dtype} {nxt.shape}")
     _require(bool(((nxt >= 0) & (nxt < N)).all()), f"next_node must be in [0, {N}), got values from {nxt.min()} to {nxt.max()}")
-    _require(np.issubdtype(action.dtype, np.integer) and action.shape == (C,), f"choice_action must be integers of shape ({C},), got {action.dtype} {action.shape}")
+    _require(
+        np.issubdtype(action.dtype, np.integer) and action.shape == (C,), f"choice_action must be integers of shape ({C},), got {action.dtype} {action.shape}"
+    )
     _require(bool(((action >= 0) & (action < A)).all()), f"choice_action must be in [0, {A})")
     _require(reset.dtype == np.bool_ and reset.shape == (N,), f"reset_mask must be bool of shape ({N},), got {reset.dtype} {reset.shape}")
     _require(bool(reset.any()), "reset_mask must mark at least one node")
@@ -79,7 +81,9 @@ def check_policy(
     """
     arch = policy.architecture
     probs, init = policy.probs().detach(), policy.init_probs().detach()
-    _require(bool((probs >= 0).all()) and torch.allclose(probs.sum(1), torch.ones(arch.num_nodes, dtype=torch.float64)), "probs must be a distribution per node")
+    _require(
+        bool((probs >= 0).all()) and torch.allclose(probs.sum(1), torch.ones(arch.num_nodes, dtype=torch.float64)), "probs must be a distribution per node"
+    )
     _require(bool((probs[torch.from_numpy(~arch.allowed)] == 0).all()), "disallowed choices must have probability 0")
     _require(bool((init[torch.from_numpy(~arch.reset_mask)] == 0).all()), "initial probability outside the reset nodes must be 0")
     _require(abs(float(init.sum()) - 1) < 1e-12, "initial probabilities must sum to 1")
@@ -96,6 +100,7 @@ def check_policy(
             _require(abs(a - b) <= 1e-10 * max(1.0, abs(a)), f"engines {engines[0]} and {name} disagree on {key}: {a!r} vs {b!r}")
 
     if gradcheck:
+
         def gain(logits, init_logits):
             candidate = Policy(architecture=arch, logits=logits, init_logits=init_logits)
             return evaluate(world, arch, candidate, reset=reset, engine=engines[0]).gain

@@ -96,7 +96,6 @@ def test_padded_parts_of_unequal_size():
     world = fsc.POMDP(transition=T, observation=np.ones((A, S, O)), reward=R, initial=[0.5, 0, 0.5])
     assert world.parts == ((0, 1), (2,))
 
-
     arch = fsc.Memento(1, arms=1, observations=1)
     r = 0.1
     result = fsc.evaluate(world, arch, fsc.Policy.uniform(arch), reset=r)
