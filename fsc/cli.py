@@ -240,6 +240,40 @@ def _necklace_options(p):
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
 
+def cmd_train(args) -> int:
+    from .policy import atomic_write
+    from .train import run_training
+
+    options = {k: v for k, v in vars(args).items() if k not in ("command", "json")}
+    result = run_training(**options)
+    record = result.summary()
+    # A finished run (and only a finished one) has result.json: sweeps rely on it.
+    atomic_write(Path(args.out) / "result.json", lambda f: f.write(json.dumps(record, indent=1).encode()))
+    _emit(args, record)
+    return 0
+
+
+def _train_options(p):
+    p.add_argument("--mu", type=_number, default=0.1, help="gap between the arms, in (0, 1) (default 0.1)")
+    p.add_argument("--memory", required=True, help="ram:M, chain:M, column:M or memento:m")
+    p.add_argument("--init", required=True, help="random, linear, columns, near-ccp, cycles, near-necklace, or a policy file")
+    p.add_argument("--seed", type=int, default=0, help="seed of the initialisation (default 0)")
+    p.add_argument("--reset", type=_number, default=1e-3, help="reset probability r (default 1e-3)")
+    p.add_argument("--until-t", type=_number, required=True, help="algorithm time to reach")
+    p.add_argument("--max-dgrad", type=_number, default=None, help="flow: largest change of the gradient per step (default 1e-4)")
+    p.add_argument("--max-seconds", type=_number, default=None, help="stop after this much wall time (over all sessions)")
+    p.add_argument("--max-steps", type=_positive_int, default=None, help="stop after this many accepted steps")
+    p.add_argument("--convention", choices=CONVENTIONS, default="native", help="native (default) or paper (DESIGN section 4)")
+    p.add_argument("--optimizer", choices=("flow", "adam", "ascent"), default="flow", help="gradient flow (default), adam, or plain ascent")
+    p.add_argument("--lr", type=_number, default=None, help="adam / ascent learning rate")
+    p.add_argument("--engine", default="auto", help="evaluation engine (default auto)")
+    p.add_argument("--checkpoint-seconds", type=_number, default=60.0, help="wall time between checkpoints (default 60)")
+    p.add_argument("--threads", type=_positive_int, default=1, help="torch threads (default 1: bit-for-bit resumes)")
+    p.add_argument("--out", required=True, help="run directory; started again, the run resumes from its checkpoint")
+    p.add_argument("--quiet", action="store_true", help="no progress bar (none either when stderr is not a terminal)")
+    p.add_argument("--json", action="store_true", help="print the final q, t, steps, seconds as JSON")
+
+
 def cmd_report(args) -> int:
     from .report import build_report
 
@@ -256,6 +290,7 @@ COMMANDS["evaluate"] = (cmd_evaluate, _evaluate_options, "exact evaluation of a 
 COMMANDS["simulate"] = (cmd_simulate, _simulate_options, "Monte Carlo estimate of a controller")
 COMMANDS["closed-form"] = (cmd_closed_form, _closed_form_options, "closed forms of the column of confidence policy (appendix C)")
 COMMANDS["necklace"] = (cmd_necklace, _necklace_options, "binary necklaces, the longest Gray chain and Theorem 4.3's q*")
+COMMANDS["train"] = (cmd_train, _train_options, "train a controller by gradient flow (or Adam); resumable")
 COMMANDS["report"] = (cmd_report, _report_options, "the main job: check, draw, train, and write an HTML report")
 
 
