@@ -1,0 +1,118 @@
+"""Paper Figure 4: q(t) during training from different initialisations.
+
+Six panels (mu = 0.1): A-B RAM M = 8 and 20 from random, linear, columns and
+near-CCP starts; C-D Memento m = 3 and 4 from random, cycles and
+near-necklace starts; E-F random starts on RAM and Memento memories of the
+same effective size (M = 16 vs m = 3, M = 64 vs m = 4).  Each seed faint, the
+median bold; dashed: the closed form of the CCP (at the run's r) or the
+necklace policy's q* (r -> 0).  Runs go to OUT/runs/ (resumable: a finished
+run is not recomputed) and the numbers to OUT/figure4.csv.
+
+    python examples/figure4.py --seeds 3 --until-t 1e3 --out out/figure4      # minutes on 2 cores
+    python examples/figure4.py --seeds 20 --until-t 1e6 --max-seconds 3600    # the paper's size
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+import numpy as np
+
+PANELS = {
+    "A": {"title": "RAM M = 8", "reset": 1e-3, "runs": [("ram:8", init) for init in ("random", "linear", "columns", "near-ccp")]},
+    "B": {"title": "RAM M = 20", "reset": 1e-3, "runs": [("ram:20", init) for init in ("random", "linear", "columns", "near-ccp")]},
+    "C": {"title": "Memento m = 3", "reset": 1e-5, "runs": [("memento:3", init) for init in ("random", "cycles", "near-necklace")]},
+    "D": {"title": "Memento m = 4", "reset": 1e-5, "runs": [("memento:4", init) for init in ("random", "cycles", "near-necklace")]},
+    "E": {"title": "random starts, M_eff = 64", "reset": 1e-3, "runs": [("ram:16", "random"), ("memento:3", "random")]},
+    "F": {"title": "random starts, M_eff = 256", "reset": 1e-3, "runs": [("ram:64", "random"), ("memento:4", "random")]},
+}
+
+
+def run_one(job: dict) -> dict:
+    from fsc.train import run_training
+
+    result = run_training(quiet=True, **job)
+    trajectory = np.genfromtxt(Path(job["out"]) / "trajectory.csv", delimiter=",", names=True)
+    return {"job": job, "q": result.q, "t": result.t, "steps": result.steps, "seconds": result.seconds,
+            "curve": (trajectory["t"], trajectory["q"])}  # fmt: skip
+
+
+def reference(memory: str, reset: float, mu: float) -> dict[str, float]:
+    from policies import closed_form
+
+    kind, size = memory.split(":")
+    size = int(size)
+    if kind == "ram":
+        eps = min(1.0, closed_form.ccp_eps_opt(mu, size, reset))
+        return {f"CCP, M = {size}": closed_form.ccp_q(mu, size, reset, eps)}
+    return {f"necklace q*, m = {size}": closed_form.necklace_q_star(mu, size)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--until-t", type=float, default=1e3)
+    parser.add_argument("--max-seconds", type=float, default=None, help="wall-time cap per run (the paper: 3600)")
+    parser.add_argument("--mu", type=float, default=0.1)
+    parser.add_argument("--convention", default="paper", choices=("native", "paper"))
+    parser.add_argument("--panels", default="ABCDEF")
+    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--out", type=Path, default=Path("out/figure4"))
+    args = parser.parse_args()
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    import viz
+
+    jobs = []
+    for panel in args.panels:
+        spec = PANELS[panel]
+        for memory, init in spec["runs"]:
+            for seed in range(args.seeds):
+                name = f"{memory.replace(':', '')}-{init}-r{spec['reset']:g}-seed{seed}"
+                jobs.append({"mu": args.mu, "memory": memory, "init": init, "seed": seed, "reset": spec["reset"], "until_t": args.until_t,
+                             "max_seconds": args.max_seconds, "convention": args.convention, "out": str(args.out / "runs" / name)})  # fmt: skip
+    with ProcessPoolExecutor(args.workers) as pool:
+        results = list(pool.map(run_one, jobs))
+    by_key = {(r["job"]["memory"], r["job"]["init"], r["job"]["reset"]): [] for r in results}
+    for r in results:
+        by_key[(r["job"]["memory"], r["job"]["init"], r["job"]["reset"])].append(r)
+
+    panels = list(args.panels)
+    fig, axes = plt.subplots(1 if len(panels) <= 3 else 2, min(3, len(panels)), figsize=(5.2 * min(3, len(panels)), 4.2 * (1 if len(panels) <= 3 else 2)),
+                             squeeze=False)  # fmt: skip
+    for ax, panel in zip(axes.flat, panels, strict=False):
+        spec = PANELS[panel]
+        curves, refs = {}, {}
+        for memory, init in spec["runs"]:
+            label = init if panel in "ABCD" else f"{memory} {init}"
+            curves[label] = [r["curve"] for r in by_key[(memory, init, spec["reset"])]]
+            refs.update(reference(memory, spec["reset"], args.mu))
+        viz.q_curves(curves, ax=ax, reference=refs, title=f"{panel}: {spec['title']}, r = {spec['reset']:g}")
+    for ax in list(axes.flat)[len(panels) :]:
+        ax.remove()
+    fig.tight_layout()
+    args.out.mkdir(parents=True, exist_ok=True)
+    fig.savefig(args.out / "figure4.png", dpi=110)
+    with open(args.out / "figure4.csv", "w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["memory", "init", "seed", "reset", "convention", "t", "steps", "q", "seconds"])
+        for r in results:
+            j = r["job"]
+            writer.writerow([j["memory"], j["init"], j["seed"], j["reset"], j["convention"], r["t"], r["steps"], r["q"], r["seconds"]])
+    print(f"{'memory':<10} {'init':<14} {'reset':>7} {'median q':>12} {'min q':>12} {'max q':>12}")
+    for (memory, init, reset), runs in by_key.items():
+        qs = [r["q"] for r in runs]
+        print(f"{memory:<10} {init:<14} {reset:>7g} {np.median(qs):>12.6g} {min(qs):>12.6g} {max(qs):>12.6g}")
+    print(f"wrote {args.out / 'figure4.png'} and {args.out / 'figure4.csv'}")
+
+
+if __name__ == "__main__":
+    main()
