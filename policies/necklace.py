@@ -24,7 +24,7 @@ from fsc.memory import Memento
 from fsc.policy import Policy
 
 from .ccp import _check_eps
-from .necklaces import gray_chain, necklace
+from .necklaces import exits, gray_chain, necklace, necklaces
 
 __all__ = ["NecklaceExits", "default_eps", "necklace_exits", "necklace_policy", "necklace_probs"]
 
@@ -36,16 +36,6 @@ def _candidates(word: str, target: str) -> list[str]:
     m = len(word)
     rotations = {word[k:] + word[:k] for k in range(m)}
     return sorted(w for w in rotations if necklace(w[1:] + _FLIP[w[0]]) == target)
-
-
-def _pick(candidates: list[str]) -> str:
-    """The exit word among ``candidates``: prefer one whose second letter is the arm played.
-
-    This rule reproduces the exit words of the published code for m = 3 and
-    m = 4 (``ABA``, ``BAB``; ``ABAA``, ``BAAB``, ``ABBA``, ``BABB``); ties
-    are broken by the word itself.
-    """
-    return min(candidates, key=lambda w: (len(w) > 1 and w[1] == w[0], w))
 
 
 @attrs.frozen
@@ -72,18 +62,11 @@ def necklace_exits(m: int, chain: tuple[str, ...] | None = None) -> NecklaceExit
     chain = tuple(gray_chain(m).chain if chain is None else chain)
     if chain[0] != "A" * m or chain[-1] != "B" * m:
         raise ValueError(f"a necklace chain runs from {'A' * m} to {'B' * m}, got {chain[0]!r} .. {chain[-1]!r}")
-    toward_a, toward_b = {}, {}
-    for i in range(len(chain) - 1):
-        right = _candidates(chain[i], chain[i + 1])
-        left = _candidates(chain[i + 1], chain[i])
-        if not right or not left:
-            raise ValueError(f"necklaces {chain[i]!r} and {chain[i + 1]!r} are not one letter apart")
-        toward_b[i] = _pick(right)
-        toward_a[i + 1] = _pick(left)
+    table = exits(chain)  # one rule for the exit words, shared with policies.necklaces
+    toward_a = {item.index: item.left_exit.word for item in table if item.left_exit is not None and item.index > 0}
+    toward_b = {item.index: item.right_exit.word for item in table if item.right_exit is not None and item.index < len(chain) - 1}
     # Off-chain necklaces: breadth-first search from the chain over the
     # one-letter moves; each leads to a necklace nearer to the chain.
-    from .necklaces import necklaces
-
     distance = {w: 0 for w in chain}
     queue = deque(chain)
     feeders: dict[str, str] = {}
@@ -95,7 +78,7 @@ def necklace_exits(m: int, chain: tuple[str, ...] | None = None) -> NecklaceExit
                 continue
             moves = _candidates(other, current)
             if moves:
-                word = _pick(moves)
+                word = moves[0]
                 feeders[word] = _FLIP[word[0]]
                 distance[other] = distance[current] + 1
                 queue.append(other)
