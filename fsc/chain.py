@@ -91,10 +91,19 @@ class JointChain:
     # Cached derived tables.
 
     @functools.cached_property
+    def cache(self) -> dict:
+        """A per-chain scratch dict for the engines' structural tables (computed once per chain)."""
+        return {}
+
+    @functools.cached_property
     def _torch_node_choice(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         C = self.architecture.num_choices
         flat = torch.from_numpy(self.node.astype(np.int64) * C + self.choice)
-        return flat, torch.from_numpy(self.weight), torch.tensor(C)
+        return flat, torch.from_numpy(self.weight.copy()), torch.tensor(C)
+
+    @functools.cached_property
+    def _torch_tables(self) -> dict[str, torch.Tensor]:
+        return {"initial_world": torch.from_numpy(self.initial_world.copy()), "padding": torch.from_numpy(self.padding.copy())}
 
     @functools.cached_property
     def _dense_index(self) -> torch.Tensor:
@@ -134,7 +143,7 @@ class JointChain:
         X = self.size
         out = []
         for k, sl in enumerate(self.part_slices):
-            P = sp.csc_matrix((values[sl], self.rows[sl], self.csc_indptr[k]), shape=(X, X))
+            P = sp.csc_matrix((values[sl], self.rows[sl].copy(), self.csc_indptr[k].copy()), shape=(X, X))
             if self.padding[k].any():
                 P = (P + sp.diags(self.padding[k].astype(np.float64), format="csc")).tocsc()
             P.sum_duplicates()
@@ -148,18 +157,18 @@ class JointChain:
         flat = flat.index_add(0, self._dense_index, self.values(probs))
         P = flat.reshape(K, X, X)
         if self.padding.any():
-            pad = torch.as_tensor(self.padding)
+            pad = self._torch_tables["padding"]
             P = P + torch.diag_embed(pad.to(torch.float64))
         return P
 
     def initial(self, init_probs: torch.Tensor) -> torch.Tensor:
         """Reset distribution ``p0[k, x]``, shape ``(K, X)``, each row summing to 1."""
-        world = torch.as_tensor(self.initial_world)
+        world = self._torch_tables["initial_world"]
         return (world[:, :, None] * init_probs[None, None, :]).reshape(self.num_parts, self.size)
 
     def expected_step(self, table: np.ndarray, probs: torch.Tensor) -> torch.Tensor:
         """``E[f | x]`` for a per-step table ``(K, S_part, C)``: shape ``(K, X)``."""
-        per_node = torch.einsum("ksc,nc->ksn", torch.as_tensor(table), probs)
+        per_node = torch.einsum("ksc,nc->ksn", torch.from_numpy(np.array(table, dtype=np.float64)), probs)
         return per_node.reshape(self.num_parts, self.size)
 
 
