@@ -1,0 +1,749 @@
+"""Training a controller: gradient flow with an adaptive step, Adam, plain ascent.
+
+All optimisers climb the gain of :func:`fsc.evaluate` (the expected reward per
+step, as DESIGN section 4 specifies), or with ``target="return"`` the
+discounted return ``G = gain / r`` that paper eq. (4) writes (the same flow,
+with time running ``1 / r`` times more slowly), on both sets of free
+parameters of a :class:`fsc.Policy`: the
+policy logits ``w_pi`` (shape ``(N, C)``) and the initial-node logits ``w_0``
+(shape ``(N,)``).  They share one interface: :func:`optimize` (and its
+shorthand :func:`flow`) is a generator of :class:`Record` objects, one per
+accepted step, starting with the record of the initial point (step 0).
+
+Gradient flow (paper eq. (4), DESIGN section 4) integrates
+
+.. math::
+
+    \\frac{dw}{dt} = \\frac{\\partial\\, \\mathrm{gain}}{\\partial w}
+
+by explicit Euler steps ``w' = w + dt g(w)`` with the adaptive step of the
+paper's published code: start with ``dt = 1``; a tentative step is rejected,
+and ``dt`` divided by 10, when ``gain(w') < gain(w)`` or when
+``dpi + dp0 >= max_dgrad``, where ``dpi = max |g_pi(w') - g_pi(w)|`` and
+``dp0 = max |g_0(w') - g_0(w)|``; after an accepted step with
+``dpi + dp0 < max_dgrad / 2``, ``dt`` is multiplied by 1.1.  The time ``t`` is
+the sum of the accepted ``dt``; the gradient computed at an accepted ``w'`` is
+the next step's gradient, so each tentative step costs one evaluation with its
+backward pass.  A run stops at the first accepted step with ``t >= until_t``
+(the last step is not shortened to land on ``until_t``, so a longer run
+passes through exactly the same states).
+
+Adam and plain gradient ascent take one step per evaluation; their "time" is
+the sum of the learning rates used (for ascent ``w' = w + lr g`` is an Euler
+step of the same flow, so its ``t`` is comparable with the flow's; for Adam it
+is only a step counter in those units).
+
+Everything is float64.  With the same engine, the same torch thread count
+and the same starting state, a run is deterministic bit for bit, which is what
+lets :mod:`fsc.train` resume a killed run exactly.
+"""
+
+from __future__ import annotations
+
+import abc
+import math
+import time
+from collections.abc import Iterator
+from typing import Any, ClassVar
+
+import attrs
+import numpy as np
+import torch
+
+from .chain import JointChain, joint_chain
+from .evaluate import CONVENTIONS, check_reset, evaluate
+from .memory import MemoryArchitecture
+from .policy import Policy
+from .pomdp import POMDP, Task, as_pomdp
+from .solve import ENGINES, choose_engine
+
+__all__ = [
+    "OPTIMIZERS",
+    "TARGETS",
+    "Adam",
+    "Ascent",
+    "DenseAdjoint",
+    "GradientFlow",
+    "Objective",
+    "Optimizer",
+    "Point",
+    "Record",
+    "State",
+    "StopRule",
+    "flow",
+    "make_optimizer",
+    "optimize",
+]
+
+
+# ---------------------------------------------------------------------------
+# The objective: gain and its gradient at a point.
+
+#: What the optimisers climb: the gain per step, or the discounted return ``gain / r``.
+TARGETS = ("gain", "return")
+
+
+@attrs.frozen(kw_only=True, eq=False)
+class Point:
+    """Gain, metrics and gradient of the objective at ``w = (logits, init_logits)``.
+
+    Tensors are detached float64 and read-only by convention.
+
+    Attributes:
+        logits: ``w_pi``, shape ``(N, C)``.
+        init_logits: ``w_0``, shape ``(N,)``.
+        gain: the gain at ``w`` (a Python float, exactly the float64 value).
+        metrics: name -> value (e.g. ``q``).
+        grad_logits: ``d target / d w_pi`` (zero on disallowed choices); the
+            target is the gain, or ``gain / r`` (see :class:`Objective`).
+        grad_init: ``d target / d w_0`` (zero outside the reset nodes).
+    """
+
+    logits: torch.Tensor
+    init_logits: torch.Tensor
+    gain: float
+    metrics: dict[str, float]
+    grad_logits: torch.Tensor
+    grad_init: torch.Tensor
+
+    @property
+    def grad_norm(self) -> float:
+        """Euclidean norm of the whole gradient ``(d/dw_pi, d/dw_0)``."""
+        g, g0 = self.grad_logits.numpy(), self.grad_init.numpy()
+        return math.sqrt(float((g * g).sum()) + float((g0 * g0).sum()))
+
+    def policy(self, architecture: MemoryArchitecture) -> Policy:
+        """The policy at this point (fresh copies of the logits)."""
+        return Policy(architecture=architecture, logits=self.logits.clone(), init_logits=self.init_logits.clone())
+
+
+@attrs.frozen(kw_only=True, eq=False)
+class Objective:
+    """``w -> (gain(w), grad gain(w))`` for a world, an architecture and a reset.
+
+    ``engine``:
+
+    - ``adjoint``: dense LU (numpy and torch) with the gradient by the adjoint
+      method (one LU per part, solves with ``A`` and ``A^T``; see
+      :class:`DenseAdjoint`).  The same numbers as ``dense`` to rounding, with
+      a few times less overhead per call on small chains.
+    - ``auto``: ``adjoint`` where :func:`fsc.solve.choose_engine` picks
+      ``dense``, otherwise that engine through :func:`fsc.evaluate`.
+    - any engine of :func:`fsc.evaluate` (``dense``, ``power``, ...): one
+      :func:`fsc.evaluate` and one backward pass by autograd.
+
+    ``target``: what is climbed, hence the gradient returned: ``gain`` (the
+    expected reward per step, DESIGN section 4) or ``return``, the expected
+    discounted return ``G = gain / r`` of paper eq. (4) (the same landscape,
+    gradients ``1 / r`` times larger: the same flow with ``t`` measured ``1 / r``
+    times more slowly, but a different adaptive path, since ``max_dgrad``
+    then bounds changes of the larger gradient).  ``Point.gain`` is the gain
+    per step either way.
+    """
+
+    world: POMDP | Task
+    architecture: MemoryArchitecture
+    reset: float
+    engine: str = "auto"
+    convention: str = "native"
+    target: str = "gain"
+    _adjoint: DenseAdjoint | None = attrs.field(init=False, default=None, repr=False)
+    _method: str = attrs.field(init=False, default="", repr=False)
+
+    def __attrs_post_init__(self) -> None:
+        if not isinstance(self.engine, str) or self.engine not in ("auto", "adjoint", *ENGINES):
+            raise ValueError(f"engine must be 'auto', 'adjoint' or one of {sorted(ENGINES)}, got {self.engine!r}")
+        if self.convention not in CONVENTIONS:
+            raise ValueError(f"convention must be one of {CONVENTIONS}, got {self.convention!r}")
+        if self.target not in TARGETS:
+            raise ValueError(f"target must be one of {TARGETS}, got {self.target!r}")
+        chain = joint_chain(as_pomdp(self.world), self.architecture)
+        method = choose_engine(chain, self.reset) if self.engine == "auto" else self.engine
+        if method in ("dense", "adjoint") and self.engine != "dense":
+            method = "adjoint"
+            object.__setattr__(self, "_adjoint", DenseAdjoint(self.world, chain, self.reset, self.convention))
+        object.__setattr__(self, "_method", method)
+
+    @property
+    def method(self) -> str:
+        """What runs: ``adjoint`` or the name of the :func:`fsc.evaluate` engine."""
+        return self._method
+
+    def __call__(self, logits: torch.Tensor, init_logits: torch.Tensor) -> Point:
+        point = self._gain_point(logits, init_logits)
+        if self.target == "return":
+            point = attrs.evolve(point, grad_logits=point.grad_logits / self.reset, grad_init=point.grad_init / self.reset)
+        return point
+
+    def _gain_point(self, logits: torch.Tensor, init_logits: torch.Tensor) -> Point:
+        if self._adjoint is not None:
+            return self._adjoint(logits.detach(), init_logits.detach())
+        leaf = logits.detach().requires_grad_(True)
+        leaf0 = init_logits.detach().requires_grad_(True)
+        policy = Policy(architecture=self.architecture, logits=leaf, init_logits=leaf0)
+        result = evaluate(self.world, self.architecture, policy, reset=self.reset, engine=self._method, convention=self.convention)
+        grad_logits, grad_init = torch.autograd.grad(result.gain, [leaf, leaf0], allow_unused=True)
+        # A world whose gain ignores a set of logits gives it no gradient at all.
+        grad_logits = torch.zeros_like(leaf.detach()) if grad_logits is None else grad_logits
+        grad_init = torch.zeros_like(leaf0.detach()) if grad_init is None else grad_init
+        return Point(
+            logits=logits.detach(),
+            init_logits=init_logits.detach(),
+            gain=result.gain.item(),
+            metrics={name: value.item() for name, value in result.metrics.items()},
+            grad_logits=grad_logits.detach(),
+            grad_init=grad_init.detach(),
+        )
+
+
+class DenseAdjoint:
+    """Gain and exact gradient by dense LU and the adjoint method, in numpy.
+
+    The same quantity as :func:`fsc.evaluate` (engine ``dense``, either
+    convention) without autograd.  Per closed part ``k``, with
+    ``A = I - (1 - r) P`` (``P[x2, x]``: probability of ``x -> x2``):
+
+    .. math::
+
+        p = r A^{-1} p_0, \\quad \\hat p = p / \\textstyle\\sum p, \\quad
+        G = \\sum_k w_k \\, f_k \\cdot \\hat p_k, \\quad
+        f_k[(s, n)] = \\sum_c \\pi[n, c] \\, \\bar R_k[s, c]
+
+    and, with ``lambda = A^{-T} dG/dp``: ``dG/dP = (1 - r) lambda p^T``,
+    ``dG/dp0 = r lambda``; then through the softmaxes to the logits.  The
+    ``paper`` convention multiplies the gain by ``1 - r`` and reads the
+    task's metrics from it (as :func:`fsc.evaluate` does).
+    """
+
+    def __init__(self, world: POMDP | Task, chain: JointChain, reset: float, convention: str) -> None:
+        arch = chain.architecture
+        self.world, self.reset, self.convention = world, reset, convention
+        K, X, S = chain.num_parts, chain.size, chain.states_per_part
+        N, C = arch.num_nodes, arch.num_choices
+        self.shape = (K, X, S, N, C)
+        self.allowed = np.array(arch.allowed, dtype=bool)
+        self.all_allowed = bool(self.allowed.all())
+        self.reset_nodes = np.flatnonzero(arch.reset_mask)
+        self.node_choice = np.asarray(chain.node, dtype=np.int64) * C + np.asarray(chain.choice, dtype=np.int64)
+        self.weight = np.asarray(chain.weight, dtype=np.float64)
+        parts = np.asarray(chain.parts, dtype=np.int64)
+        self.to_index = parts * X + np.asarray(chain.rows, dtype=np.int64)
+        self.from_index = parts * X + np.asarray(chain.cols, dtype=np.int64)
+        self.dense_index = self.to_index * X + np.asarray(chain.cols, dtype=np.int64)
+        padding = np.asarray(chain.padding, dtype=np.float64).reshape(K, X)
+        self.padding_diagonal = padding[:, None, :] * np.eye(X) if padding.any() else None
+        self.step_reward = np.asarray(chain.step_reward, dtype=np.float64)
+        self.step_metrics = {name: np.asarray(table, dtype=np.float64) for name, table in chain.step_metrics.items()}
+        self.initial_world = np.asarray(chain.initial_world, dtype=np.float64)
+        self.part_weights = np.asarray(chain.part_weights, dtype=np.float64)
+        self.diagonal = np.arange(X)
+
+    def __call__(self, logits: torch.Tensor, init_logits: torch.Tensor) -> Point:
+        K, X, S, N, C = self.shape
+        r = self.reset
+        w_pi, w_0 = logits.numpy(), init_logits.numpy()
+        top = max(w_pi.max(), w_0.max())  # NaN propagates through max
+        if not top < np.inf:
+            raise ValueError(f"logits must not contain NaN or +inf, got a maximum of {top!r}")
+        probs = _softmax(w_pi if self.all_allowed else np.where(self.allowed, w_pi, -np.inf), axis=1)
+        init_probs = np.zeros(N)
+        init_probs[self.reset_nodes] = _softmax(w_0[self.reset_nodes], axis=0)
+        values = probs.reshape(-1)[self.node_choice] * self.weight
+        P = np.bincount(self.dense_index, values, minlength=K * X * X).reshape(K, X, X)
+        if self.padding_diagonal is not None:
+            P = P + self.padding_diagonal
+        A = -(1 - r) * P
+        A[:, self.diagonal, self.diagonal] += 1.0
+        p0 = (self.initial_world[:, :, None] * init_probs[None, None, :]).reshape(K, X)
+        # torch's LU: its threads follow torch.set_num_threads (numpy's BLAS
+        # threads do not, and thrash on a busy machine).
+        LU, pivots = torch.linalg.lu_factor(torch.from_numpy(A))
+        p = torch.linalg.lu_solve(LU, pivots, torch.from_numpy(r * p0)[:, :, None]).numpy()[:, :, 0]
+        total = p.sum(axis=1, keepdims=True)
+        p_hat = p / total
+        f = np.einsum("ksc,nc->ksn", self.step_reward, probs).reshape(K, X)
+        gain = float((self.part_weights * (p_hat * f).sum(axis=1)).sum())
+        # Backward: dG/dp_hat = w_k f_k; through the normalisation, then the adjoint solve.
+        h = self.part_weights[:, None] * f
+        dp = (h - (h * p_hat).sum(axis=1, keepdims=True)) / total
+        lam = torch.linalg.lu_solve(LU, pivots, torch.from_numpy(dp)[:, :, None], adjoint=True).numpy()[:, :, 0]
+        d_values = (1 - r) * lam.reshape(-1)[self.to_index] * p.reshape(-1)[self.from_index]
+        d_probs = np.bincount(self.node_choice, d_values * self.weight, minlength=N * C).reshape(N, C)
+        d_probs += np.einsum("ksn,ksc->nc", (self.part_weights[:, None] * p_hat).reshape(K, S, N), self.step_reward)
+        d_init = r * np.einsum("ksn,ks->n", lam.reshape(K, S, N), self.initial_world)
+        grad_logits = probs * (d_probs - (probs * d_probs).sum(axis=1, keepdims=True))
+        grad_init = init_probs * (d_init - (init_probs * d_init).sum())
+        if self.convention == "paper":
+            gain = (1 - r) * gain
+            grad_logits, grad_init = (1 - r) * grad_logits, (1 - r) * grad_init
+        if self.convention == "paper" and isinstance(self.world, Task):
+            metrics = {name: float(value) for name, value in self.world.paper_metrics(gain).items()}
+        else:
+            scale = (1 - r) if self.convention == "paper" else 1.0
+            metrics = {}
+            for name, table in self.step_metrics.items():
+                m = np.einsum("ksc,nc->ksn", table, probs).reshape(K, X)
+                metrics[name] = scale * float((self.part_weights * (p_hat * m).sum(axis=1)).sum())
+        return Point(
+            logits=logits,
+            init_logits=init_logits,
+            gain=gain,
+            metrics=metrics,
+            grad_logits=torch.from_numpy(grad_logits),
+            grad_init=torch.from_numpy(grad_init),
+        )
+
+
+def _softmax(z: np.ndarray, axis: int) -> np.ndarray:
+    e = np.exp(z - z.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+# ---------------------------------------------------------------------------
+# Optimiser state and records.
+
+
+@attrs.frozen(kw_only=True, eq=False)
+class State:
+    """Everything an optimiser needs to continue: a checkpoint in memory.
+
+    Attributes:
+        point: the current point with its gain and gradient.
+        t: algorithm time (sum of accepted ``dt``, or of learning rates).
+        step: number of accepted steps.
+        dt: size of the last accepted step (0 at the start).
+        evaluations: evaluations done so far (accepted and rejected).
+        rejections: rejected tentative steps so far (gradient flow).
+        seconds: wall time spent so far, over every session of a resumed run.
+        slots: optimiser-specific floats and tensors (flow: ``next_dt``;
+            Adam: the moments of both sets of logits).
+    """
+
+    point: Point
+    t: float = 0.0
+    step: int = 0
+    dt: float = 0.0
+    evaluations: int = 1
+    rejections: int = 0
+    seconds: float = 0.0
+    slots: dict[str, Any] = attrs.field(factory=dict)
+
+
+@attrs.frozen(kw_only=True, eq=False)
+class Record:
+    """One row of a training trajectory (yielded by :func:`optimize`).
+
+    Attributes:
+        t, step, dt, gain, grad_norm, seconds, evaluations: as in :class:`State`;
+            ``grad_norm`` is the norm of the gradient at this point.
+        metrics: name -> value at this point (``q`` for the two-hypothesis task).
+        stop: ``None``, or why the run stops here: ``until_t``, ``max_steps``,
+            ``max_seconds``, ``min_grad_norm`` or ``stalled`` (the flow found no
+            acceptable step down to ``min_dt``).
+        state: the full optimiser state (for checkpoints).
+    """
+
+    t: float
+    step: int
+    dt: float
+    gain: float
+    metrics: dict[str, float]
+    grad_norm: float
+    seconds: float
+    evaluations: int
+    stop: str | None
+    state: State = attrs.field(repr=False)
+
+    @property
+    def q(self) -> float:
+        """The metric ``q`` (NaN if the world has none)."""
+        return self.metrics.get("q", math.nan)
+
+    @classmethod
+    def of(cls, state: State, stop: str | None = None) -> Record:
+        point = state.point
+        return cls(
+            t=state.t,
+            step=state.step,
+            dt=state.dt,
+            gain=point.gain,
+            metrics=point.metrics,
+            grad_norm=point.grad_norm,
+            seconds=state.seconds,
+            evaluations=state.evaluations,
+            stop=stop,
+            state=state,
+        )
+
+
+# ---------------------------------------------------------------------------
+# Optimisers.
+
+
+def _positive(name: str, value: object, *, upper: float = math.inf, closed_upper: bool = False) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{name} must be a number, got {value!r}")
+    value = float(value)
+    if not (math.isfinite(value) and value > 0 and (value <= upper if closed_upper else value < upper)):
+        bound = f"{upper}]" if closed_upper else (f"{upper})" if math.isfinite(upper) else "inf)")
+        raise ValueError(f"{name} must be in (0, {bound}, got {value!r}")
+    return value
+
+
+class Optimizer(abc.ABC):
+    """A rule that moves a :class:`State` forward by one accepted step.
+
+    Subclasses are final frozen attrs classes holding hyperparameters only.
+    """
+
+    name: ClassVar[str]
+
+    def start(self, point: Point) -> dict[str, Any]:
+        """Initial ``slots`` of the state at ``point``."""
+        return {}
+
+    @abc.abstractmethod
+    def advance(self, objective: Objective, state: State, clock) -> State | None:
+        """The state after one accepted step (``None``: no acceptable step exists).
+
+        ``clock()`` returns the wall seconds to store in the new state.
+        """
+
+    def to_dict(self) -> dict[str, Any]:
+        """Name and hyperparameters (JSON-able)."""
+        return {"name": self.name, **attrs.asdict(self)}
+
+
+@attrs.frozen(kw_only=True)
+class GradientFlow(Optimizer):
+    """Euler steps with the adaptive ``dt`` of the published code (DESIGN section 4).
+
+    Args:
+        max_dgrad: a step is rejected when ``dpi + dp0 >= max_dgrad``.
+        dt: the first tentative step.
+        min_dt: the flow stops (``stalled``) when ``dt`` falls below it; a
+            guard for points where rounding makes every step lower the gain.
+    """
+
+    name: ClassVar[str] = "flow"
+    max_dgrad: float = attrs.field(default=1e-4)
+    dt: float = attrs.field(default=1.0)
+    min_dt: float = attrs.field(default=1e-30)
+
+    def __attrs_post_init__(self) -> None:
+        _positive("max_dgrad", self.max_dgrad)
+        _positive("dt", self.dt)
+        _positive("min_dt", self.min_dt)
+
+    def start(self, point: Point) -> dict[str, Any]:
+        return {"next_dt": float(self.dt)}
+
+    def advance(self, objective: Objective, state: State, clock) -> State | None:
+        point = state.point
+        dt = state.slots["next_dt"]
+        evaluations, rejections = state.evaluations, state.rejections
+        while dt >= self.min_dt:
+            logits = point.logits + dt * point.grad_logits
+            init_logits = point.init_logits + dt * point.grad_init
+            new = objective(logits, init_logits)
+            evaluations += 1
+            # (numpy on the same buffers: the same exact numbers, less overhead.)
+            dpi = float(np.abs(new.grad_logits.numpy() - point.grad_logits.numpy()).max())
+            dp0 = float(np.abs(new.grad_init.numpy() - point.grad_init.numpy()).max())
+            # `not >=` also rejects a NaN gain.
+            if not (new.gain >= point.gain) or dpi + dp0 >= self.max_dgrad:
+                dt /= 10
+                rejections += 1
+                continue
+            t = state.t + dt
+            next_dt = dt * 1.1 if dpi + dp0 < self.max_dgrad / 2 else dt
+            return State(
+                point=new,
+                t=t,
+                step=state.step + 1,
+                dt=dt,
+                evaluations=evaluations,
+                rejections=rejections,
+                seconds=clock(),
+                slots={"next_dt": next_dt},
+            )
+        return None
+
+
+@attrs.frozen(kw_only=True)
+class Adam(Optimizer):
+    """Adam (Kingma and Ba) climbing the gain; ``t`` is the sum of ``lr``.
+
+    ``m = b1 m + (1 - b1) g``, ``v = b2 v + (1 - b2) g^2``,
+    ``w += lr (m / (1 - b1^k)) / (sqrt(v / (1 - b2^k)) + eps)``.
+    """
+
+    name: ClassVar[str] = "adam"
+    lr: float = attrs.field(default=1e-2)
+    beta1: float = attrs.field(default=0.9)
+    beta2: float = attrs.field(default=0.999)
+    eps: float = attrs.field(default=1e-8)
+
+    def __attrs_post_init__(self) -> None:
+        _positive("lr", self.lr)
+        _positive("beta1", self.beta1, upper=1.0)
+        _positive("beta2", self.beta2, upper=1.0)
+        _positive("eps", self.eps)
+
+    def start(self, point: Point) -> dict[str, Any]:
+        zeros = torch.zeros_like
+        return {
+            "m_logits": zeros(point.logits),
+            "v_logits": zeros(point.logits),
+            "m_init": zeros(point.init_logits),
+            "v_init": zeros(point.init_logits),
+        }
+
+    def advance(self, objective: Objective, state: State, clock) -> State | None:
+        point, slots = state.point, state.slots
+        k = state.step + 1
+        b1, b2 = self.beta1, self.beta2
+        new_slots = {}
+        moved = {}
+        for key, w, g in (("logits", point.logits, point.grad_logits), ("init", point.init_logits, point.grad_init)):
+            m = b1 * slots[f"m_{key}"] + (1 - b1) * g
+            v = b2 * slots[f"v_{key}"] + (1 - b2) * g * g
+            new_slots[f"m_{key}"], new_slots[f"v_{key}"] = m, v
+            update = (m / (1 - b1**k)) / ((v / (1 - b2**k)).sqrt() + self.eps)
+            # -inf logits (probability exactly 0) stay where they are.
+            moved[key] = torch.where(torch.isfinite(w), w + self.lr * update, w)
+        new = objective(moved["logits"], moved["init"])
+        return State(
+            point=new,
+            t=state.t + self.lr,
+            step=k,
+            dt=self.lr,
+            evaluations=state.evaluations + 1,
+            rejections=state.rejections,
+            seconds=clock(),
+            slots=new_slots,
+        )
+
+
+@attrs.frozen(kw_only=True)
+class Ascent(Optimizer):
+    """Plain gradient ascent ``w' = w + lr g`` (Euler steps of fixed size ``lr``)."""
+
+    name: ClassVar[str] = "ascent"
+    lr: float = attrs.field(default=1.0)
+
+    def __attrs_post_init__(self) -> None:
+        _positive("lr", self.lr)
+
+    def advance(self, objective: Objective, state: State, clock) -> State | None:
+        point = state.point
+        new = objective(point.logits + self.lr * point.grad_logits, point.init_logits + self.lr * point.grad_init)
+        return State(
+            point=new,
+            t=state.t + self.lr,
+            step=state.step + 1,
+            dt=self.lr,
+            evaluations=state.evaluations + 1,
+            rejections=state.rejections,
+            seconds=clock(),
+            slots={},
+        )
+
+
+OPTIMIZERS: dict[str, type[Optimizer]] = {"flow": GradientFlow, "adam": Adam, "ascent": Ascent}
+
+
+def make_optimizer(name: str, *, lr: float | None = None, max_dgrad: float | None = None) -> Optimizer:
+    """The optimiser called ``name`` (``flow``, ``adam``, ``ascent``).
+
+    ``max_dgrad`` belongs to the flow, ``lr`` to Adam and ascent; ``None``
+    keeps the default (flow: ``max_dgrad = 1e-4``; Adam: ``lr = 1e-2``;
+    ascent: ``lr = 1``).
+
+    Raises:
+        ValueError: unknown name, or an option the optimiser does not have.
+    """
+    if name not in OPTIMIZERS:
+        raise ValueError(f"optimizer must be one of {sorted(OPTIMIZERS)}, got {name!r}")
+    if name == "flow":
+        if lr is not None:
+            raise ValueError(f"the flow optimizer has an adaptive step and takes no lr, got lr={lr!r}")
+        return GradientFlow() if max_dgrad is None else GradientFlow(max_dgrad=max_dgrad)
+    if max_dgrad is not None:
+        raise ValueError(f"max_dgrad belongs to the flow optimizer, not {name!r}, got max_dgrad={max_dgrad!r}")
+    return OPTIMIZERS[name]() if lr is None else OPTIMIZERS[name](lr=lr)
+
+
+# ---------------------------------------------------------------------------
+# Stop conditions and the generators.
+
+
+def _optional_positive(name: str, value: object) -> float | None:
+    return None if value is None else _positive(name, value)
+
+
+@attrs.frozen(kw_only=True)
+class StopRule:
+    """When a run stops; ``None`` disables a condition.
+
+    The run stops at the first state with ``t >= until_t``,
+    ``step >= max_steps``, ``seconds >= max_seconds`` or
+    ``grad_norm <= min_grad_norm`` (checked in this order).  Stopping never
+    changes the path: a longer run passes through the same states.
+    """
+
+    until_t: float | None = None
+    max_steps: int | None = None
+    max_seconds: float | None = None
+    min_grad_norm: float | None = None
+
+    def __attrs_post_init__(self) -> None:
+        if self.until_t is not None:
+            if isinstance(self.until_t, bool) or not isinstance(self.until_t, (int, float)):
+                raise TypeError(f"until_t must be a number, got {self.until_t!r}")
+            if not (math.isfinite(self.until_t) and self.until_t >= 0):
+                raise ValueError(f"until_t must be a finite number >= 0, got {self.until_t!r}")
+        if self.max_steps is not None and (isinstance(self.max_steps, bool) or not isinstance(self.max_steps, int)):
+            raise TypeError(f"max_steps must be an int, got {self.max_steps!r}")
+        if self.max_steps is not None and self.max_steps < 0:
+            raise ValueError(f"max_steps must be >= 0, got {self.max_steps!r}")
+        _optional_positive("max_seconds", self.max_seconds)
+        _optional_positive("min_grad_norm", self.min_grad_norm)
+
+    def reason(self, state: State) -> str | None:
+        if self.until_t is not None and state.t >= self.until_t:
+            return "until_t"
+        if self.max_steps is not None and state.step >= self.max_steps:
+            return "max_steps"
+        if self.max_seconds is not None and state.seconds >= self.max_seconds:
+            return "max_seconds"
+        if self.min_grad_norm is not None and state.point.grad_norm <= self.min_grad_norm:
+            return "min_grad_norm"
+        return None
+
+
+def optimize(
+    world: POMDP | Task,
+    policy: Policy,
+    *,
+    reset: float,
+    optimizer: str | Optimizer = "flow",
+    convention: str = "native",
+    engine: str = "auto",
+    until_t: float | None = None,
+    max_steps: int | None = None,
+    max_seconds: float | None = None,
+    min_grad_norm: float | None = None,
+    lr: float | None = None,
+    max_dgrad: float | None = None,
+    target: str = "gain",
+    state: State | None = None,
+) -> Iterator[Record]:
+    """Climb the gain from ``policy``; yield a :class:`Record` per accepted step.
+
+    The first record is the starting point (step 0, or the step of
+    ``state``); the last one has ``stop`` set.  Without any stop condition
+    the generator runs until the caller stops iterating (or the flow
+    stalls).  Nothing is printed.
+
+    Args:
+        world: a :class:`fsc.POMDP` or :class:`fsc.Task`.
+        policy: the starting policy; its architecture is the one trained.
+        reset: reset probability ``r`` (in (0, 1]).
+        optimizer: ``flow``, ``adam``, ``ascent`` or an :class:`Optimizer`.
+        convention: ``native`` or ``paper`` (:func:`fsc.evaluate`).
+        engine: ``auto``, ``adjoint`` or an engine of :func:`fsc.evaluate`
+            (see :class:`Objective`).
+        target: ``gain`` (default, DESIGN section 4) or ``return`` (``gain / r``,
+            paper eq. (4)); see :class:`Objective`.
+        until_t, max_steps, max_seconds, min_grad_norm: see :class:`StopRule`.
+        lr, max_dgrad: hyperparameters when ``optimizer`` is a name
+            (see :func:`make_optimizer`).
+        state: continue from this state (a resumed run) instead of ``policy``'s
+            logits; ``policy`` still gives the architecture.
+
+    Raises:
+        ValueError, TypeError: bad arguments, before any evaluation.
+    """
+    if not isinstance(policy, Policy):
+        raise TypeError(f"policy must be a fsc.Policy, got {type(policy).__name__}")
+    if not isinstance(world, (POMDP, Task)):
+        raise TypeError(f"world must be a fsc.POMDP or a fsc.Task, got {type(world).__name__}")
+    reset = check_reset(reset)
+    if convention not in CONVENTIONS:
+        raise ValueError(f"convention must be one of {CONVENTIONS}, got {convention!r}")
+    if isinstance(optimizer, str):
+        optimizer = make_optimizer(optimizer, lr=lr, max_dgrad=max_dgrad)
+    elif not isinstance(optimizer, Optimizer):
+        raise TypeError(f"optimizer must be a name in {sorted(OPTIMIZERS)} or a fsc.flow.Optimizer, got {optimizer!r}")
+    elif lr is not None or max_dgrad is not None:
+        raise ValueError("give lr and max_dgrad through the Optimizer instance, not as arguments")
+    rule = StopRule(until_t=until_t, max_steps=max_steps, max_seconds=max_seconds, min_grad_norm=min_grad_norm)
+    arch = policy.architecture
+    if state is not None:
+        if not isinstance(state, State):
+            raise TypeError(f"state must be a fsc.flow.State, got {type(state).__name__}")
+        if tuple(state.point.logits.shape) != (arch.num_nodes, arch.num_choices):
+            raise ValueError(f"state has logits of shape {tuple(state.point.logits.shape)}, not those of {arch!r}")
+    objective = Objective(world=world, architecture=arch, reset=reset, engine=engine, convention=convention, target=target)
+    return _run(objective, optimizer, rule, policy, state)
+
+
+def _run(objective: Objective, optimizer: Optimizer, rule: StopRule, policy: Policy, state: State | None) -> Iterator[Record]:
+    started = time.perf_counter()
+    offset = 0.0 if state is None else state.seconds
+
+    def clock() -> float:
+        return offset + (time.perf_counter() - started)
+
+    if state is None:
+        point = objective(policy.logits.detach().clone(), policy.init_logits.detach().clone())
+        state = State(point=point, seconds=clock(), slots=optimizer.start(point))
+    while True:
+        stop = rule.reason(state)
+        yield Record.of(state, stop)
+        if stop is not None:
+            return
+        new = optimizer.advance(objective, state, clock)
+        if new is None:
+            yield Record.of(attrs.evolve(state, seconds=clock()), "stalled")
+            return
+        state = new
+
+
+def flow(
+    world: POMDP | Task,
+    policy: Policy,
+    *,
+    reset: float,
+    convention: str = "native",
+    engine: str = "auto",
+    max_dgrad: float = 1e-4,
+    until_t: float | None = None,
+    max_steps: int | None = None,
+    max_seconds: float | None = None,
+    min_grad_norm: float | None = None,
+    target: str = "gain",
+    state: State | None = None,
+) -> Iterator[Record]:
+    """Gradient flow ``dw/dt = d gain / dw`` with the adaptive step (DESIGN section 4).
+
+    Shorthand for ``optimize(..., optimizer="flow", max_dgrad=max_dgrad)``;
+    yields the trajectory ``(t, step, dt, gain, q, grad_norm, seconds)`` as
+    :class:`Record` objects.
+    """
+    return optimize(
+        world,
+        policy,
+        reset=reset,
+        optimizer="flow",
+        convention=convention,
+        engine=engine,
+        max_dgrad=max_dgrad,
+        until_t=until_t,
+        max_steps=max_steps,
+        max_seconds=max_seconds,
+        min_grad_norm=min_grad_norm,
+        target=target,
+        state=state,
+    )

@@ -1,0 +1,607 @@
+"""Training runs on disk: a run directory that survives being killed.
+
+:func:`run_training` trains a controller of the two-hypothesis task with
+:func:`fsc.flow.optimize` and keeps everything in one directory ``out``:
+
+``run.json``
+    every argument, the optimiser's hyperparameters, the torch thread count,
+    the versions of fsc, torch, numpy and Python, the status (``running`` or
+    ``done``), why the run stopped and the final numbers.
+``trajectory.csv``
+    header ``t,step,q,gain,dt,seconds``, one row per accepted step from step 0
+    (``dt``: the size of the step that led to the row, 0 on the first;
+    floats written with ``repr`` so they read back exactly; ``seconds``: wall
+    time since the run started, over every session).
+``result.json``
+    the final ``q``, ``t``, ``steps``, ``seconds`` (and ``gain``,
+    ``evaluations``, ``stop``), written last: the run is finished when it
+    exists (it is removed when a run is continued).
+``initial_policy.npz``, ``policy.npz``
+    the starting and the final policy (:meth:`fsc.Policy.save`).
+``checkpoint.npz`` (+ ``checkpoint.json``, a readable copy of its metadata)
+    the optimiser state (logits, the gradient there, ``t``, ``step``, the next
+    ``dt``, Adam's moments) and the whole trajectory so far, written every
+    ``checkpoint_seconds`` of wall time and at the end.  There is no random
+    state to keep: training is deterministic once the initial policy exists.
+
+Every file is written atomically (:func:`fsc.policy.atomic_write`): a reader
+never sees half a file.  Started again with the same arguments, a run resumes
+from its last checkpoint and rewrites ``trajectory.csv`` from the trajectory
+stored in it, so a killed-and-resumed run ends with the same policy and the
+same trajectory, bit for bit, as an uninterrupted one (same engine, same
+thread count) except the wall-clock ``seconds`` column.  Bit-for-bit
+reproducibility needs a fixed number of torch threads: ``threads`` (default 1)
+sets it for the duration of the run.  Besides ``quiet``,
+``checkpoint_seconds`` and ``threads``, only the stop conditions (``until_t``,
+``max_seconds``, ``max_steps``) may change between sessions: stopping never
+changes the path, so a run continued to a larger ``until_t`` equals a run
+started with it.  An interrupt (SIGINT, Ctrl-C) writes a checkpoint before
+the run stops; SIGKILL loses at most ``checkpoint_seconds`` of work.  Nothing
+is pickled.
+
+Also a command: ``python -m fsc.train --memory ram:8 --init near-ccp --reset 1e-3
+--until-t 1e5 --out runs/x [--json]`` (the ``fsc train`` options).
+"""
+
+from __future__ import annotations
+
+import argparse
+import array
+import io
+import json
+import math
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import attrs
+import numpy as np
+import torch
+
+from .evaluate import CONVENTIONS, check_reset
+from .flow import OPTIMIZERS, Point, Record, State, StopRule, make_optimizer, optimize
+from .memory import MemoryArchitecture, parse_memory
+from .policy import Policy, atomic_write
+
+__all__ = ["CSV_HEADER", "TrainingResult", "load_checkpoint", "main", "read_trajectory", "run_training"]
+
+CSV_HEADER = "t,step,q,gain,dt,seconds"
+
+#: Arguments that may differ when a run is continued (they only say when to stop, or how to show it).
+_MAY_CHANGE = {"until_t", "max_seconds", "max_steps", "quiet", "checkpoint_seconds", "threads"}
+
+_FORMAT = "fsc-training-checkpoint/1"
+
+#: Trajectory columns kept in the checkpoint, with their dtypes.
+_COLUMNS = {
+    "t": np.float64,
+    "step": np.int64,
+    "q": np.float64,
+    "gain": np.float64,
+    "dt": np.float64,
+    "seconds": np.float64,
+    "grad_norm": np.float64,
+    "evaluations": np.int64,
+}
+
+
+class _Trajectory:
+    """The rows so far: compact columns (for the checkpoint) and their CSV lines."""
+
+    def __init__(self, columns: dict[str, np.ndarray] | None = None) -> None:
+        self.columns = {name: array.array("q" if dtype is np.int64 else "d") for name, dtype in _COLUMNS.items()}
+        if columns is not None:
+            for name in _COLUMNS:
+                self.columns[name].extend(columns[name].tolist())
+        self.lines = [_csv_row({name: self.columns[name][i] for name in _COLUMNS}) for i in range(len(self))]
+
+    def __len__(self) -> int:
+        return len(self.columns["t"])
+
+    def append(self, row: dict[str, Any]) -> None:
+        for name, column in self.columns.items():
+            column.append(row[name])
+        self.lines.append(_csv_row(row))
+
+    def last(self, name: str):
+        return self.columns[name][-1] if len(self) else None
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        return {name: np.array(column, dtype=_COLUMNS[name]) for name, column in self.columns.items()}
+
+
+@attrs.frozen(kw_only=True)
+class TrainingResult:
+    """The end of a training run (what ``fsc train --json`` prints).
+
+    Attributes:
+        q, gain: at the final policy.
+        t: algorithm time reached; steps: accepted steps.
+        seconds: wall time of the run over all its sessions.
+        evaluations: value-and-gradient evaluations (accepted and rejected).
+        stop: why it stopped (``until_t``, ``max_seconds``, ``max_steps``, ``stalled``).
+        out: the run directory; resumed: this session continued a checkpoint.
+    """
+
+    q: float
+    gain: float
+    t: float
+    steps: int
+    seconds: float
+    evaluations: int
+    stop: str
+    out: str
+    resumed: bool
+
+    def summary(self) -> dict[str, Any]:
+        """JSON-able numbers: ``q``, ``t``, ``steps``, ``seconds`` first."""
+        return {
+            "q": self.q,
+            "t": self.t,
+            "steps": self.steps,
+            "seconds": self.seconds,
+            "gain": self.gain,
+            "evaluations": self.evaluations,
+            "stop": self.stop,
+            "out": self.out,
+        }
+
+
+# ---------------------------------------------------------------------------
+# Argument checks.
+
+
+def _number(name: str, value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{name} must be a number, got {value!r}")
+    return float(value)
+
+
+def _positive(name: str, value: object) -> float:
+    value = _number(name, value)
+    if not (math.isfinite(value) and value > 0):
+        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
+    return value
+
+
+def _memory(memory: object) -> MemoryArchitecture:
+    if isinstance(memory, MemoryArchitecture):
+        return memory
+    if not isinstance(memory, str):
+        raise TypeError(f"memory must be a string like 'ram:8' or a fsc.MemoryArchitecture, got {memory!r}")
+    return parse_memory(memory)
+
+
+def _memory_text(arch: MemoryArchitecture) -> str | dict:
+    for kind, size in (("RAM", "M"), ("Chain", "M"), ("Column", "M"), ("Memento", "m")):
+        spec = arch.to_dict()
+        if spec["kind"] == kind and spec.get("arms") == 2 and spec.get("observations") == 2:
+            return f"{kind.lower()}:{spec[size]}"
+    return arch.to_dict()
+
+
+def _initial_policy(init: str, arch: MemoryArchitecture, *, mu: float, reset: float, seed: int, convention: str) -> Policy:
+    if init.endswith((".npz", ".json")):
+        policy = Policy.load(init)
+    else:
+        import policies  # the initialisations live in the `policies` package
+
+        policy = policies.initial_policy(init, arch, mu=mu, reset=reset, seed=seed, convention=convention)
+    return policy
+
+
+# ---------------------------------------------------------------------------
+# Files.
+
+
+def _versions() -> dict[str, str]:
+    from . import __version__
+
+    return {"fsc": __version__, "torch": torch.__version__, "numpy": np.__version__, "python": platform.python_version()}
+
+
+def _write_json(path: Path, doc: dict) -> None:
+    atomic_write(path, lambda f: f.write((json.dumps(doc, indent=2, allow_nan=True) + "\n").encode()))
+
+
+def _csv_row(row: dict[str, Any]) -> str:
+    return f"{row['t']!r},{row['step']},{row['q']!r},{row['gain']!r},{row['dt']!r},{row['seconds']:.6f}\n"
+
+
+def _row(record: Record) -> dict[str, Any]:
+    return {
+        "t": float(record.t),
+        "step": int(record.step),
+        "q": float(record.q),
+        "gain": float(record.gain),
+        "dt": float(record.dt),
+        "seconds": float(record.seconds),
+        "grad_norm": float(record.grad_norm),
+        "evaluations": int(record.evaluations),
+    }
+
+
+def _write_csv(path: Path, trajectory: _Trajectory) -> None:
+    def write(f: io.BufferedWriter) -> None:
+        f.write((CSV_HEADER + "\n").encode())
+        f.write("".join(trajectory.lines).encode())
+
+    atomic_write(path, write)
+
+
+def read_trajectory(path: str | os.PathLike) -> dict[str, np.ndarray]:
+    """Columns of a ``trajectory.csv`` (``t, step, q, gain, dt, seconds``) as arrays."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / "trajectory.csv"
+    with open(path) as f:
+        header = f.readline().strip()
+        if header != CSV_HEADER:
+            raise ValueError(f"{str(path)!r} is not a trajectory (header {header!r}, expected {CSV_HEADER!r})")
+        rows = [line.rstrip("\n").split(",") for line in f if line.strip()]
+    names = CSV_HEADER.split(",")
+    return {name: np.array([r[i] for r in rows], dtype=np.int64 if name == "step" else np.float64) for i, name in enumerate(names)}
+
+
+def _save_checkpoint(out: Path, state: State, trajectory: _Trajectory, meta: dict[str, Any]) -> None:
+    point = state.point
+    arrays: dict[str, np.ndarray] = {
+        "logits": point.logits.numpy(),
+        "init_logits": point.init_logits.numpy(),
+        "grad_logits": point.grad_logits.numpy(),
+        "grad_init": point.grad_init.numpy(),
+        "gain": np.float64(point.gain),
+        "metric_names": np.array(list(point.metrics), dtype=str),
+        "metric_values": np.array(list(point.metrics.values()), dtype=np.float64),
+        "t": np.float64(state.t),
+        "step": np.int64(state.step),
+        "dt": np.float64(state.dt),
+        "evaluations": np.int64(state.evaluations),
+        "rejections": np.int64(state.rejections),
+        "seconds": np.float64(state.seconds),
+    }
+    for name, value in state.slots.items():
+        arrays[f"slot_{name}"] = value.numpy() if isinstance(value, torch.Tensor) else np.float64(value)
+    for name, column in trajectory.arrays().items():
+        arrays[f"trajectory_{name}"] = column
+    meta = {**meta, "format": _FORMAT, "step": state.step, "t": state.t, "rows": len(trajectory), "slots": sorted(state.slots)}
+    arrays["meta"] = np.array(json.dumps(meta))
+    atomic_write(out / "checkpoint.npz", lambda f: np.savez(f, **arrays))
+    _write_json(out / "checkpoint.json", meta)
+
+
+def load_checkpoint(path: str | os.PathLike) -> tuple[State, dict[str, np.ndarray], dict[str, Any]]:
+    """Read ``checkpoint.npz`` (a path or a run directory).
+
+    Returns:
+        ``(state, trajectory, meta)``: the optimiser state, the trajectory so
+        far as columns (``t, step, q, gain, dt, seconds, grad_norm,
+        evaluations``), and the metadata (arguments, optimiser).
+    """
+    path = Path(path)
+    if path.is_dir():
+        path = path / "checkpoint.npz"
+    with np.load(path, allow_pickle=False) as data:
+        meta = json.loads(str(data["meta"]))
+        if meta.get("format") != _FORMAT:
+            raise ValueError(f"{str(path)!r} is not a training checkpoint of this version (format {meta.get('format')!r})")
+        tensor = lambda name: torch.from_numpy(np.array(data[name], dtype=np.float64))
+        point = Point(
+            logits=tensor("logits"),
+            init_logits=tensor("init_logits"),
+            gain=float(data["gain"]),
+            metrics={str(k): float(v) for k, v in zip(data["metric_names"], data["metric_values"], strict=True)},
+            grad_logits=tensor("grad_logits"),
+            grad_init=tensor("grad_init"),
+        )
+        slots: dict[str, Any] = {}
+        for name in meta["slots"]:
+            value = data[f"slot_{name}"]
+            slots[name] = float(value) if value.ndim == 0 else torch.from_numpy(np.array(value, dtype=np.float64))
+        state = State(
+            point=point,
+            t=float(data["t"]),
+            step=int(data["step"]),
+            dt=float(data["dt"]),
+            evaluations=int(data["evaluations"]),
+            rejections=int(data["rejections"]),
+            seconds=float(data["seconds"]),
+            slots=slots,
+        )
+        columns = {name: np.array(data[f"trajectory_{name}"], dtype=dtype) for name, dtype in _COLUMNS.items()}
+    return state, columns, meta
+
+
+# ---------------------------------------------------------------------------
+# Progress bar.
+
+
+class _Progress:
+    """A tqdm bar over ``log(1 + t)`` up to ``log(1 + until_t)``; silent when disabled."""
+
+    def __init__(self, until_t: float, *, disable: bool) -> None:
+        self.bar = None
+        if disable:
+            return
+        from tqdm.auto import tqdm
+
+        self.scale = 1000 / math.log1p(until_t) if until_t > 0 else 0.0
+        self.bar = tqdm(total=1000, file=sys.stderr, mininterval=0.5, bar_format="{l_bar}{bar}| {elapsed}<{remaining}{postfix}", desc="train")
+
+    def update(self, record: Record) -> None:
+        if self.bar is None:
+            return
+        n = min(1000, int(self.scale * math.log1p(record.t)))
+        if n > self.bar.n or record.stop is not None:
+            self.bar.set_postfix_str(f"t={record.t:.4g} step={record.step} q={record.q:.6g}", refresh=False)
+            self.bar.update(max(0, n - self.bar.n))
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+# ---------------------------------------------------------------------------
+# The run.
+
+
+def run_training(
+    *,
+    mu: float = 0.1,
+    memory: str | MemoryArchitecture,
+    init: str,
+    seed: int = 0,
+    reset: float = 1e-3,
+    until_t: float,
+    out: str | os.PathLike,
+    max_dgrad: float | None = None,
+    max_seconds: float | None = None,
+    convention: str = "native",
+    optimizer: str = "flow",
+    lr: float | None = None,
+    engine: str = "auto",
+    target: str = "gain",
+    max_steps: int | None = None,
+    quiet: bool = False,
+    checkpoint_seconds: float = 60.0,
+    threads: int | None = 1,
+    policy: Policy | None = None,
+) -> TrainingResult:
+    """Train a two-hypothesis controller in the run directory ``out`` (resuming it if it holds one).
+
+    The arguments are those of ``fsc train``: ``--mu --memory --init --seed
+    --reset --until-t --out [--max-dgrad] [--max-seconds] [--convention]
+    [--optimizer] [--lr] [--engine] [--quiet]``.
+
+    Args:
+        mu: the task's gap, in (0, 1).
+        memory: ``ram:M``, ``chain:M``, ``column:M``, ``memento:m`` or an architecture.
+        init: an initialisation name of :func:`policies.initial_policy`, or a
+            policy file (``.npz``/``.json``); with ``policy`` given, only
+            recorded in ``run.json``.
+        seed: seed of the initialisation.
+        reset: reset probability ``r`` in (0, 1].
+        until_t: stop at the first accepted step with ``t >= until_t``.
+        out: the run directory.
+        max_dgrad: flow only (default 1e-4).
+        max_seconds: also stop after this much wall time (over all sessions).
+        convention: ``native`` or ``paper`` (DESIGN section 4).
+        optimizer: ``flow`` (gradient flow), ``adam`` or ``ascent``.
+        lr: Adam / ascent only (defaults 1e-2 / 1).
+        engine: ``auto``, ``adjoint`` or an engine of :func:`fsc.evaluate`
+            (see :class:`fsc.flow.Objective`).
+        target: climb the ``gain`` per step (default, DESIGN section 4) or the
+            discounted ``return`` ``gain / r`` (paper eq. (4)).
+        max_steps: also stop after this many accepted steps.
+        quiet: no progress bar (there is none either when stderr is not a terminal).
+        checkpoint_seconds: wall time between checkpoints.
+        threads: torch threads during the run (restored afterwards); ``None``
+            leaves torch's setting alone (and bit-for-bit resumes then need the
+            same setting in every session).
+        policy: the initial policy, already built (its architecture must be ``memory``).
+
+    Returns:
+        The :class:`TrainingResult`.
+
+    Raises:
+        ValueError, TypeError: a bad argument (naming it), or ``out`` holding a
+            run with other arguments.  Raised before anything is written.
+    """
+    import tasks  # the two-hypothesis world
+
+    world = tasks.TwoHypothesis(mu)
+    arch = _memory(memory)
+    if not isinstance(init, str) or not init:
+        raise TypeError(f"init must be an initialisation name or a policy file, got {init!r}")
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise TypeError(f"seed must be an int, got {seed!r}")
+    reset = check_reset(reset)
+    until_t = _number("until_t", until_t)
+    if not (math.isfinite(until_t) and until_t >= 0):
+        raise ValueError(f"until_t must be a finite number >= 0, got {until_t!r}")
+    if convention not in CONVENTIONS:
+        raise ValueError(f"convention must be one of {CONVENTIONS}, got {convention!r}")
+    if not isinstance(optimizer, str) or optimizer not in OPTIMIZERS:
+        raise ValueError(f"optimizer must be one of {sorted(OPTIMIZERS)}, got {optimizer!r}")
+    rule = StopRule(until_t=until_t, max_steps=max_steps, max_seconds=max_seconds)
+    opt = make_optimizer(optimizer, lr=lr, max_dgrad=max_dgrad)
+    checkpoint_seconds = _number("checkpoint_seconds", checkpoint_seconds)
+    if not checkpoint_seconds >= 0:
+        raise ValueError(f"checkpoint_seconds must be >= 0, got {checkpoint_seconds!r}")
+    if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
+        raise ValueError(f"threads must be an int >= 1 or None, got {threads!r}")
+    if not isinstance(out, (str, os.PathLike)):
+        raise TypeError(f"out must be a directory path, got {out!r}")
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"out must be a directory, got the file {str(out)!r}")
+    if policy is None:
+        policy = _initial_policy(init, arch, mu=mu, reset=reset, seed=seed, convention=convention)
+    if not isinstance(policy, Policy):
+        raise TypeError(f"policy must be a fsc.Policy, got {type(policy).__name__}")
+    if policy.architecture != arch:
+        raise ValueError(f"the initial policy is for {policy.architecture!r}, not for memory {arch!r}")
+
+    arguments = {
+        "mu": float(mu),
+        "memory": _memory_text(arch),
+        "init": init,
+        "seed": seed,
+        "reset": reset,
+        "until_t": until_t,
+        "max_dgrad": max_dgrad,
+        "max_seconds": max_seconds,
+        "max_steps": max_steps,
+        "convention": convention,
+        "optimizer": optimizer,
+        "lr": lr,
+        "engine": engine,
+        "target": target,
+        "out": str(out),
+        "quiet": bool(quiet),
+        "checkpoint_seconds": checkpoint_seconds,
+        "threads": threads,
+    }
+    meta = {"arguments": arguments, "optimizer": opt.to_dict()}
+
+    # An existing run must be this one.
+    state, trajectory = None, _Trajectory()
+    if (out / "run.json").exists():
+        previous = json.loads((out / "run.json").read_text())
+        _check_same_run(out, previous.get("arguments", {}), arguments)
+        if (out / "initial_policy.npz").exists() and not _same_policy(Policy.load(out / "initial_policy.npz"), policy):
+            raise ValueError(f"{str(out)!r} holds a run that started from another initial policy; use another out directory")
+        if (out / "checkpoint.npz").exists():
+            state, columns, saved = load_checkpoint(out)
+            trajectory = _Trajectory(columns)
+            _check_same_run(out, saved["arguments"], arguments)
+
+    # Checks every remaining argument (engine, ...) before anything is written; runs nothing yet.
+    records = optimize(world, policy, reset=reset, optimizer=opt, convention=convention, engine=engine, target=target, state=state, **attrs.asdict(rule))
+    previous_threads = torch.get_num_threads()
+    if threads is not None:
+        torch.set_num_threads(threads)
+    try:
+        return _train(records, arch, policy, rule, out, state is not None, trajectory, meta, quiet, checkpoint_seconds)
+    finally:
+        if threads is not None:
+            torch.set_num_threads(previous_threads)
+
+
+def _check_same_run(out: Path, saved: dict, arguments: dict) -> None:
+    differ = sorted(k for k in set(saved) | set(arguments) if k not in _MAY_CHANGE and k != "out" and saved.get(k) != arguments.get(k))
+    if differ:
+        details = ", ".join(f"{k}: {saved.get(k)!r} there, {arguments.get(k)!r} now" for k in differ)
+        raise ValueError(f"{str(out)!r} holds a run with other arguments ({details}); use another out directory")
+
+
+def _same_policy(a: Policy, b: Policy) -> bool:
+    return (
+        a.architecture == b.architecture
+        and np.array_equal(a.logits.detach().numpy(), b.logits.detach().numpy())
+        and np.array_equal(a.init_logits.detach().numpy(), b.init_logits.detach().numpy())
+    )
+
+
+def _train(records, arch, policy, rule, out, resumed, trajectory, meta, quiet, checkpoint_seconds) -> TrainingResult:
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "result.json").unlink(missing_ok=True)  # not finished until written again
+    run_doc = {**meta, "versions": _versions(), "status": "running"}
+    _write_json(out / "run.json", run_doc)
+    if not (out / "initial_policy.npz").exists():
+        policy.save(out / "initial_policy.npz")
+
+    last_step = trajectory.last("step") if len(trajectory) else -1
+    progress = _Progress(rule.until_t or 0.0, disable=quiet or not sys.stderr.isatty())
+    last_checkpoint = time.monotonic()
+    record = None
+    try:
+        for record in records:
+            if record.step > last_step:
+                trajectory.append(_row(record))
+                last_step = record.step
+            progress.update(record)
+            if record.stop is None and (time.monotonic() - last_checkpoint >= checkpoint_seconds or len(trajectory) == 1):
+                _save_checkpoint(out, record.state, trajectory, meta)
+                _write_csv(out / "trajectory.csv", trajectory)
+                last_checkpoint = time.monotonic()
+    except KeyboardInterrupt:
+        if record is not None:
+            _save_checkpoint(out, record.state, trajectory, meta)
+            _write_csv(out / "trajectory.csv", trajectory)
+        raise
+    finally:
+        progress.close()
+
+    final = record.state
+    _save_checkpoint(out, final, trajectory, meta)
+    _write_csv(out / "trajectory.csv", trajectory)
+    final.point.policy(arch).save(out / "policy.npz")
+    result = TrainingResult(
+        q=float(record.q),
+        gain=float(record.gain),
+        t=float(record.t),
+        steps=int(record.step),
+        seconds=float(trajectory.last("seconds")),
+        evaluations=int(record.evaluations),
+        stop=str(record.stop),
+        out=str(out),
+        resumed=resumed,
+    )
+    _write_json(out / "run.json", {**run_doc, "status": "done", "stop": record.stop, "result": result.summary()})
+    _write_json(out / "result.json", result.summary())
+    return result
+
+
+# ---------------------------------------------------------------------------
+# Command line: python -m fsc.train (the options of `fsc train`).
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m fsc.train", description="Train a two-hypothesis controller; resumes an interrupted run in --out.")
+    p.add_argument("--mu", type=float, default=0.1, help="gap between the arms, in (0, 1) (default 0.1)")
+    p.add_argument("--memory", required=True, help="ram:M, chain:M, column:M or memento:m")
+    p.add_argument("--init", required=True, help="random, linear, columns, near-ccp, cycles, near-necklace, or a policy file")
+    p.add_argument("--seed", type=int, default=0, help="seed of the initialisation (default 0)")
+    p.add_argument("--reset", type=float, default=1e-3, help="reset probability r (default 1e-3)")
+    p.add_argument("--until-t", type=float, required=True, help="algorithm time to reach")
+    p.add_argument("--max-dgrad", type=float, default=None, help="flow: largest gradient change per step (default 1e-4)")
+    p.add_argument("--max-seconds", type=float, default=None, help="stop after this much wall time")
+    p.add_argument("--max-steps", type=int, default=None, help="stop after this many accepted steps")
+    p.add_argument("--convention", choices=CONVENTIONS, default="native")
+    p.add_argument("--optimizer", choices=sorted(OPTIMIZERS), default="flow")
+    p.add_argument("--lr", type=float, default=None, help="adam / ascent learning rate")
+    p.add_argument("--engine", default="auto", help="evaluation engine (default auto)")
+    p.add_argument("--target", choices=("gain", "return"), default="gain", help="climb the gain per step (default) or the return gain / r")
+    p.add_argument("--checkpoint-seconds", type=float, default=60.0, help="wall time between checkpoints (default 60)")
+    p.add_argument("--threads", type=int, default=1, help="torch threads (default 1, for bit-for-bit resumes)")
+    p.add_argument("--out", required=True, help="run directory")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--json", action="store_true", help="print the final q, t, steps, seconds as JSON")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    options = vars(args)
+    as_json = options.pop("json")
+    try:
+        result = run_training(**options)
+    except (ValueError, TypeError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"interrupted; the run resumes from its checkpoint in {options['out']}", file=sys.stderr)
+        return 130
+    if as_json:
+        print(json.dumps(result.summary()))
+    else:
+        print(f"q = {result.q:.10g}  t = {result.t:.6g}  steps = {result.steps}  seconds = {result.seconds:.3f}  ({result.stop})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,373 @@
+"""Training optimisers (fsc.flow): the adaptive gradient flow of DESIGN section 4, Adam, ascent."""
+
+import math
+import statistics
+import time
+
+import numpy as np
+import pytest
+import torch
+from scipy.integrate import solve_ivp
+
+import fsc
+import tasks
+from fsc.flow import Adam, Ascent, GradientFlow, Objective, flow, optimize
+
+from .registry import ARCHITECTURES, ids
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    """Training runs single-threaded (small matrices; on a busy machine threads only spin)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def world_for(arch, mu=0.2):
+    return tasks.TwoHypothesis(mu, arms=arch.arms)
+
+
+def autograd_point(world, arch, logits, init_logits, reset, convention, engine="dense"):
+    """Gain and gradient straight from fsc.evaluate and torch.autograd (the reference)."""
+    leaf, leaf0 = logits.detach().clone().requires_grad_(True), init_logits.detach().clone().requires_grad_(True)
+    policy = fsc.Policy(architecture=arch, logits=leaf, init_logits=leaf0)
+    result = fsc.evaluate(world, arch, policy, reset=reset, engine=engine, convention=convention)
+    g, g0 = torch.autograd.grad(result.gain, [leaf, leaf0])
+    return result.gain.item(), result.metrics["q"].item(), g, g0
+
+
+# ---------------------------------------------------------------------------
+# The objective.
+
+
+@pytest.mark.parametrize("arch", ARCHITECTURES, ids=ids)
+def test_adjoint_objective_equals_evaluate_and_autograd(arch):
+    world = world_for(arch)
+    policy = fsc.Policy.random(arch, 7)
+    for convention in ("native", "paper") if arch.arms == 2 else ("native",):
+        for reset in (0.3, 1e-3):
+            point = Objective(world=world, architecture=arch, reset=reset, engine="adjoint", convention=convention)(policy.logits, policy.init_logits)
+            gain, q, g, g0 = autograd_point(world, arch, policy.logits, policy.init_logits, reset, convention)
+            assert abs(point.gain - gain) < 1e-14
+            assert abs(point.metrics["q"] - q) < 1e-13
+            torch.testing.assert_close(point.grad_logits, g, rtol=0, atol=1e-14)
+            torch.testing.assert_close(point.grad_init, g0, rtol=0, atol=1e-14)
+
+
+def test_adjoint_objective_with_parts_of_different_sizes():
+    # World: state 0 alone (a part of one state), states 1 and 2 linked by action 1:
+    # the parts are padded to two states, which the adjoint path must handle like fsc.evaluate.
+    T = np.zeros((3, 2, 3))
+    T[0, :, 0] = 1
+    T[1, 0, 1] = T[2, 0, 2] = 1
+    T[1, 1, 2] = T[2, 1, 1] = 1
+    O = np.array([[[0.7, 0.3], [0.2, 0.8], [0.5, 0.5]], [[0.4, 0.6], [0.9, 0.1], [0.3, 0.7]]])
+    R = np.broadcast_to(np.array([1.0, -0.5]), (3, 2, 3, 2))
+    world = fsc.POMDP(transition=T, observation=O, reward=R, initial=[0.5, 0.3, 0.2], metrics={"q": R * 0.5})
+    arch = fsc.Memento(2)
+    policy = fsc.Policy.random(arch, 3)
+    for convention in ("native", "paper"):
+        point = Objective(world=world, architecture=arch, reset=0.05, engine="adjoint", convention=convention)(policy.logits, policy.init_logits)
+        gain, q, g, g0 = autograd_point(world, arch, policy.logits, policy.init_logits, 0.05, convention)
+        assert abs(point.gain - gain) < 1e-14 and abs(point.metrics["q"] - q) < 1e-14
+        torch.testing.assert_close(point.grad_logits, g, rtol=0, atol=1e-14)
+        torch.testing.assert_close(point.grad_init, g0, rtol=0, atol=1e-14)
+
+
+@pytest.mark.parametrize("engine", ["adjoint", "dense"])
+def test_objective_gradient_is_the_finite_difference(engine):
+    arch, world, reset = fsc.Column(2), tasks.TwoHypothesis(0.3), 0.02
+    policy = fsc.Policy.random(arch, 11)
+    objective = Objective(world=world, architecture=arch, reset=reset, engine=engine, convention="paper")
+    point = objective(policy.logits, policy.init_logits)
+    h = 1e-6
+    for which, grad in (("logits", point.grad_logits), ("init", point.grad_init)):
+        base = policy.logits if which == "logits" else policy.init_logits
+        for index in zip(*np.nonzero(np.ones(tuple(base.shape), dtype=bool)), strict=True):
+            step = torch.zeros_like(base)
+            step[index] = h
+            args = (lambda d: (policy.logits + d, policy.init_logits)) if which == "logits" else (lambda d: (policy.logits, policy.init_logits + d))
+            derivative = (objective(*args(step)).gain - objective(*args(-step)).gain) / (2 * h)
+            assert abs(derivative - float(grad[index])) < 1e-9, (which, index)
+
+
+def test_auto_engine_uses_the_adjoint_path_where_evaluate_would_use_dense():
+    objective = Objective(world=tasks.TwoHypothesis(0.1), architecture=fsc.RAM(2), reset=1e-2)
+    assert objective.method == "adjoint"
+    assert Objective(world=tasks.TwoHypothesis(0.1), architecture=fsc.RAM(2), reset=1e-2, engine="dense").method == "dense"
+
+
+# ---------------------------------------------------------------------------
+# The adaptive step, checked against a direct transcription of DESIGN section 4.
+
+
+def reference_flow(world, arch, policy, reset, convention, max_dgrad, steps):
+    """The published rule, written out with fsc.evaluate and autograd (engine dense)."""
+    w, w0 = policy.logits.detach().clone(), policy.init_logits.detach().clone()
+    gain, q, g, g0 = autograd_point(world, arch, w, w0, reset, convention)
+    dt, t, rows = 1.0, 0.0, [(0.0, 0, 0.0, gain, q)]
+    while len(rows) <= steps:
+        w_new, w0_new = w + dt * g, w0 + dt * g0
+        gain_new, q_new, g_new, g0_new = autograd_point(world, arch, w_new, w0_new, reset, convention)
+        dpi = (g_new - g).abs().max().item()
+        dp0 = (g0_new - g0).abs().max().item()
+        if gain_new < gain or dpi + dp0 >= max_dgrad:
+            dt /= 10
+            continue
+        t += dt
+        rows.append((t, len(rows), dt, gain_new, q_new))
+        w, w0, g, g0, gain = w_new, w0_new, g_new, g0_new, gain_new
+        if dpi + dp0 < max_dgrad / 2:
+            dt *= 1.1
+    return rows, w, w0
+
+
+@pytest.mark.parametrize(
+    ("arch", "reset", "convention", "max_dgrad"),
+    [(fsc.RAM(3), 1e-2, "paper", 1e-4), (fsc.Memento(2), 1e-3, "paper", 1e-3), (fsc.Column(3), 0.05, "native", 1e-4)],
+    ids=["ram3-paper", "memento2-paper", "column3-native"],
+)
+def test_flow_follows_the_published_rule_bit_for_bit(arch, reset, convention, max_dgrad):
+    world = tasks.TwoHypothesis(0.1)
+    policy = fsc.Policy.random(arch, 4)
+    steps = 60
+    expected, w, w0 = reference_flow(world, arch, policy, reset, convention, max_dgrad, steps)
+    records = list(flow(world, policy, reset=reset, convention=convention, engine="dense", max_dgrad=max_dgrad, max_steps=steps))
+    assert [(r.t, r.step, r.dt, r.gain, r.q) for r in records] == expected
+    assert torch.equal(records[-1].state.point.logits, w) and torch.equal(records[-1].state.point.init_logits, w0)
+    assert records[-1].stop == "max_steps"
+
+
+def test_flow_rejects_steps_that_lower_the_gain_or_change_the_gradient_too_much():
+    arch, world = fsc.RAM(2), tasks.TwoHypothesis(0.2)
+    records = list(flow(world, fsc.Policy.random(arch, 2, std=2.0), reset=1e-2, max_dgrad=1e-3, max_steps=150))
+    assert records[-1].evaluations > records[-1].step + 1  # some tentative steps were rejected
+    gains = [r.gain for r in records]
+    assert all(b >= a for a, b in zip(gains, gains[1:], strict=False))
+    t = 0.0
+    for previous, record in zip(records, records[1:], strict=False):
+        t += record.dt
+        assert record.t == t
+        if previous.dt > 0:
+            # dt grows by 1.1, stays, or was divided by 10 (maybe after growing) some times.
+            ratio = record.dt / previous.dt
+            k = round(-math.log10(ratio / 1.1)) if ratio < 0.99 else 0
+            assert any(math.isclose(ratio, f * 10.0**-j, rel_tol=1e-12) for f in (1.0, 1.1) for j in (k - 1, k, k + 1) if j >= 0)
+
+
+def test_flow_integrates_the_gradient_ode():
+    """Euler with the adaptive step converges to the solution of dw/dt = grad gain (first order in max_dgrad)."""
+    arch, world, reset = fsc.RAM(1), tasks.TwoHypothesis(0.3), 0.1
+    policy = fsc.Policy.random(arch, 5)
+    objective = Objective(world=world, architecture=arch, reset=reset)
+    N, C = arch.num_nodes, arch.num_choices
+
+    def split(y):
+        return torch.from_numpy(y[: N * C].reshape(N, C).copy()), torch.from_numpy(y[N * C :].copy())
+
+    def rhs(t, y):
+        point = objective(*split(y))
+        return np.concatenate([point.grad_logits.numpy().ravel(), point.grad_init.numpy()])
+
+    y0 = np.concatenate([policy.logits.numpy().ravel(), policy.init_logits.numpy()])
+    errors = []
+    for max_dgrad in (1e-4, 1e-5):
+        *_, last = flow(world, policy, reset=reset, max_dgrad=max_dgrad, until_t=100.0)
+        exact = solve_ivp(rhs, (0, last.t), y0, method="DOP853", rtol=1e-11, atol=1e-11).y[:, -1]
+        w = np.concatenate([last.state.point.logits.numpy().ravel(), last.state.point.init_logits.numpy()])
+        assert np.abs(exact - y0).max() > 0.5  # the weights really moved
+        errors.append(np.abs(w - exact).max())
+    assert errors[1] < 1e-3 and errors[1] < 0.2 * errors[0], errors
+
+
+def test_climbing_the_return_is_the_same_flow_in_slower_time():
+    """target='return' climbs G = gain / r (paper eq. (4)): gradients 1/r larger, w_G(t) = w_gain(t / r)."""
+    arch, world, reset = fsc.RAM(1), tasks.TwoHypothesis(0.3), 0.1
+    policy = fsc.Policy.random(arch, 5)
+    gain_point = Objective(world=world, architecture=arch, reset=reset)(policy.logits, policy.init_logits)
+    return_point = Objective(world=world, architecture=arch, reset=reset, target="return")(policy.logits, policy.init_logits)
+    assert return_point.gain == gain_point.gain
+    torch.testing.assert_close(return_point.grad_logits, gain_point.grad_logits / reset, rtol=1e-15, atol=0)
+    by_gain = list(flow(world, policy, reset=reset, max_dgrad=1e-5, until_t=100.0))
+    by_return = list(flow(world, policy, reset=reset, max_dgrad=1e-5 / reset, until_t=10.0, target="return"))
+    for t in (1.0, 3.0, 10.0):
+        q_return = np.interp(t, [r.t for r in by_return], [r.q for r in by_return])
+        q_gain = np.interp(t / reset, [r.t for r in by_gain], [r.q for r in by_gain])
+        assert abs(q_return - q_gain) < 1e-4, (t, q_return, q_gain)
+
+
+# ---------------------------------------------------------------------------
+# Adam and plain ascent.
+
+
+def test_ascent_is_euler_with_a_fixed_step():
+    arch, world = fsc.Chain(2), tasks.TwoHypothesis(0.2)
+    policy = fsc.Policy.random(arch, 1)
+    records = list(optimize(world, policy, reset=0.05, optimizer="ascent", lr=3.0, max_steps=5))
+    w, w0 = policy.logits.clone(), policy.init_logits.clone()
+    for k, record in enumerate(records):
+        assert record.t == pytest.approx(3.0 * k, rel=1e-15) and record.step == k
+        point = record.state.point
+        assert torch.equal(point.logits, w) and torch.equal(point.init_logits, w0)
+        w, w0 = w + 3.0 * point.grad_logits, w0 + 3.0 * point.grad_init
+
+
+def test_adam_matches_torch_optim_adam():
+    arch, world, reset = fsc.RAM(2), tasks.TwoHypothesis(0.2), 0.05
+    policy = fsc.Policy.random(arch, 8)
+    records = list(optimize(world, policy, reset=reset, optimizer=Adam(lr=0.05), engine="dense", max_steps=25))
+    leaf, leaf0 = policy.logits.clone().requires_grad_(True), policy.init_logits.clone().requires_grad_(True)
+    reference = torch.optim.Adam([leaf, leaf0], lr=0.05, betas=(0.9, 0.999), eps=1e-8, maximize=True)
+    for record in records:
+        torch.testing.assert_close(record.state.point.logits, leaf.detach(), rtol=0, atol=1e-12)
+        torch.testing.assert_close(record.state.point.init_logits, leaf0.detach(), rtol=0, atol=1e-12)
+        reference.zero_grad()
+        gain = fsc.evaluate(world, arch, fsc.Policy(architecture=arch, logits=leaf, init_logits=leaf0), reset=reset).gain
+        gain.backward()
+        reference.step()
+    assert records[-1].t == pytest.approx(25 * 0.05) and records[-1].gain > records[0].gain
+
+
+# ---------------------------------------------------------------------------
+# Stop conditions and continuation.
+
+
+def test_stop_conditions():
+    arch, world = fsc.RAM(2), tasks.TwoHypothesis(0.2)
+    policy = fsc.Policy.random(arch, 3)
+    run = lambda **kw: list(flow(world, policy, reset=0.05, **kw))
+    records = run(until_t=30.0)
+    assert records[-1].stop == "until_t" and records[-1].t >= 30.0 > records[-2].t
+    assert all(r.stop is None for r in records[:-1])
+    assert run(max_steps=7)[-1].step == 7
+    assert run(until_t=0.0)[-1].step == 0
+    norm = records[10].grad_norm
+    last = run(min_grad_norm=norm)[-1]
+    assert last.stop == "min_grad_norm" and last.grad_norm <= norm
+    start = time.perf_counter()
+    last = run(max_seconds=0.05)[-1]
+    assert last.stop == "max_seconds" and last.seconds >= 0.05 and time.perf_counter() - start < 5
+    stalled = list(optimize(world, policy, reset=0.05, optimizer=GradientFlow(dt=1e-3, min_dt=1e-2)))
+    assert stalled[-1].stop == "stalled" and stalled[-1].step == 0
+
+
+@pytest.mark.parametrize("optimizer", [GradientFlow(max_dgrad=1e-4), Adam(lr=0.03), Ascent(lr=2.0)], ids=["flow", "adam", "ascent"])
+def test_continuing_from_a_state_gives_the_same_path(optimizer):
+    arch, world = fsc.Memento(2), tasks.TwoHypothesis(0.2)
+    policy = fsc.Policy.random(arch, 6)
+    whole = list(optimize(world, policy, reset=0.01, optimizer=optimizer, max_steps=40))
+    first = list(optimize(world, policy, reset=0.01, optimizer=optimizer, max_steps=15))
+    rest = list(optimize(world, policy, reset=0.01, optimizer=optimizer, max_steps=40, state=first[-1].state))
+    joined = first + rest[1:]
+    assert [(r.t, r.step, r.dt, r.gain, r.evaluations) for r in joined] == [(r.t, r.step, r.dt, r.gain, r.evaluations) for r in whole]
+    assert torch.equal(joined[-1].state.point.logits, whole[-1].state.point.logits)
+
+
+def test_flow_prints_nothing(capsys):
+    list(flow(tasks.TwoHypothesis(0.2), fsc.Policy.random(fsc.RAM(2), 0), reset=0.1, max_steps=3))
+    assert capsys.readouterr() == ("", "")
+
+
+# ---------------------------------------------------------------------------
+# Bad input: (arguments, error type, message pattern).
+
+_policy = fsc.Policy.random(fsc.RAM(2), 0)
+_world = tasks.TwoHypothesis(0.2)
+BAD = [
+    (dict(reset=0.0), ValueError, r"reset must be in \(0, 1\], got 0.0"),
+    (dict(reset=1.5), ValueError, r"reset must be in .*1.5"),
+    (dict(reset="x"), TypeError, r"reset must be a number.*'x'"),
+    (dict(convention="published"), ValueError, r"convention must be one of .*'published'"),
+    (dict(engine="gpu"), ValueError, r"engine must be .*'gpu'"),
+    (dict(target="reward"), ValueError, r"target must be one of \('gain', 'return'\), got 'reward'"),
+    (dict(optimizer="sgd"), ValueError, r"optimizer must be one of .*'sgd'"),
+    (dict(optimizer=3), TypeError, r"optimizer must be a name .*3"),
+    (dict(optimizer="flow", lr=0.1), ValueError, r"takes no lr, got lr=0.1"),
+    (dict(optimizer="adam", max_dgrad=1e-4), ValueError, r"max_dgrad belongs to the flow optimizer.*0.0001"),
+    (dict(optimizer="adam", lr=-1.0), ValueError, r"lr must be in \(0, inf\), got -1.0"),
+    (dict(max_dgrad=0.0), ValueError, r"max_dgrad must be in \(0, inf\), got 0.0"),
+    (dict(max_dgrad=math.nan), ValueError, r"max_dgrad must be .*nan"),
+    (dict(until_t=-1.0), ValueError, r"until_t must be a finite number >= 0, got -1.0"),
+    (dict(until_t=math.inf), ValueError, r"until_t must be a finite number >= 0, got inf"),
+    (dict(max_steps=2.5), TypeError, r"max_steps must be an int, got 2.5"),
+    (dict(max_steps=True), TypeError, r"max_steps must be an int, got True"),
+    (dict(max_seconds=0), ValueError, r"max_seconds must be in \(0, inf\), got 0.0"),
+    (dict(min_grad_norm=-1e-3), ValueError, r"min_grad_norm must be .*-0.001"),
+    (dict(policy="ram:2"), TypeError, r"policy must be a fsc.Policy, got str"),
+    (dict(world="two-hypothesis"), TypeError, r"world must be a fsc.POMDP or a fsc.Task, got str"),
+    (dict(state="checkpoint.npz"), TypeError, r"state must be a fsc.flow.State, got str"),
+]
+
+
+@pytest.mark.parametrize(("kwargs", "error", "pattern"), BAD, ids=[str(b[0]) for b in BAD])
+def test_bad_input(kwargs, error, pattern):
+    arguments = dict(world=_world, policy=_policy, reset=0.1) | kwargs
+    world, policy = arguments.pop("world"), arguments.pop("policy")
+    with pytest.raises(error, match=pattern):
+        optimize(world, policy, **arguments)  # raises at the call, before any evaluation
+
+
+def test_bad_optimizer_hyperparameters():
+    with pytest.raises(ValueError, match=r"beta1 must be in \(0, 1.0\), got 1.0"):
+        Adam(beta1=1.0)
+    with pytest.raises(TypeError, match=r"lr must be a number, got '0.1'"):
+        Ascent(lr="0.1")
+    other = list(flow(_world, fsc.Policy.random(fsc.RAM(3), 0), reset=0.1, max_steps=1))[-1].state
+    with pytest.raises(ValueError, match=r"state has logits of shape \(15, 6\), not those of RAM"):
+        optimize(_world, _policy, reset=0.1, state=other)
+
+
+# ---------------------------------------------------------------------------
+# The paper's runs (need the `policies` package, imported lazily).
+
+
+def _policies():
+    return pytest.importorskip("policies")
+
+
+@pytest.mark.parametrize(
+    ("memory", "init", "reset", "published_q"),
+    [("ram:8", "near-ccp", 1e-3, 0.172167), ("memento:4", "near-necklace", 1e-5, 0.164731)],
+)
+def test_paper_starts_match_the_published_code_at_t0(memory, init, reset, published_q):
+    policies = _policies()
+    arch = fsc.parse_memory(memory)
+    policy = policies.initial_policy(init, arch, mu=0.1, reset=reset, seed=0, convention="paper")
+    first = next(flow(tasks.TwoHypothesis(0.1), policy, reset=reset, convention="paper"))
+    assert first.t == 0 and round(first.q, 6) == published_q
+
+
+def test_figure4_ordering_of_initialisations():
+    """Figure 4 (RAM M = 8, r = 1e-3, paper convention): median q at t = 1e5 over 5 seeds is
+    random > linear > columns > near-CCP, and near-CCP does not beat the optimal CCP by more than 1e-6."""
+    policies = _policies()
+    arch, world, reset = fsc.RAM(8), tasks.TwoHypothesis(0.1), 1e-3
+    medians = {}
+    for init in ("random", "linear", "columns", "near-ccp"):
+        finals = []
+        for seed in range(5):
+            policy = policies.initial_policy(init, arch, mu=0.1, reset=reset, seed=seed, convention="paper")
+            *_, last = flow(world, policy, reset=reset, convention="paper", until_t=1e5)
+            finals.append(last.q)
+        medians[init] = statistics.median(finals)
+        if init == "near-ccp":
+            ccp = policies.named_policy("ccp", arch, mu=0.1, reset=reset)  # optimal eps, no 1e-4 noise
+            q_ccp = fsc.evaluate(world, arch, ccp, reset=reset, convention="paper").metrics["q"].item()
+            assert min(finals) >= q_ccp - 1e-6, (finals, q_ccp)
+    assert medians["random"] > medians["linear"] > medians["columns"] > medians["near-ccp"], medians
+
+
+def test_dense_and_power_engines_give_the_same_curve():
+    """The adaptive path is chaotic in rounding (accept/reject), but q(t) is one curve whatever the engine."""
+    policies = _policies()
+    arch, world, reset = fsc.RAM(8), tasks.TwoHypothesis(0.1), 1e-3
+    policy = policies.initial_policy("near-ccp", arch, mu=0.1, reset=reset, seed=0, convention="paper")
+    curves = {}
+    for engine in ("adjoint", "power"):
+        records = list(flow(world, policy, reset=reset, convention="paper", engine=engine, until_t=1e5))
+        curves[engine] = (np.array([r.t for r in records]), np.array([r.q for r in records]))
+    for t in (1e2, 1e3, 1e4, 1e5):
+        a, b = (np.interp(t, *curves[e]) for e in curves)
+        assert abs(a - b) < 1e-4 * a, (t, a, b)

@@ -1,0 +1,264 @@
+"""Training runs on disk (fsc.train): files, checkpoints, resume after SIGKILL, bad input."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+import fsc
+from fsc.train import CSV_HEADER, load_checkpoint, main, read_trajectory, run_training
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    """Training runs single-threaded (small matrices; on a busy machine threads only spin)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def trajectory_without_seconds(out: Path) -> list[str]:
+    lines = (out / "trajectory.csv").read_text().splitlines()
+    return [line.rsplit(",", 1)[0] for line in lines]
+
+
+def same_policy_file(a: Path, b: Path) -> bool:
+    p, q = fsc.Policy.load(a), fsc.Policy.load(b)
+    return torch.equal(p.logits, q.logits) and torch.equal(p.init_logits, q.init_logits)
+
+
+def small_run(out, **kwargs):
+    arguments = dict(mu=0.2, memory="ram:2", init="random", seed=0, reset=0.02, until_t=200.0, out=out, quiet=True, policy=fsc.Policy.random(fsc.RAM(2), 3))
+    return run_training(**(arguments | kwargs))
+
+
+def test_run_directory(tmp_path):
+    out = tmp_path / "run"
+    result = small_run(out)
+    names = {"run.json", "result.json", "trajectory.csv", "policy.npz", "initial_policy.npz", "checkpoint.npz", "checkpoint.json"}
+    assert {p.name for p in out.iterdir()} == names
+    assert json.loads((out / "result.json").read_text()) == result.summary()
+    assert result.stop == "until_t" and result.t >= 200.0 and result.steps > 10
+    assert list(result.summary())[:4] == ["q", "t", "steps", "seconds"]
+    # trajectory.csv: the header of the issue, one row per accepted step, exact floats.
+    lines = (out / "trajectory.csv").read_text().splitlines()
+    assert lines[0] == CSV_HEADER == "t,step,q,gain,dt,seconds"
+    columns = read_trajectory(out)
+    assert list(columns["step"]) == list(range(result.steps + 1))
+    assert columns["t"][-1] == result.t and columns["q"][-1] == result.q
+    assert columns["t"][0] == 0 and columns["dt"][0] == 0
+    assert np.all(np.diff(columns["seconds"]) >= 0)
+    np.testing.assert_array_equal(np.cumsum(columns["dt"]), columns["t"])  # t is the sum of the accepted dt
+    # run.json: every argument and the versions.
+    doc = json.loads((out / "run.json").read_text())
+    assert doc["status"] == "done" and doc["stop"] == "until_t"
+    for key in ("mu", "memory", "init", "seed", "reset", "until_t", "max_dgrad", "max_seconds", "convention", "optimizer", "out"):
+        assert key in doc["arguments"]
+    assert doc["arguments"]["memory"] == "ram:2" and doc["arguments"]["reset"] == 0.02
+    assert doc["versions"]["torch"] == torch.__version__ and doc["versions"]["numpy"] == np.__version__
+    assert doc["versions"]["fsc"] == fsc.__version__
+    assert doc["result"]["q"] == result.q
+    # The final policy is the state of the final checkpoint; nothing is pickled.
+    state, columns, meta = load_checkpoint(out)
+    final = fsc.Policy.load(out / "policy.npz")
+    assert torch.equal(final.logits, state.point.logits) and state.step == result.steps
+    assert list(columns["step"]) == list(range(result.steps + 1)) and columns["q"][-1] == result.q
+    for name in ("policy.npz", "initial_policy.npz", "checkpoint.npz"):
+        with np.load(out / name, allow_pickle=False) as data:
+            assert all(data[key].dtype != object for key in data.files)
+    assert meta["arguments"] == doc["arguments"]
+
+
+@pytest.mark.parametrize(("optimizer", "extra"), [("flow", {}), ("adam", {"lr": 0.5}), ("ascent", {"lr": 2.0})])
+def test_stopped_and_continued_run_equals_uninterrupted(tmp_path, optimizer, extra):
+    whole = small_run(tmp_path / "whole", optimizer=optimizer, **extra)
+    first = small_run(tmp_path / "parts", optimizer=optimizer, max_steps=9, **extra)
+    assert first.stop == "max_steps" and first.steps == 9
+    rest = small_run(tmp_path / "parts", optimizer=optimizer, **extra)  # the stop conditions may change
+    assert rest.resumed and (rest.q, rest.t, rest.steps) == (whole.q, whole.t, whole.steps)
+    assert trajectory_without_seconds(tmp_path / "parts") == trajectory_without_seconds(tmp_path / "whole")
+    assert same_policy_file(tmp_path / "parts" / "policy.npz", tmp_path / "whole" / "policy.npz")
+
+
+def test_finished_run_started_again_changes_nothing(tmp_path):
+    out = tmp_path / "run"
+    first = small_run(out)
+    before = (out / "trajectory.csv").read_bytes()
+    again = small_run(out)
+    assert again.resumed and again.summary() == first.summary()
+    assert (out / "trajectory.csv").read_bytes() == before
+
+
+def test_a_directory_holding_another_run_is_refused_before_writing(tmp_path):
+    out = tmp_path / "run"
+    small_run(out)
+    stamps = {p.name: p.stat().st_mtime_ns for p in out.iterdir()}
+    with pytest.raises(ValueError, match=r"holds a run with other arguments \(reset: 0.02 there, 0.05 now\)"):
+        small_run(out, reset=0.05)
+    with pytest.raises(ValueError, match=r"started from another initial policy"):
+        small_run(out, policy=fsc.Policy.random(fsc.RAM(2), 4))
+    assert {p.name: p.stat().st_mtime_ns for p in out.iterdir()} == stamps
+
+
+def test_no_progress_bar_when_stderr_is_not_a_terminal(tmp_path, capsys):
+    small_run(tmp_path / "run", quiet=False)
+    assert capsys.readouterr() == ("", "")
+
+
+def test_threads_are_restored(tmp_path):
+    threads = torch.get_num_threads()
+    small_run(tmp_path / "run", threads=1)
+    assert torch.get_num_threads() == threads
+
+
+BAD = [
+    (dict(mu=1.5), ValueError, r"mu must be in \(0, 1\), got 1.5"),
+    (dict(memory="tape:3"), ValueError, r"memory must be ram:M, .*'tape:3'"),
+    (dict(memory=8), TypeError, r"memory must be a string like 'ram:8' .*8"),
+    (dict(init=""), TypeError, r"init must be an initialisation name or a policy file, got ''"),
+    (dict(seed="1"), TypeError, r"seed must be an int, got '1'"),
+    (dict(reset=0.0), ValueError, r"reset must be in \(0, 1\], got 0.0"),
+    (dict(until_t=-5.0), ValueError, r"until_t must be a finite number >= 0, got -5.0"),
+    (dict(until_t="1e5"), TypeError, r"until_t must be a number, got '1e5'"),
+    (dict(max_dgrad=-1e-4), ValueError, r"max_dgrad must be in \(0, inf\), got -0.0001"),
+    (dict(max_seconds=0.0), ValueError, r"max_seconds must be in \(0, inf\), got 0.0"),
+    (dict(convention="matlab"), ValueError, r"convention must be one of .*'matlab'"),
+    (dict(optimizer="sgd"), ValueError, r"optimizer must be one of .*'sgd'"),
+    (dict(lr=0.1), ValueError, r"takes no lr, got lr=0.1"),
+    (dict(optimizer="adam", max_dgrad=1e-3), ValueError, r"max_dgrad belongs to the flow optimizer"),
+    (dict(engine="gpu"), ValueError, r"engine must be .*'gpu'"),
+    (dict(threads=0), ValueError, r"threads must be an int >= 1 or None, got 0"),
+    (dict(policy=fsc.Policy.random(fsc.RAM(3), 0)), ValueError, r"the initial policy is for RAM\(M=3.*not for memory RAM\(M=2"),
+    (dict(policy="random"), TypeError, r"policy must be a fsc.Policy, got str"),
+]
+
+
+@pytest.mark.parametrize(("kwargs", "error", "pattern"), BAD, ids=[str(b[0]) for b in BAD])
+def test_bad_input_writes_nothing(tmp_path, kwargs, error, pattern):
+    out = tmp_path / "run"
+    with pytest.raises(error, match=pattern):
+        small_run(out, **kwargs)
+    assert not out.exists()
+
+
+def test_out_must_be_a_directory(tmp_path):
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(ValueError, match=r"out must be a directory, got the file"):
+        small_run(tmp_path / "file")
+
+
+def test_command_line_entry_point(tmp_path, capsys):
+    policy_file = tmp_path / "start.npz"
+    fsc.Policy.random(fsc.RAM(2), 3).save(policy_file)
+    out = tmp_path / "run"
+    args = ["--memory", "ram:2", "--init", str(policy_file), "--reset", "0.02", "--until-t", "50", "--out", str(out), "--json"]
+    assert main(args) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert list(summary)[:4] == ["q", "t", "steps", "seconds"] and summary["t"] >= 50
+    assert main(["--memory", "ram:2", "--init", str(policy_file), "--reset", "2", "--until-t", "50", "--out", str(tmp_path / "bad")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "reset must be in (0, 1], got 2.0" in err
+    assert not (tmp_path / "bad").exists()
+
+
+# ---------------------------------------------------------------------------
+# Kill and resume: SIGKILL a training process mid-run, start it again with the same command.
+
+
+def _command(policy_file: Path, out: Path) -> list[str]:
+    return [
+        sys.executable, "-m", "fsc.train", "--memory", "memento:3", "--init", str(policy_file), "--mu", "0.1",
+        "--reset", "1e-3", "--until-t", "1e9", "--max-steps", "150", "--convention", "paper",
+        "--checkpoint-seconds", "0", "--threads", "1", "--out", str(out), "--json", "--quiet",
+    ]  # fmt: skip
+
+
+def _environment() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+
+
+def test_killed_run_resumes_to_the_same_result(tmp_path):
+    policy_file = tmp_path / "start.npz"
+    fsc.Policy.random(fsc.Memento(3), 12).save(policy_file)
+    env = _environment()
+    whole = subprocess.run(_command(policy_file, tmp_path / "whole"), env=env, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert whole.returncode == 0, whole.stderr
+    expected = json.loads(whole.stdout)
+
+    out = tmp_path / "killed"
+    process = subprocess.Popen(_command(policy_file, out), env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 120
+    killed_at = None
+    while time.monotonic() < deadline and process.poll() is None:
+        try:
+            step = json.loads((out / "checkpoint.json").read_text())["step"]
+        except (FileNotFoundError, json.JSONDecodeError, KeyError):
+            step = -1
+        if step >= 20:
+            process.send_signal(signal.SIGKILL)
+            killed_at = step
+            break
+        time.sleep(0.005)
+    process.wait(timeout=60)
+    process.stdout.close()
+    process.stderr.close()
+    assert killed_at is not None and process.returncode == -signal.SIGKILL, "the run ended before it could be killed"
+    doc = json.loads((out / "run.json").read_text())
+    assert doc["status"] == "running" and not (out / "result.json").exists()
+    state, _, _ = load_checkpoint(out)
+    assert 20 <= state.step < expected["steps"]
+
+    again = subprocess.run(_command(policy_file, out), env=env, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stderr
+    result = json.loads(again.stdout)
+    assert (result["q"], result["t"], result["steps"]) == (expected["q"], expected["t"], expected["steps"])
+    assert trajectory_without_seconds(out) == trajectory_without_seconds(tmp_path / "whole")
+    assert same_policy_file(out / "policy.npz", tmp_path / "whole" / "policy.npz")
+    assert json.loads((out / "run.json").read_text())["status"] == "done"
+
+
+def test_interrupted_run_checkpoints_and_resumes(tmp_path):
+    """SIGINT (what a sweep sends to its trainers): the run checkpoints, exits with status 130, resumes exactly."""
+    policy_file = tmp_path / "start.npz"
+    fsc.Policy.random(fsc.Memento(3), 12).save(policy_file)
+    out = tmp_path / "interrupted"
+    command = _command(policy_file, out)
+    command[command.index("--checkpoint-seconds") + 1] = "1000"  # only the interrupt writes a mid-run checkpoint
+    command[command.index("--max-steps") + 1] = "1000000"
+    process = subprocess.Popen(command, env=_environment(), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and process.poll() is None and not (out / "checkpoint.json").exists():
+        time.sleep(0.01)
+    time.sleep(0.5)
+    process.send_signal(signal.SIGINT)
+    stdout, stderr = process.communicate(timeout=60)
+    assert process.returncode == 130, (stdout, stderr)
+    assert "interrupted" in stderr and not (out / "result.json").exists()
+    state, _, _ = load_checkpoint(out)
+    assert state.step > 0
+    # Continue a little further (the stop conditions may change), and compare with a run straight to there.
+    command[command.index("--max-steps") + 1] = str(state.step + 30)
+    assert main(command[3:]) == 0
+    reference = run_training(
+        mu=0.1,
+        memory="memento:3",
+        init=str(policy_file),
+        reset=1e-3,
+        until_t=1e9,
+        max_steps=state.step + 30,
+        convention="paper",
+        out=tmp_path / "whole",
+        quiet=True,
+    )
+    assert json.loads((out / "result.json").read_text())["q"] == reference.q
+    assert trajectory_without_seconds(out) == trajectory_without_seconds(tmp_path / "whole")
