@@ -240,6 +240,42 @@ def _necklace_options(p):
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
 
+def cmd_draw(args) -> int:
+    import viz
+
+    out = Path(args.out)
+    fmt = args.format or out.suffix.lstrip(".").lower()
+    if fmt not in viz.FORMATS:
+        raise ValueError(f"--format must be one of {viz.FORMATS} (or given by the suffix of --out), got {fmt!r}")
+    if out.exists() and out.is_dir():
+        raise ValueError(f"--out must be a file path, got the directory {args.out!r}")
+    world, arch = _world(args), _architecture(args)
+    policy = build_policy(args, arch)
+    result = evaluate(world, arch, policy, reset=args.reset, convention=args.convention)
+    built = viz.build_memory_graph(arch, policy, threshold=args.threshold, occupancy=result, title=args.title)
+    viz.render(built, out, format=fmt)
+    record = {
+        "out": str(out),
+        "format": fmt,
+        "nodes": built.num_nodes,
+        "edges": built.num_edges,
+        "threshold": args.threshold,
+        "q": float(result.metrics["q"]),
+        "memory": args.memory,
+        "policy": args.policy,
+    }
+    _emit(args, record)
+    return 0
+
+
+def _draw_options(p):
+    _add_controller_options(p)
+    p.add_argument("--format", choices=("svg", "png", "dot"), default=None, help="output format (default: the suffix of --out)")
+    p.add_argument("--out", required=True, help="file to write (.svg, .png or .dot)")
+    p.add_argument("--threshold", type=_number, default=1e-3, help="hide edges of smaller probability (stated in the caption; default 1e-3)")
+    p.add_argument("--title", default=None, help="caption title")
+
+
 def cmd_train(args) -> int:
     from .policy import atomic_write
     from .train import run_training
@@ -290,11 +326,19 @@ COMMANDS["evaluate"] = (cmd_evaluate, _evaluate_options, "exact evaluation of a 
 COMMANDS["simulate"] = (cmd_simulate, _simulate_options, "Monte Carlo estimate of a controller")
 COMMANDS["closed-form"] = (cmd_closed_form, _closed_form_options, "closed forms of the column of confidence policy (appendix C)")
 COMMANDS["necklace"] = (cmd_necklace, _necklace_options, "binary necklaces, the longest Gray chain and Theorem 4.3's q*")
+COMMANDS["draw"] = (cmd_draw, _draw_options, "draw the memory transition graph of a policy (graphviz)")
 COMMANDS["train"] = (cmd_train, _train_options, "train a controller by gradient flow (or Adam); resumable")
 COMMANDS["report"] = (cmd_report, _report_options, "the main job: check, draw, train, and write an HTML report")
 
 
+def _register_sweep() -> None:
+    from . import sweep
+
+    COMMANDS["sweep"] = (sweep.run, sweep.add_options, sweep.HELP)
+
+
 def make_parser() -> argparse.ArgumentParser:
+    _register_sweep()
     parser = _Parser(prog="fsc", description="Finite-state controllers: evaluate, simulate, draw, train, report.")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True

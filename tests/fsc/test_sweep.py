@@ -1,0 +1,384 @@
+"""Sweeps (issue 7): spec checks, a local pool, a real Dask cluster, kill and resume, failing points.
+
+The sweeps here train tiny points with the real ``fsc train`` (a subprocess
+per point), so the whole file takes some tens of seconds on two cores.
+"""
+
+import csv
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from fsc import sweep as fsweep
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples" / "sweeps"
+
+#: Four small points: two quick ones (t up to 100), then two that train for a second or more (t up to 2e5).
+SMALL = {
+    "name": "small",
+    "fixed": {"mu": 0.1, "reset": 1e-3, "init": "random", "seed": 1, "convention": "paper"},
+    "grid": {"until_t": [100, 200_000], "memory": ["ram:2", "memento:2"]},
+}
+NAMES = ["until_t=100/memory=ram-2", "until_t=100/memory=memento-2", "until_t=200000/memory=ram-2", "until_t=200000/memory=memento-2"]
+
+
+def write_spec(path: Path, doc: dict) -> Path:
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def read_csv(path: Path) -> list[dict]:
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def without_seconds(rows: list[dict]) -> list[dict]:
+    return [{k: v for k, v in row.items() if k != "seconds"} for row in rows]
+
+
+def sweep_main(capsys, *argv) -> tuple[int, str, str]:
+    status = fsweep.main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory):
+    """The small sweep on the local pool, uninterrupted: (spec path, sweep, out dir, report)."""
+    root = tmp_path_factory.mktemp("reference")
+    spec = write_spec(root / "small.json", SMALL)
+    sweep = fsweep.load_spec(spec)
+    report = fsweep.run_sweep(sweep, root / "out", workers=2, quiet=True)
+    return spec, sweep, root / "out", report
+
+
+# ---------------------------------------------------------------------------
+# The spec.
+
+
+TINY = {
+    "name": "tiny",
+    "fixed": {"mu": 0.1, "reset": 1e-3, "until_t": 100, "convention": "paper"},
+    "grid": [
+        {"memory": ["ram:2"], "init": ["random", "linear"], "seed": [0]},
+        {"memory": ["memento:2"], "init": ["random", "cycles"], "seed": [0]},
+    ],
+}
+
+
+def test_grid_expands_in_order_with_readable_directories():
+    sweep = fsweep.Sweep.from_dict(TINY)
+    assert [p.name for p in sweep.points] == [
+        "memory=ram-2/init=random/seed=0",
+        "memory=ram-2/init=linear/seed=0",
+        "memory=memento-2/init=random/seed=0",
+        "memory=memento-2/init=cycles/seed=0",
+    ]
+    first = sweep.points[0]
+    assert first.argv() == ["--mu=0.1", "--memory=ram:2", "--init=random", "--seed=0", "--reset=0.001", "--until-t=100", "--convention=paper"]
+    assert first.stop() == {"until_t": 100, "max_seconds": None, "max_steps": None}
+    assert sweep.varying_keys() == ["memory", "init"]
+    # The last key varies fastest; '-' and '_' spellings are the same argument.
+    product = fsweep.Sweep.from_dict({"fixed": {"until-t": 10, "init": "random"}, "grid": {"memory": ["ram:2", "ram:3"], "seed": [0, 1]}})
+    assert [p.name for p in product.points] == ["memory=ram-2/seed=0", "memory=ram-2/seed=1", "memory=ram-3/seed=0", "memory=ram-3/seed=1"]
+    assert product.points[0].arguments["until_t"] == 10
+
+
+def test_json_and_toml_specs_agree(tmp_path):
+    toml = tmp_path / "tiny.toml"
+    toml.write_text(
+        'name = "tiny"\n[fixed]\nmu = 0.1\nreset = 1e-3\nuntil_t = 100\nconvention = "paper"\n'
+        '[[grid]]\nmemory = ["ram:2"]\ninit = ["random", "linear"]\nseed = [0]\n'
+        '[[grid]]\nmemory = ["memento:2"]\ninit = ["random", "cycles"]\nseed = [0]\n'
+    )
+    a, b = fsweep.load_spec(toml), fsweep.load_spec(write_spec(tmp_path / "tiny.json", TINY))
+    assert [(p.name, dict(p.arguments)) for p in a.points] == [(p.name, dict(p.arguments)) for p in b.points]
+
+
+BAD_SPECS = [
+    ([1, 2], TypeError, "must be an object"),
+    ({"grid": {"seed": [0]}, "fixd": {}}, ValueError, "unknown key 'fixd'"),
+    ({"fixed": {"memory": "ram:2", "init": "random", "until_t": 1}}, ValueError, "missing key 'grid'"),
+    ({"fixed": {"memory": "ram:2", "until_t": 1}, "grid": {"init": ["random"], "sed": [0]}}, ValueError, "unknown fsc train argument 'sed'"),
+    ({"fixed": {"memory": "ram:2", "until_t": 1}, "grid": {"init": ["random"], "seed": []}}, ValueError, "'seed' in 'grid' has no values"),
+    ({"fixed": {"memory": "ram:2", "until_t": 1}, "grid": {}}, ValueError, "'grid' is empty"),
+    ({"fixed": {"memory": "ram:2", "until_t": 1}, "grid": []}, ValueError, "'grid' is empty"),
+    ({"fixed": {"memory": "ram:2", "until_t": 1}, "grid": [{"init": ["random"]}, {}]}, ValueError, r"'grid\[1\]' is empty"),
+    ({"fixed": {"memory": "ram:2", "until_t": 1}, "grid": {"init": "random"}}, TypeError, "'init' in 'grid' must be a list"),
+    ({"fixed": {"memory": "ram:2", "until_t": 1}, "grid": {"init": ["random"], "seed": [0.5]}}, TypeError, "'seed' in 'grid' must be an integer, got 0.5"),
+    ({"fixed": {"memory": "ram:2", "until_t": "1e3"}, "grid": {"init": ["random"]}}, TypeError, "'until_t' in 'fixed' must be a number, got '1e3'"),
+    ({"fixed": {"memory": "ram:2", "until_t": True}, "grid": {"init": ["random"]}}, TypeError, "'until_t' in 'fixed' must be a number, got True"),
+    ({"fixed": {"memory": "ram:2", "until_t": 1}, "grid": {"init": [3]}}, TypeError, "'init' in 'grid' must be a non-empty string, got 3"),
+    ({"fixed": {"memory": "ram:2", "until_t": 1, "init": "random"}, "grid": {"init": ["linear"]}}, ValueError, "'init' is both in 'fixed' and in 'grid'"),
+    ({"fixed": {"memory": "ram:2", "until_t": 1}, "grid": {"init": ["random", "random"]}}, ValueError, "'init' in 'grid' repeats a value"),
+    ({"fixed": {"memory": "ram:2", "until_t": 1, "out": "x"}, "grid": {"init": ["random"]}}, ValueError, "'out' in 'fixed' is set by the sweep's --out"),
+    ({"fixed": {"memory": "ram:2"}, "grid": {"init": ["random"]}}, ValueError, "every point needs 'until_t'"),
+    ({"fixed": {"memory": "ram:2", "until_t": float("nan")}, "grid": {"init": ["random"]}}, ValueError, "must be a finite number"),
+    ({"name": 3, "fixed": {"memory": "ram:2", "until_t": 1}, "grid": {"init": ["random"]}}, TypeError, "'name' must be a non-empty string"),
+    (
+        {"fixed": {"memory": "ram:2", "until_t": 1}, "grid": [{"init": ["random"]}, {"init": ["random"], "mu": [0.2]}]},
+        ValueError,
+        "would lie inside",
+    ),
+    (
+        {"fixed": {"until_t": 1}, "grid": [{"memory": ["ram:2"], "init": ["random"]}, {"memory": ["ram:2"], "init": ["random"]}]},
+        ValueError,
+        "share the run directory",
+    ),
+]
+
+
+@pytest.mark.parametrize(("doc", "error", "pattern"), BAD_SPECS)
+def test_bad_specs_name_the_key(doc, error, pattern):
+    with pytest.raises(error, match=pattern):
+        fsweep.Sweep.from_dict(doc)
+
+
+def test_bad_spec_files_and_options(tmp_path, capsys):
+    (tmp_path / "broken.json").write_text("{")
+    status, _, err = sweep_main(capsys, tmp_path / "broken.json", "--out", tmp_path / "o")
+    assert status == 2 and "is not valid JSON" in err and len(err.strip().splitlines()) == 1
+    status, _, err = sweep_main(capsys, tmp_path / "missing.json", "--out", tmp_path / "o")
+    assert status == 2 and "does not exist" in err
+    spec = write_spec(tmp_path / "tiny.json", TINY)
+    status, _, err = sweep_main(capsys, spec)
+    assert status == 2 and "give --out DIR" in err
+    status, _, err = sweep_main(capsys, spec, "--out", tmp_path / "o", "--workers", "0")
+    assert status == 2 and "'0'" in err
+    status, _, err = sweep_main(capsys, spec, "--out", tmp_path / "nothing", "--summary")
+    assert status == 2 and "holds no sweep" in err
+    assert not (tmp_path / "o").exists() and not (tmp_path / "nothing").exists()
+
+
+def test_example_specs():
+    names = sorted(p.name for p in EXAMPLES.glob("*.json"))
+    assert names == ["fig2-small.json", "fig2.json", "fig4-small.json", "fig4.json"]
+    small = fsweep.load_spec(EXAMPLES / "fig4-small.json")
+    counts = {}
+    for point in small.points:
+        key = (point.arguments["memory"], point.arguments["init"])
+        counts[key] = counts.get(key, 0) + 1
+    # Three seeds where the initialisation draws random numbers, one where it is deterministic.
+    assert counts == {
+        **{("ram:8", init): 3 for init in ("random", "linear", "columns")},
+        ("ram:8", "near-ccp"): 1,
+        ("memento:3", "random"): 3,
+        ("memento:3", "cycles"): 1,
+        ("memento:3", "near-necklace"): 1,
+    }
+    full = fsweep.load_spec(EXAMPLES / "fig4.json")
+    assert {p.arguments["memory"] for p in full.points} == {"ram:8", "ram:20", "ram:16", "ram:64", "memento:3", "memento:4"}
+    assert all(p.arguments["max_seconds"] == 3600 and p.arguments["mu"] == 0.1 and p.arguments["until_t"] >= 1e6 for p in full.points)
+    for memory in ("ram:8", "ram:20", "memento:3", "memento:4", "ram:16", "ram:64"):
+        assert {p.arguments["seed"] for p in full.points if p.arguments["memory"] == memory and p.arguments["init"] == "random"} == set(range(20))
+    assert {p.arguments["reset"] for p in full.points if p.arguments["memory"].startswith("memento")} == {1e-5}
+    assert {p.arguments["reset"] for p in full.points if p.arguments["memory"].startswith("ram")} == {1e-3}
+    for name in ("fig2.json", "fig2-small.json"):
+        fig2 = fsweep.load_spec(EXAMPLES / name)
+        assert {p.arguments["init"] for p in fig2.points} == {"near-ccp"}
+        assert {p.arguments["mu"] for p in fig2.points} == {0.1, 0.2}
+        assert len({p.arguments["reset"] for p in fig2.points}) >= 3
+
+
+# ---------------------------------------------------------------------------
+# Running.
+
+
+def test_local_pool_sweep_and_summary(reference, capsys):
+    spec, sweep, out, report = reference
+    assert [p.name for p in sweep.points] == NAMES
+    assert (report.points, report.trained, report.skipped, report.failed) == (4, 4, 0, 0)
+    results = {p.name: json.loads((out / "runs" / p.name / "result.json").read_text()) for p in sweep.points}
+    for point in sweep.points:  # ordinary run directories, with the arguments given
+        run_json = json.loads((out / "runs" / point.name / "run.json").read_text())
+        assert run_json["arguments"]["memory"] == point.arguments["memory"]
+        assert results[point.name]["t"] >= point.arguments["until_t"]
+
+    status, table, _ = sweep_main(capsys, spec, "--out", out, "--summary")
+    assert status == 0
+    lines = table.splitlines()
+    assert lines[0].split() == ["memory", "until_t", "status", "q", "t", "steps", "seconds"]
+    assert [line.split()[:3] for line in lines[1:5]] == [
+        ["ram:2", "100", "done"],
+        ["memento:2", "100", "done"],
+        ["ram:2", "200000", "done"],
+        ["memento:2", "200000", "done"],
+    ]
+    rows = read_csv(out / "summary.csv")
+    assert [row["run"] for row in rows] == NAMES
+    for row in rows:
+        result = results[row["run"]]
+        assert float(row["q"]) == result["q"] and float(row["t"]) == result["t"] and int(row["steps"]) == result["steps"]
+        assert float(row["seconds"]) == result["seconds"] and row["status"] == "done"
+        assert 0 < float(row["q"]) < float(row["q_start"]) < 1  # training lowered q
+    png = (out / "summary.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000
+
+    status, text, _ = sweep_main(capsys, spec, "--out", out, "--summary", "--json")
+    record = json.loads(text)
+    assert status == 0 and [r["q"] for r in record["rows"]] == [results[name]["q"] for name in NAMES]
+
+    # Started again: nothing is recomputed.
+    mtimes = {name: (out / "runs" / name / "result.json").stat().st_mtime_ns for name in NAMES}
+    status, text, _ = sweep_main(capsys, spec, "--out", out, "--workers", "2", "--json")
+    again = json.loads(text)
+    assert status == 0 and (again["trained"], again["skipped"], again["failed"]) == (0, 4, 0)
+    assert mtimes == {name: (out / "runs" / name / "result.json").stat().st_mtime_ns for name in NAMES}
+    status, text, _ = sweep_main(capsys, spec, "--out", out)
+    assert status == 0 and text.splitlines()[0].split() == ["points", "4"]
+
+
+def test_dask_cluster_gives_the_local_results(reference, tmp_path, capsys):
+    distributed = pytest.importorskip("distributed")
+    spec, sweep, local_out, _ = reference
+    cluster = distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1, dashboard_address=None, silence_logs=logging.ERROR, host="127.0.0.1")
+    try:
+        status, text, err = sweep_main(capsys, spec, "--out", tmp_path / "dask", "--scheduler", cluster.scheduler_address, "--json", "--quiet")
+        assert status == 0, err
+        assert json.loads(text)["trained"] == 4
+    finally:
+        cluster.close()
+    for point in sweep.points:
+        local = json.loads((local_out / "runs" / point.name / "result.json").read_text())
+        remote = json.loads((tmp_path / "dask" / "runs" / point.name / "result.json").read_text())
+        assert (remote["q"], remote["t"], remote["steps"]) == (local["q"], local["t"], local["steps"])
+    fsweep.write_summary(sweep, tmp_path / "dask")
+    assert without_seconds(read_csv(tmp_path / "dask" / "summary.csv")) == without_seconds(read_csv(local_out / "summary.csv"))
+
+
+def test_failing_points_are_reported_and_the_others_finish(tmp_path, capsys):
+    doc = {
+        "name": "bad",
+        "fixed": {"mu": 0.1, "reset": 1e-3, "until_t": 100, "seed": 0},
+        "grid": [{"memory": ["ram:0"], "init": ["random"]}, {"memory": ["ram:2"], "init": ["warm", "random"]}],
+    }
+    spec = write_spec(tmp_path / "bad.json", doc)
+    status, out, err = sweep_main(capsys, spec, "--out", tmp_path / "o", "--workers", "3", "--quiet")
+    assert status == 1
+    failures = json.loads((tmp_path / "o" / "failures.json").read_text())
+    assert [f["run"] for f in failures] == ["memory=ram-0/init=random", "memory=ram-2/init=warm"]
+    assert [(f["arguments"]["memory"], f["arguments"]["init"]) for f in failures] == [("ram:0", "random"), ("ram:2", "warm")]
+    assert all(f["exit"] == 2 for f in failures)
+    assert "ram:0" in failures[0]["error"] and "warm" in failures[1]["error"]
+    for failure in failures:  # on stderr too, with the arguments and the trainer's one line
+        assert f"failed: mu=0.1 memory={failure['arguments']['memory']} init={failure['arguments']['init']} seed=0" in err
+        assert failure["error"] in err
+        assert not (tmp_path / "o" / "runs" / failure["run"] / "result.json").exists()
+    assert "2 of 3 points failed" in err
+    assert json.loads((tmp_path / "o" / "runs" / "memory=ram-2" / "init=random" / "result.json").read_text())["t"] >= 100
+    status, table, _ = sweep_main(capsys, spec, "--out", tmp_path / "o", "--summary")
+    assert status == 0
+    assert [line.split()[2] for line in table.splitlines()[1:4]] == ["failed", "failed", "done"]
+
+
+# ---------------------------------------------------------------------------
+# Kill the driver, start it again.
+
+
+def _processes_mentioning(text: str) -> list[int]:
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and int(entry.name) != os.getpid():
+            try:
+                cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+                state = (entry / "stat").read_text().rpartition(")")[2].split()[0]
+            except OSError:
+                continue
+            if text in cmdline and state != "Z":
+                pids.append(int(entry.name))
+    return pids
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="looks for leftover processes in /proc")
+def test_sigkill_the_driver_then_resume(reference, tmp_path):
+    spec, sweep, whole, _ = reference  # the uninterrupted sweep
+    fsweep.write_summary(sweep, whole)
+    quick, slow = NAMES[:2], NAMES[2:]
+
+    # Killed once a quick point finished and a slow one is training.
+    out = tmp_path / "killed"
+    driver = subprocess.Popen(
+        [sys.executable, "-m", "fsc.sweep", str(spec), "--out", str(out), "--workers", "2", "--quiet"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not (any((out / "runs" / n / "result.json").exists() for n in quick) and any((out / "runs" / n / "run.json").exists() for n in slow)):
+            assert driver.poll() is None, driver.stderr.read().decode()
+            assert time.monotonic() < deadline, "the sweep made no progress"
+            time.sleep(0.02)
+        driver.send_signal(signal.SIGKILL)
+        driver.wait()
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+            driver.wait()
+        driver.stderr.close()
+    finished = {n: (out / "runs" / n / "result.json").stat().st_mtime_ns for n in quick + slow if (out / "runs" / n / "result.json").exists()}
+    assert 1 <= len(finished) < len(sweep.points)
+
+    # The pool's workers and their trainers stop by themselves (the trainers checkpoint first).
+    deadline = time.monotonic() + 60
+    while _processes_mentioning(str(out)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _processes_mentioning(str(out)) == []
+
+    report = fsweep.run_sweep(sweep, out, workers=2, quiet=True)
+    assert (report.failed, report.skipped, report.trained) == (0, len(finished), len(sweep.points) - len(finished))
+    assert {n: (out / "runs" / n / "result.json").stat().st_mtime_ns for n in finished} == finished
+    for point in sweep.points:  # every point once: one result, one trajectory row per step
+        run_dir = out / "runs" / point.name
+        steps = [int(row["step"]) for row in read_csv(run_dir / "trajectory.csv")]
+        assert steps == list(range(len(steps)))
+        assert steps[-1] == json.loads((run_dir / "result.json").read_text())["steps"]
+    assert sorted(str(p.relative_to(out / "runs").parent) for p in (out / "runs").rglob("result.json")) == sorted(p.name for p in sweep.points)
+    fsweep.write_summary(sweep, out)
+    assert without_seconds(read_csv(out / "summary.csv")) == without_seconds(read_csv(whole / "summary.csv"))
+
+
+def test_a_point_owned_by_another_process_is_waited_for_then_skipped(tmp_path):
+    """What a second driver (or a restarted one, while an orphaned trainer runs) does: wait on the lock, write nothing."""
+    fcntl = pytest.importorskip("fcntl")
+    run_dir, lock = tmp_path / "runs" / "seed=0", tmp_path / "locks" / "seed=0.lock"
+    lock.parent.mkdir(parents=True)
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT)
+    fcntl.flock(fd, fcntl.LOCK_EX)  # the other owner
+    try:
+        with ThreadPoolExecutor(1) as pool:
+            future = pool.submit(fsweep.run_point, ["--memory=ram:2", "--init=random", "--until-t=100"], str(run_dir), str(lock), {"until_t": 100})
+            time.sleep(0.5)
+            assert not future.done()
+            run_dir.mkdir(parents=True)  # the other owner finishes the point
+            (run_dir / "result.json").write_text('{"q": 0.5, "t": 100, "steps": 1, "seconds": 0}')
+            os.close(fd)
+            fd = None
+            assert future.result(timeout=30)["status"] == "skipped"
+    finally:
+        if fd is not None:
+            os.close(fd)
+    assert sorted(p.name for p in run_dir.iterdir()) == ["result.json"]
+
+
+def test_a_finished_point_with_other_stop_conditions_is_continued(tmp_path):
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "result.json").write_text('{"q": 0.5, "t": 100, "steps": 1, "seconds": 0}')
+    (run_dir / "run.json").write_text(json.dumps({"arguments": {"until_t": 100.0, "max_seconds": None}}))
+    assert fsweep._is_finished(run_dir, {"until_t": 100, "max_seconds": None, "max_steps": None})
+    assert not fsweep._is_finished(run_dir, {"until_t": 1000, "max_seconds": None, "max_steps": None})
+    assert not fsweep._is_finished(run_dir, {"until_t": 100, "max_seconds": 60, "max_steps": None})
+    # Continued to a larger until_t and interrupted: the old result.json is stale.
+    (run_dir / "run.json").write_text(json.dumps({"status": "running", "arguments": {"until_t": 1000.0, "max_seconds": None}}))
+    assert not fsweep._is_finished(run_dir, {"until_t": 1000, "max_seconds": None, "max_steps": None})
+    (run_dir / "run.json").write_text(json.dumps({"status": "done", "arguments": {"until_t": 1000.0, "max_seconds": None}}))
+    assert fsweep._is_finished(run_dir, {"until_t": 1000, "max_seconds": None, "max_steps": None})
