@@ -1,1 +1,45 @@
-"""viz package."""
+"""viz: pictures of controllers (DESIGN section 8).
+
+- :func:`memory_graph`: the memory transition diagram of a policy, a
+  :class:`graphviz.Digraph` (two columns for the column of confidence policy,
+  the chain of necklaces for the necklace policy); :func:`render` writes it
+  as SVG, PNG or DOT.  :func:`build_memory_graph` gives the same diagram as
+  plain data (:class:`MemoryGraph`).
+- :func:`policy_heatmap`, :func:`q_curves`, :func:`q_vs_reset`,
+  :func:`q_vs_memory`: matplotlib figures; :func:`save_figure` writes them.
+"""
+
+from .graph import (
+    FORMATS,
+    LAYOUTS,
+    DisplayEdge,
+    DisplayNode,
+    MemoryGraph,
+    NodeDisplay,
+    build_memory_graph,
+    format_probability,
+    memory_graph,
+    node_display,
+    render,
+)
+from .plots import median_curve, policy_heatmap, q_curves, q_vs_memory, q_vs_reset, save_figure
+
+__all__ = [
+    "FORMATS",
+    "LAYOUTS",
+    "DisplayEdge",
+    "DisplayNode",
+    "MemoryGraph",
+    "NodeDisplay",
+    "build_memory_graph",
+    "format_probability",
+    "median_curve",
+    "memory_graph",
+    "node_display",
+    "policy_heatmap",
+    "q_curves",
+    "q_vs_memory",
+    "q_vs_reset",
+    "render",
+    "save_figure",
+]
