@@ -175,10 +175,88 @@ def section_necklaces(out: Path, log: Callable[[str], None]) -> Section:
     return Section("Necklaces and Theorem 4.3", body, commands, numbers)
 
 
+def section_drawings(out: Path, log: Callable[[str], None]) -> Section:
+    """Policy diagrams: the CCP's two columns (Figure 1C) and the necklace chain (Figure 3)."""
+    import fsc
+    import policies
+    import tasks
+    import viz
+
+    items = []
+    for name, memory, policy_name, reset in (("ccp", "column:4", "ccp", 1e-4), ("necklace", "memento:4", "necklace", 1e-5)):
+        arch = fsc.parse_memory(memory)
+        policy = policies.named_policy(policy_name, arch, mu=0.1, reset=reset)
+        result = fsc.evaluate(tasks.TwoHypothesis(0.1), arch, policy, reset=reset)
+        graph = viz.build_memory_graph(arch, policy, occupancy=result)
+        viz.render(graph, out / "figures" / f"{name}.svg")
+        log(f"  {name}: {graph.num_nodes} nodes, {graph.num_edges} edges")
+        items.append(f"<h3>{html.escape(policy_name)} on {memory} (r = {reset:g})</h3><img src='figures/{name}.svg' alt='{name} diagram'>")
+    commands = (
+        "fsc draw --memory column:8 --policy ccp --reset 1e-4 --out ccp.svg",
+        "fsc draw --memory memento:5 --policy necklace --reset 1e-6 --out necklace.svg",
+    )
+    return Section("Policy diagrams", "".join(items), commands)
+
+
+def section_training(out: Path, log: Callable[[str], None]) -> Section:
+    """Training from each initialisation (Figure 4, small sizes and a few seeds)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    import viz
+    from policies import closed_form
+
+    from .train import run_training
+
+    panels = (("ram:4", 1e-2, ("random", "linear", "columns", "near-ccp")), ("memento:3", 1e-3, ("random", "cycles", "near-necklace")))
+    seeds, until_t = 3, 1e5
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+    rows, numbers = [], {}
+    for ax, (memory, reset, inits) in zip(axes, panels, strict=True):
+        curves = {}
+        for init in inits:
+            finals = []
+            for seed in range(seeds if init in ("random", "linear", "columns") else 1):
+                run = out / "runs" / f"{memory.replace(':', '')}-{init}-{seed}"
+                result = run_training(memory=memory, init=init, seed=seed, reset=reset, until_t=until_t, out=run, convention="paper", quiet=True)
+                data = np.genfromtxt(run / "trajectory.csv", delimiter=",", names=True)
+                curves.setdefault(init, []).append((data["t"], data["q"]))
+                finals.append(result.q)
+            rows.append([memory, reset, init, len(finals), float(np.median(finals)), min(finals), max(finals)])
+            numbers[f"{memory} {init}"] = float(np.median(finals))
+            log(f"  {memory} {init}: median q = {np.median(finals):.5f} over {len(finals)} run(s)")
+        kind, size = memory.split(":")
+        if kind == "ram":
+            ref = {"optimal CCP": closed_form.ccp_q(0.1, int(size), reset, min(1.0, closed_form.ccp_eps_opt(0.1, int(size), reset)))}
+        else:
+            ref = {"necklace q* (r -> 0)": closed_form.necklace_q_star(0.1, int(size))}
+        viz.q_curves(curves, ax=ax, reference=ref, title=f"{memory}, r = {reset:g}, mu = 0.1")
+    fig.tight_layout()
+    fig.savefig(out / "figures" / "training.png", dpi=110)
+    plt.close(fig)
+    body = (
+        f"<p>Gradient flow (paper convention, adaptive step of DESIGN section 4) to t = {until_t:g}; random starts with "
+        f"{seeds} seeds, deterministic starts once. Each seed faint, median bold, dashed: closed form.</p>"
+        + table(["memory", "r", "initialisation", "runs", "median q", "min q", "max q"], rows)
+        + "<img src='figures/training.png' alt='q(t) during training'>"
+    )
+    commands = (
+        "python examples/figure4.py --seeds 20 --until-t 1e6 --max-seconds 3600 --out out/figure4",
+        "fsc sweep examples/sweeps/fig4.json --out sweeps/fig4 && fsc sweep examples/sweeps/fig4.json --out sweeps/fig4 --summary",
+        "python examples/figure2.py --sizes 1,2,3,4,6,8,12,16,20 --resets 1e-1,1e-2,1e-3,1e-4,1e-5 --until-t 1e6",
+    )
+    return Section("Training from each initialisation", body, commands, numbers)
+
+
 SECTIONS: list[Callable[[Path, Callable[[str], None]], Section]] = [
     section_exact_vs_monte_carlo,
     section_ccp_closed_form,
     section_necklaces,
+    section_drawings,
+    section_training,
 ]
 
 _STYLE = """
