@@ -269,6 +269,15 @@ pre { background: #f6f6f6; padding: 0.6em; overflow-x: auto; }
 """
 
 
+# Records on <body> how many images loaded, so a headless browser can check
+# the page (benchmarks/check_report_chromium.py).
+_IMAGE_CHECK = (
+    "<script>window.addEventListener('load', () => { const imgs = [...document.images];"
+    " document.body.dataset.images = imgs.length;"
+    " document.body.dataset.loaded = imgs.filter(i => i.complete && i.naturalWidth > 0).length; });</script>"
+)
+
+
 def build_report(out: str | Path, *, quiet: bool = False) -> dict:
     """Run every section and write ``out/index.html`` (and ``out/report.json``).
 
@@ -301,7 +310,7 @@ def build_report(out: str | Path, *, quiet: bool = False) -> dict:
             parts.append(f"<h2>{html.escape(section.title)}</h2>{section.body}{reproduce}")
         page = (
             "<!doctype html><html><head><meta charset='utf-8'><title>fsc report</title>"
-            f"<style>{_STYLE}</style></head><body><h1>fsc report</h1>"
+            f"<style>{_STYLE}</style>{_IMAGE_CHECK}</head><body><h1>fsc report</h1>"
             f"<p>fsc {fsc.__version__}; built in {seconds:.0f} s. Paper: <i>How memory architecture affects learning "
             "in a simple POMDP: the two-hypothesis testing problem</i>.</p>" + "".join(parts) + "</body></html>"
         )
