@@ -8,16 +8,18 @@ evaluate the controller exactly (:func:`evaluate`) or by Monte Carlo
 
 from .chain import JointChain, joint_chain
 from .evaluate import CONVENTIONS, Evaluation, evaluate
+from .iterative import ConvergenceError
 from .memory import RAM, Chain, Column, Memento, MemoryArchitecture, parse_memory
 from .policy import Policy
 from .pomdp import POMDP, Task, as_pomdp
 from .simulate import Simulation, simulate
-from .solve import ENGINES
+from .solve import ENGINES, choose_engine
 
 __version__ = "0.1.0"
 
 __all__ = [
     "CONVENTIONS",
+    "ConvergenceError",
     "ENGINES",
     "POMDP",
     "RAM",
@@ -31,6 +33,7 @@ __all__ = [
     "Simulation",
     "Task",
     "as_pomdp",
+    "choose_engine",
     "evaluate",
     "joint_chain",
     "parse_memory",

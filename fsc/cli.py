@@ -277,15 +277,11 @@ def _draw_options(p):
 
 
 def cmd_train(args) -> int:
-    from .policy import atomic_write
     from .train import run_training
 
     options = {k: v for k, v in vars(args).items() if k not in ("command", "json")}
     result = run_training(**options)
-    record = result.summary()
-    # A finished run (and only a finished one) has result.json: sweeps rely on it.
-    atomic_write(Path(args.out) / "result.json", lambda f: f.write(json.dumps(record, indent=1).encode()))
-    _emit(args, record)
+    _emit(args, result.summary())  # run_training wrote result.json: the mark of a finished run
     return 0
 
 
