@@ -45,7 +45,6 @@ Also a command: ``python -m fsc.train --memory ram:8 --init near-ccp --reset 1e-
 
 from __future__ import annotations
 
-import argparse
 import array
 import io
 import json
@@ -560,47 +559,11 @@ def _train(records, arch, policy, rule, out, resumed, trajectory, meta, quiet, c
 # Command line: python -m fsc.train (the options of `fsc train`).
 
 
-def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m fsc.train", description="Train a two-hypothesis controller; resumes an interrupted run in --out.")
-    p.add_argument("--mu", type=float, default=0.1, help="gap between the arms, in (0, 1) (default 0.1)")
-    p.add_argument("--memory", required=True, help="ram:M, chain:M, column:M or memento:m")
-    p.add_argument("--init", required=True, help="random, linear, columns, near-ccp, cycles, near-necklace, or a policy file")
-    p.add_argument("--seed", type=int, default=0, help="seed of the initialisation (default 0)")
-    p.add_argument("--reset", type=float, default=1e-3, help="reset probability r (default 1e-3)")
-    p.add_argument("--until-t", type=float, required=True, help="algorithm time to reach")
-    p.add_argument("--max-dgrad", type=float, default=None, help="flow: largest gradient change per step (default 1e-4)")
-    p.add_argument("--max-seconds", type=float, default=None, help="stop after this much wall time")
-    p.add_argument("--max-steps", type=int, default=None, help="stop after this many accepted steps")
-    p.add_argument("--convention", choices=CONVENTIONS, default="native")
-    p.add_argument("--optimizer", choices=sorted(OPTIMIZERS), default="flow")
-    p.add_argument("--lr", type=float, default=None, help="adam / ascent learning rate")
-    p.add_argument("--engine", default="auto", help="evaluation engine (default auto)")
-    p.add_argument("--target", choices=("gain", "return"), default="gain", help="climb the gain per step (default) or the return gain / r")
-    p.add_argument("--checkpoint-seconds", type=float, default=60.0, help="wall time between checkpoints (default 60)")
-    p.add_argument("--threads", type=int, default=1, help="torch threads (default 1, for bit-for-bit resumes)")
-    p.add_argument("--out", required=True, help="run directory")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
-    p.add_argument("--json", action="store_true", help="print the final q, t, steps, seconds as JSON")
-    return p
-
-
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
-    options = vars(args)
-    as_json = options.pop("json")
-    try:
-        result = run_training(**options)
-    except (ValueError, TypeError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print(f"interrupted; the run resumes from its checkpoint in {options['out']}", file=sys.stderr)
-        return 130
-    if as_json:
-        print(json.dumps(result.summary()))
-    else:
-        print(f"q = {result.q:.10g}  t = {result.t:.6g}  steps = {result.steps}  seconds = {result.seconds:.3f}  ({result.stop})")
-    return 0
+    """``python -m fsc.train ARGS`` is ``fsc train ARGS`` (one parser, in :mod:`fsc.cli`)."""
+    from .cli import main as cli_main
+
+    return cli_main(["train", *(sys.argv[1:] if argv is None else argv)])
 
 
 if __name__ == "__main__":
