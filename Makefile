@@ -40,7 +40,7 @@ lint: setup
 	$(BIN)/ruff check fsc tasks policies viz tests examples benchmarks
 
 bench: setup
-	$(BIN)/python benchmarks/bench_engines.py
+	bash benchmarks/run_slow.sh
 
 clean:
 	rm -rf $(VENV) $(OUT)

@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# The slow tests (long training, large sizes), left out of the default run, then the benchmarks.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+.venv/bin/python -m pytest -q -m slow
+.venv/bin/python benchmarks/bench_engines.py --issue2 --table
+.venv/bin/python benchmarks/bench_training.py
