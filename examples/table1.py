@@ -2,7 +2,7 @@
 
 For each size, the closed form (Theorem 4.3 / appendix D for the necklace
 policy, appendix C-D for the CCP) next to the exact evaluation of the
-explicit policy at small eps and r, for the symmetric task (mu) and for a
+explicit policy at r = 0 (subtraction-free engine) and small eps, for the symmetric task (mu) and for a
 general pair (k_A, k_B).  Writes a CSV.
 
     python examples/table1.py --mu 0.1 --k-a 0.9 --k-b 0.6 --out out/table1.csv
@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import math
 from pathlib import Path
 
 import fsc
@@ -22,11 +21,14 @@ from policies import closed_form
 
 
 def necklace_row(task, m: int, eps1: float) -> dict:
-    eps0 = eps1**2
-    arch, policy = policies.necklace_policy(m, eps0, eps1)
-    exact = float(fsc.evaluate(task, arch, policy, reset=eps0 * 1e-6).metrics["q"])
+    # Theorem 4.3 needs r << eps0 << eps1 and eps0 / eps1 << q* (the time spent
+    # crossing the inner necklaces): at r = 0, with the subtraction-free engine.
     chain = policies.necklaces.gray_chain(m)
     closed = closed_form.necklace_q_star_general(task.k_A, task.k_B, m, chain.chain)
+    eps1 = min(eps1, closed)
+    eps0 = eps1 * 1e-4 * closed
+    arch, policy = policies.necklace_policy(m, eps0, eps1)
+    exact = float(fsc.evaluate(task, arch, policy, reset=0, engine="accurate").metrics["q"])
     return {
         "policy": "necklace",
         "size": m,
@@ -40,10 +42,12 @@ def necklace_row(task, m: int, eps1: float) -> dict:
 
 
 def ccp_row(task, M: int, reset: float) -> dict:
-    eps = min(1.0, closed_form.ccp_eps_opt(task.mu, M, reset)) if task.mu is not None else math.sqrt(reset)
-    arch, policy = policies.ccp(M, eps)
-    exact = float(fsc.evaluate(task, arch, policy, reset=reset).metrics["q"])
+    # The r -> 0 limit needs eps -> 0 with eps << q: r = 0, subtraction-free engine.
     closed = closed_form.ccp_q_limit_general(task.k_A, task.k_B, M)
+    eps = 1e-6 * closed
+    arch, policy = policies.ccp(M, eps)
+    exact = float(fsc.evaluate(task, arch, policy, reset=0, engine="accurate").metrics["q"])
+    reset = 0.0
     return {
         "policy": "ccp",
         "size": M,
