@@ -27,11 +27,10 @@ from __future__ import annotations
 import decimal
 import math
 import numbers
-import operator
 from collections.abc import Sequence
 from decimal import Decimal
 
-from .necklaces import GrayChain, check_chain, gray_chain
+from .necklaces import GrayChain, _integer, check_chain, gray_chain
 
 __all__ = [
     "alpha",
@@ -63,18 +62,6 @@ def _open_unit(name: str, value: object) -> float:
     value = _real(name, value)
     if not 0 < value < 1:
         raise ValueError(f"{name} must be in (0, 1), got {value!r}")
-    return value
-
-
-def _integer(name: str, value: object, low: int) -> int:
-    if isinstance(value, bool):
-        raise TypeError(f"{name} must be an int, got {value!r}")
-    try:
-        value = operator.index(value)
-    except TypeError:
-        raise TypeError(f"{name} must be an int, got {value!r}") from None
-    if value < low:
-        raise ValueError(f"{name} must be >= {low}, got {value}")
     return value
 
 

@@ -58,16 +58,21 @@ def _check_word(word: object, name: str = "word") -> str:
     return word
 
 
-def _check_m(m: object, low: int = 1) -> int:
-    if isinstance(m, bool):
-        raise TypeError(f"m must be an int, got {m!r}")
+def _integer(name: str, value: object, low: int) -> int:
+    """``value`` as an int >= ``low`` (bools refused), or a TypeError/ValueError naming ``name``."""
+    if isinstance(value, bool):
+        raise TypeError(f"{name} must be an int, got {value!r}")
     try:
-        m = operator.index(m)
+        value = operator.index(value)
     except TypeError:
-        raise TypeError(f"m must be an int, got {m!r}") from None
-    if m < low:
-        raise ValueError(f"m must be >= {low}, got {m}")
-    return m
+        raise TypeError(f"{name} must be an int, got {value!r}") from None
+    if value < low:
+        raise ValueError(f"{name} must be >= {low}, got {value}")
+    return value
+
+
+def _check_m(m: object, low: int = 1) -> int:
+    return _integer("m", m, low)
 
 
 def rotations(word: str) -> tuple[str, ...]:
