@@ -49,6 +49,8 @@ from typing import Any, ClassVar
 import attrs
 import numpy as np
 import torch
+from scipy.linalg.lapack import dgetrf as _getrf
+from scipy.linalg.lapack import dgetrs as _getrs
 
 from .chain import JointChain, joint_chain
 from .evaluate import CONVENTIONS, check_reset, evaluate
@@ -213,7 +215,15 @@ class DenseAdjoint:
     ``dG/dp0 = r lambda``; then through the softmaxes to the logits.  The
     ``paper`` convention multiplies the gain by ``1 - r`` and reads the
     task's metrics from it (as :func:`fsc.evaluate` does).
+
+    Training calls this thousands of times on small chains (RAM M = 8: two
+    parts of 40 states), where fixed per-call costs dominate: the tables are
+    laid out once so that a call is a few numpy kernels, and parts of at most
+    :data:`LAPACK_STATES` states are factorised by LAPACK directly
+    (single-threaded at that size; 2x less overhead than torch's batched LU).
     """
+
+    LAPACK_STATES: ClassVar[int] = 128
 
     def __init__(self, world: POMDP | Task, chain: JointChain, reset: float, convention: str) -> None:
         arch = chain.architecture
@@ -221,22 +231,60 @@ class DenseAdjoint:
         K, X, S = chain.num_parts, chain.size, chain.states_per_part
         N, C = arch.num_nodes, arch.num_choices
         self.shape = (K, X, S, N, C)
-        self.allowed = np.array(arch.allowed, dtype=bool)
-        self.all_allowed = bool(self.allowed.all())
+        allowed = np.array(arch.allowed, dtype=bool)
+        # Added to the logits: -inf masks a disallowed choice (logits are checked finite or -inf).
+        self.mask = None if allowed.all() else np.where(allowed, 0.0, -np.inf)
         self.reset_nodes = np.flatnonzero(arch.reset_mask)
         self.node_choice = np.asarray(chain.node, dtype=np.int64) * C + np.asarray(chain.choice, dtype=np.int64)
-        self.weight = np.asarray(chain.weight, dtype=np.float64)
+        weight = np.asarray(chain.weight, dtype=np.float64)
+        self.weight = weight
+        self.scaled_weight = (1 - reset) * weight
         parts = np.asarray(chain.parts, dtype=np.int64)
-        self.to_index = parts * X + np.asarray(chain.rows, dtype=np.int64)
-        self.from_index = parts * X + np.asarray(chain.cols, dtype=np.int64)
-        self.dense_index = self.to_index * X + np.asarray(chain.cols, dtype=np.int64)
+        rows, cols = np.asarray(chain.rows, dtype=np.int64), np.asarray(chain.cols, dtype=np.int64)
+        self.to_index = parts * X + rows
+        self.from_index = parts * X + cols
+        # -(1 - r) P is accumulated transposed, P^T[k, x, x2], so that each
+        # part's block read as a Fortran array is A itself (LAPACK, no copy).
+        self.dense_index_t = (parts * X + cols) * X + rows
+        self.base = np.broadcast_to(np.eye(X), (K, X, X)).copy()
         padding = np.asarray(chain.padding, dtype=np.float64).reshape(K, X)
-        self.padding_diagonal = padding[:, None, :] * np.eye(X) if padding.any() else None
-        self.step_reward = np.asarray(chain.step_reward, dtype=np.float64)
-        self.step_metrics = {name: np.asarray(table, dtype=np.float64) for name, table in chain.step_metrics.items()}
+        if padding.any():
+            self.base -= (1 - reset) * padding[:, None, :] * np.eye(X)
+        self.step_reward = np.asarray(chain.step_reward, dtype=np.float64).reshape(K * S, C)
+        self.step_metrics = {name: np.asarray(table, dtype=np.float64).reshape(K * S, C) for name, table in chain.step_metrics.items()}
         self.initial_world = np.asarray(chain.initial_world, dtype=np.float64)
         self.part_weights = np.asarray(chain.part_weights, dtype=np.float64)
-        self.diagonal = np.arange(X)
+        self.use_lapack = X <= self.LAPACK_STATES
+
+    def _factor_and_solve(self, A_t: np.ndarray, b: np.ndarray):
+        """``A^{-1} b`` per part and a solver for ``A^{-T}``; ``A_t[k]`` holds ``A_k^T``."""
+        if self.use_lapack:
+            factors = []
+            x = np.empty_like(b)
+            for k in range(A_t.shape[0]):
+                lu, piv, info = _getrf(A_t[k].T, overwrite_a=True)
+                if info > 0:
+                    raise np.linalg.LinAlgError(f"I - (1 - r) P is singular (part {k})")
+                factors.append((lu, piv))
+                x[k] = _getrs(lu, piv, b[k])[0]
+
+            def adjoint(c: np.ndarray) -> np.ndarray:
+                y = np.empty_like(c)
+                for k, (lu, piv) in enumerate(factors):
+                    y[k] = _getrs(lu, piv, c[k], trans=1)[0]
+                return y
+
+            return x, adjoint
+        # torch's LU for larger parts: its threads follow torch.set_num_threads
+        # (numpy's BLAS threads do not, and thrash on a busy machine).
+        A = torch.from_numpy(A_t).mT
+        LU, pivots = torch.linalg.lu_factor(A)
+        x = torch.linalg.lu_solve(LU, pivots, torch.from_numpy(b)[:, :, None]).numpy()[:, :, 0]
+
+        def adjoint(c: np.ndarray) -> np.ndarray:
+            return torch.linalg.lu_solve(LU, pivots, torch.from_numpy(c)[:, :, None], adjoint=True).numpy()[:, :, 0]
+
+        return x, adjoint
 
     def __call__(self, logits: torch.Tensor, init_logits: torch.Tensor) -> Point:
         K, X, S, N, C = self.shape
@@ -245,31 +293,24 @@ class DenseAdjoint:
         top = max(w_pi.max(), w_0.max())  # NaN propagates through max
         if not top < np.inf:
             raise ValueError(f"logits must not contain NaN or +inf, got a maximum of {top!r}")
-        probs = _softmax(w_pi if self.all_allowed else np.where(self.allowed, w_pi, -np.inf), axis=1)
+        probs = _softmax(w_pi if self.mask is None else w_pi + self.mask, axis=1)
         init_probs = np.zeros(N)
         init_probs[self.reset_nodes] = _softmax(w_0[self.reset_nodes], axis=0)
-        values = probs.reshape(-1)[self.node_choice] * self.weight
-        P = np.bincount(self.dense_index, values, minlength=K * X * X).reshape(K, X, X)
-        if self.padding_diagonal is not None:
-            P = P + self.padding_diagonal
-        A = -(1 - r) * P
-        A[:, self.diagonal, self.diagonal] += 1.0
-        p0 = (self.initial_world[:, :, None] * init_probs[None, None, :]).reshape(K, X)
-        # torch's LU: its threads follow torch.set_num_threads (numpy's BLAS
-        # threads do not, and thrash on a busy machine).
-        LU, pivots = torch.linalg.lu_factor(torch.from_numpy(A))
-        p = torch.linalg.lu_solve(LU, pivots, torch.from_numpy(r * p0)[:, :, None]).numpy()[:, :, 0]
+        flat_probs = probs.reshape(-1)
+        A_t = self.base - np.bincount(self.dense_index_t, flat_probs[self.node_choice] * self.scaled_weight, minlength=K * X * X).reshape(K, X, X)
+        p0 = (self.initial_world[:, :, None] * (r * init_probs)).reshape(K, X)
+        p, adjoint = self._factor_and_solve(A_t, p0)
         total = p.sum(axis=1, keepdims=True)
         p_hat = p / total
-        f = np.einsum("ksc,nc->ksn", self.step_reward, probs).reshape(K, X)
-        gain = float((self.part_weights * (p_hat * f).sum(axis=1)).sum())
+        f = (self.step_reward @ probs.T).reshape(K, X)
+        weighted = self.part_weights[:, None] * p_hat
+        gain = float((weighted * f).sum())
         # Backward: dG/dp_hat = w_k f_k; through the normalisation, then the adjoint solve.
         h = self.part_weights[:, None] * f
-        dp = (h - (h * p_hat).sum(axis=1, keepdims=True)) / total
-        lam = torch.linalg.lu_solve(LU, pivots, torch.from_numpy(dp)[:, :, None], adjoint=True).numpy()[:, :, 0]
-        d_values = (1 - r) * lam.reshape(-1)[self.to_index] * p.reshape(-1)[self.from_index]
-        d_probs = np.bincount(self.node_choice, d_values * self.weight, minlength=N * C).reshape(N, C)
-        d_probs += np.einsum("ksn,ksc->nc", (self.part_weights[:, None] * p_hat).reshape(K, S, N), self.step_reward)
+        lam = adjoint((h - (h * p_hat).sum(axis=1, keepdims=True)) / total)
+        d_values = lam.reshape(-1)[self.to_index] * p.reshape(-1)[self.from_index]
+        d_probs = np.bincount(self.node_choice, d_values * self.scaled_weight, minlength=N * C).reshape(N, C)
+        d_probs += weighted.reshape(K * S, N).T @ self.step_reward
         d_init = r * np.einsum("ksn,ks->n", lam.reshape(K, S, N), self.initial_world)
         grad_logits = probs * (d_probs - (probs * d_probs).sum(axis=1, keepdims=True))
         grad_init = init_probs * (d_init - (init_probs * d_init).sum())
@@ -280,10 +321,7 @@ class DenseAdjoint:
             metrics = {name: float(value) for name, value in self.world.paper_metrics(gain).items()}
         else:
             scale = (1 - r) if self.convention == "paper" else 1.0
-            metrics = {}
-            for name, table in self.step_metrics.items():
-                m = np.einsum("ksc,nc->ksn", table, probs).reshape(K, X)
-                metrics[name] = scale * float((self.part_weights * (p_hat * m).sum(axis=1)).sum())
+            metrics = {name: scale * float((weighted * (table @ probs.T).reshape(K, X)).sum()) for name, table in self.step_metrics.items()}
         return Point(
             logits=logits,
             init_logits=init_logits,
