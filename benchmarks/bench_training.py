@@ -154,7 +154,8 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"  {name:<8} " + "  ".join(f"{r['q_at'][t]:.8f}" for t in times))
         for name, value in case["ratios"].items():
             print(f"  {name}: {value:.1f}x")
-    print(f"\n(torch {torch.__version__}, 1 thread, fastest of {args.repeats} runs each; load average {report['load_before']:.1f} before, {report['load_after']:.1f} after;")
+    load = f"load average {report['load_before']:.1f} before, {report['load_after']:.1f} after"
+    print(f"\n(torch {torch.__version__}, 1 thread, fastest of {args.repeats} runs each; {load};")
     print(" wall-time ratios on a shared machine move with its load; ratios above 10 meet the issue's target)")
     return 0 if all(not math.isnan(v) for c in report["cases"] for v in c["ratios"].values()) else 1
 
