@@ -139,7 +139,7 @@ class NodeDisplay(abc.ABC):
 
     def positions(self, layout: str, keys: list[str], edges: list[tuple[str, str]]) -> tuple[dict[str, tuple[float, float]], list[tuple[float, float, str]]]:
         """Pinned positions (inches) of the display nodes, and invisible padding points ``(x, y, cluster)``."""
-        raise ValueError(f"layout {layout!r} has no pinned positions for {type(self).__name__}; use layout=\"free\"")
+        raise ValueError(f'layout {layout!r} has no pinned positions for {type(self).__name__}; use layout="free"')
 
     def ports(self, layout: str, tail: str, head: str) -> tuple[str, str]:
         """Compass ports (``tailport``, ``headport``; '' for none) of an edge."""
