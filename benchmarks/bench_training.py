@@ -8,7 +8,7 @@ The two trajectories of issue 4, paper convention, mu = 0.1:
 Each is run with the training objective's engines, one torch thread each:
 
 - ``auto``: what training uses by default here (dense LU with the adjoint
-  gradient, :class:`fsc.flow.DenseAdjoint`);
+  gradient, :class:`fsc.optim.DenseAdjoint`);
 - ``dense``: :func:`fsc.evaluate` with dense LU and autograd;
 - ``power``: :func:`fsc.evaluate` with the paper's power method (repeated
   squaring) and autograd.
@@ -51,7 +51,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import fsc  # noqa: E402
 import tasks  # noqa: E402
-from fsc.flow import flow  # noqa: E402
+from fsc.optim import flow  # noqa: E402
 from fsc.solve import ENGINES, solve_power  # noqa: E402
 
 CASES = [

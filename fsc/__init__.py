@@ -3,13 +3,15 @@
 Declare a world (:class:`POMDP`), a memory architecture
 (:class:`MemoryArchitecture` and its subclasses), a :class:`Policy` on it, and
 evaluate the controller exactly (:func:`evaluate`) or by Monte Carlo
-(:func:`simulate`).
+(:func:`simulate`), and train it (:func:`flow`, :func:`optimize`, and
+:func:`fsc.train.run_training` for resumable runs on disk).
 """
 
 from .chain import JointChain, joint_chain
 from .evaluate import CONVENTIONS, Evaluation, evaluate
 from .iterative import ConvergenceError
 from .memory import RAM, Chain, Column, Memento, MemoryArchitecture, parse_memory
+from .optim import Adam, Ascent, GradientFlow, Objective, Record, State, flow, optimize
 from .policy import Policy
 from .pomdp import POMDP, Task, as_pomdp
 from .simulate import Simulation, simulate
@@ -21,6 +23,12 @@ __all__ = [
     "CONVENTIONS",
     "ConvergenceError",
     "ENGINES",
+    "Adam",
+    "Ascent",
+    "GradientFlow",
+    "Objective",
+    "Record",
+    "State",
     "POMDP",
     "RAM",
     "Chain",
@@ -35,7 +43,9 @@ __all__ = [
     "as_pomdp",
     "choose_engine",
     "evaluate",
+    "flow",
     "joint_chain",
+    "optimize",
     "parse_memory",
     "simulate",
 ]

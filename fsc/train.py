@@ -1,7 +1,7 @@
 """Training runs on disk: a run directory that survives being killed.
 
 :func:`run_training` trains a controller of the two-hypothesis task with
-:func:`fsc.flow.optimize` and keeps everything in one directory ``out``:
+:func:`fsc.optim.optimize` and keeps everything in one directory ``out``:
 
 ``run.json``
     every argument, the optimiser's hyperparameters, the torch thread count,
@@ -61,8 +61,8 @@ import numpy as np
 import torch
 
 from .evaluate import CONVENTIONS, check_reset
-from .flow import OPTIMIZERS, Point, Record, State, StopRule, make_optimizer, optimize
 from .memory import MemoryArchitecture, parse_memory
+from .optim import OPTIMIZERS, Point, Record, State, StopRule, make_optimizer, optimize
 from .policy import Policy, atomic_write
 
 __all__ = ["CSV_HEADER", "TrainingResult", "load_checkpoint", "main", "read_trajectory", "run_training"]
@@ -391,7 +391,7 @@ def run_training(
         optimizer: ``flow`` (gradient flow), ``adam`` or ``ascent``.
         lr: Adam / ascent only (defaults 1e-2 / 1).
         engine: ``auto``, ``adjoint`` or an engine of :func:`fsc.evaluate`
-            (see :class:`fsc.flow.Objective`).
+            (see :class:`fsc.optim.Objective`).
         target: climb the ``gain`` per step (default, DESIGN section 4) or the
             discounted ``return`` ``gain / r`` (paper eq. (4)).
         max_steps: also stop after this many accepted steps.

@@ -1,4 +1,4 @@
-"""Training optimisers (fsc.flow): the adaptive gradient flow of DESIGN section 4, Adam, ascent."""
+"""Training optimisers (fsc.optim): the adaptive gradient flow of DESIGN section 4, Adam, ascent."""
 
 import math
 import statistics
@@ -11,7 +11,7 @@ from scipy.integrate import solve_ivp
 
 import fsc
 import tasks
-from fsc.flow import Adam, Ascent, GradientFlow, Objective, flow, optimize
+from fsc.optim import Adam, Ascent, GradientFlow, Objective, flow, optimize
 
 from .registry import ARCHITECTURES, ids
 
@@ -297,7 +297,7 @@ BAD = [
     (dict(min_grad_norm=-1e-3), ValueError, r"min_grad_norm must be .*-0.001"),
     (dict(policy="ram:2"), TypeError, r"policy must be a fsc.Policy, got str"),
     (dict(world="two-hypothesis"), TypeError, r"world must be a fsc.POMDP or a fsc.Task, got str"),
-    (dict(state="checkpoint.npz"), TypeError, r"state must be a fsc.flow.State, got str"),
+    (dict(state="checkpoint.npz"), TypeError, r"state must be a fsc.optim.State, got str"),
 ]
 
 

@@ -33,6 +33,17 @@ the sum of the learning rates used (for ascent ``w' = w + lr g`` is an Euler
 step of the same flow, so its ``t`` is comparable with the flow's; for Adam it
 is only a step counter in those units).
 
+Time scale.  Paper eq. (4) writes the flow on the discounted return
+``G = gain / r``; DESIGN section 4, which describes the published code, on
+the gain.  On ``G`` the same curve q(t) is traversed with ``t`` smaller by the
+factor ``r`` (near-CCP, RAM M = 8, r = 1e-3: q = 0.10952 at t = 1e5 here and
+at t = 1e2 on ``G``).  We follow DESIGN, and the range where the curves are
+compared with the published ones (t = 1e2 .. 1e6) agrees: on the gain, q(t) moves over t = 1e2 .. 1e6 (0.162 to 0.1083
+from near-CCP) and near-CCP is still above the optimal CCP at t = 1e5, while on
+``G`` it is nearly flat there and already 1.9e-5 below that CCP (0.1081262)
+at t = 1e4.
+``target="return"`` flows on ``G`` for whoever needs eq. (4) literally.
+
 Everything is float64.  With the same engine, the same torch thread count
 and the same starting state, a run is deterministic bit for bit, which is what
 lets :mod:`fsc.train` resume a killed run exactly.
@@ -713,14 +724,14 @@ def optimize(
     if isinstance(optimizer, str):
         optimizer = make_optimizer(optimizer, lr=lr, max_dgrad=max_dgrad)
     elif not isinstance(optimizer, Optimizer):
-        raise TypeError(f"optimizer must be a name in {sorted(OPTIMIZERS)} or a fsc.flow.Optimizer, got {optimizer!r}")
+        raise TypeError(f"optimizer must be a name in {sorted(OPTIMIZERS)} or a fsc.optim.Optimizer, got {optimizer!r}")
     elif lr is not None or max_dgrad is not None:
         raise ValueError("give lr and max_dgrad through the Optimizer instance, not as arguments")
     rule = StopRule(until_t=until_t, max_steps=max_steps, max_seconds=max_seconds, min_grad_norm=min_grad_norm)
     arch = policy.architecture
     if state is not None:
         if not isinstance(state, State):
-            raise TypeError(f"state must be a fsc.flow.State, got {type(state).__name__}")
+            raise TypeError(f"state must be a fsc.optim.State, got {type(state).__name__}")
         if tuple(state.point.logits.shape) != (arch.num_nodes, arch.num_choices):
             raise ValueError(f"state has logits of shape {tuple(state.point.logits.shape)}, not those of {arch!r}")
     objective = Objective(world=world, architecture=arch, reset=reset, engine=engine, convention=convention, target=target)
