@@ -17,3 +17,12 @@ def _float64_and_seeds():
     torch.set_default_dtype(dtype)
     torch.random.set_rng_state(state)
     np.random.set_state(np_state)
+
+
+@pytest.fixture
+def one_thread():
+    """One torch thread, as training runs (small matrices; on a busy machine threads only spin)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)

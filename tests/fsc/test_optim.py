@@ -15,14 +15,7 @@ from fsc.optim import Adam, Ascent, GradientFlow, Objective, flow, optimize
 
 from .registry import ARCHITECTURES, ids
 
-
-@pytest.fixture(autouse=True)
-def _one_thread():
-    """Training runs single-threaded (small matrices; on a busy machine threads only spin)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def world_for(arch, mu=0.2):

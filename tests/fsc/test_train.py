@@ -18,13 +18,7 @@ from fsc.train import CSV_HEADER, load_checkpoint, main, read_trajectory, run_tr
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    """Training runs single-threaded (small matrices; on a busy machine threads only spin)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def trajectory_without_seconds(out: Path) -> list[str]:
