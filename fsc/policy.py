@@ -20,15 +20,28 @@ from .memory import MemoryArchitecture
 __all__ = ["Policy", "atomic_write"]
 
 
+def _read_umask() -> int:
+    mask = os.umask(0o022)  # the only portable way to read it is to set it
+    os.umask(mask)
+    return mask
+
+
+#: Read once, at import: setting the umask, even briefly, races with other threads.
+_UMASK = _read_umask()
+
+
 def atomic_write(path: str | os.PathLike, write) -> None:
     """Call ``write(file_object)`` on a temporary file, then rename it to ``path``.
 
     A reader never sees a half-written file; on error nothing is left behind.
+    The file gets the permissions of an ordinary ``open(path, "w")`` (``0o666``
+    less the umask), not the private ``0o600`` of a temporary file.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.fchmod(fd, 0o666 & ~_UMASK)
         with os.fdopen(fd, "wb") as f:
             write(f)
             f.flush()

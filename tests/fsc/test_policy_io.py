@@ -1,6 +1,8 @@
 """Policy files: .npz and .json round trips, -inf logits, atomic writes."""
 
 import json
+import os
+import stat
 
 import numpy as np
 import pytest
@@ -52,3 +54,13 @@ def test_failed_write_leaves_nothing(tmp_path):
     with pytest.raises(RuntimeError):
         fsc.policy.atomic_write(tmp_path / "x.npz", explode)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_written_files_have_ordinary_permissions(tmp_path):
+    """Like open(path, "w"): 0o666 less the umask (a temporary file alone would be 0o600)."""
+    umask = os.umask(0o022)
+    os.umask(umask)
+    fsc.Policy.uniform(fsc.RAM(2)).save(tmp_path / "p.npz")
+    plain = tmp_path / "plain"
+    plain.write_bytes(b"")
+    assert stat.S_IMODE((tmp_path / "p.npz").stat().st_mode) == stat.S_IMODE(plain.stat().st_mode) == 0o666 & ~umask
