@@ -135,6 +135,7 @@ def cmd_evaluate(args) -> int:
     record.update(
         engine=result.engine,
         residual=result.residual,
+        **({"fallback": result.info["fallback"]} if "fallback" in result.info else {}),  # the engine that finally ran
         nodes=arch.num_nodes,
         memory=args.memory,
         mu=args.mu,

@@ -50,10 +50,11 @@ class Evaluation:
     def summary(self) -> dict:
         """Plain numbers (JSON-able)."""
         return {
-            "gain": float(self.gain),
-            **{name: float(value) for name, value in self.metrics.items()},
+            "gain": float(self.gain.detach()),
+            **{name: float(value.detach()) for name, value in self.metrics.items()},
             "engine": self.engine,
             "residual": self.residual,
+            "info": dict(self.info),  # e.g. iterations, or a fallback to sparse LU
             "convention": self.convention,
             "reset": self.reset,
             "seconds": self.seconds,

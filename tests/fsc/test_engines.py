@@ -1,5 +1,6 @@
 """The evaluation engines: agreement, gradients, accuracy, r = 0, checked convergence (issue 6)."""
 
+import json
 import warnings
 
 import attrs
@@ -295,6 +296,7 @@ def test_iterative_reports_iterations_and_residuals():
     assert ev.engine == "iterative" and ev.residual < 1e-14
     assert all(0 < n < 60 for n in ev.info["forward_iterations"] + ev.info["adjoint_iterations"])
     assert "fallback" not in ev.info
+    assert json.loads(json.dumps(ev.summary()))["info"]["forward_iterations"] == ev.info["forward_iterations"]
 
 
 @pytest.mark.parametrize("bad", [{"tol": 0.0}, {"tol": 1}, {"restart": 0}, {"maxiter": True}, {"pre": -1}])
