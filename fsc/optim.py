@@ -38,11 +38,11 @@ Time scale.  Paper eq. (4) writes the flow on the discounted return
 the gain.  On ``G`` the same curve q(t) is traversed with ``t`` smaller by the
 factor ``r`` (near-CCP, RAM M = 8, r = 1e-3: q = 0.10952 at t = 1e5 here and
 at t = 1e2 on ``G``).  We follow DESIGN, and the range where the curves are
-compared with the published ones (t = 1e2 .. 1e6) agrees: on the gain, q(t) moves over t = 1e2 .. 1e6 (0.162 to 0.1083
-from near-CCP) and near-CCP is still above the optimal CCP at t = 1e5, while on
-``G`` it is nearly flat there and already 1.9e-5 below that CCP (0.1081262)
-at t = 1e4.
-``target="return"`` flows on ``G`` for whoever needs eq. (4) literally.
+compared with the published ones (t = 1e2 .. 1e6) agrees: on the gain, q(t)
+moves over that range (0.162 to 0.1083 from near-CCP) and near-CCP is still
+above the optimal CCP at t = 1e5, while on ``G`` it is nearly flat there and
+already 1.9e-5 below that CCP (0.1081262) at t = 1e4.  ``target="return"``
+flows on ``G`` for whoever needs eq. (4) literally.
 
 Everything is float64.  With the same engine, the same torch thread count
 and the same starting state, a run is deterministic bit for bit, which is what
