@@ -292,7 +292,8 @@ def _train_options(p):
     p.add_argument("--init", required=True, help="random, linear, columns, near-ccp, cycles, near-necklace, or a policy file")
     p.add_argument("--seed", type=int, default=0, help="seed of the initialisation (default 0)")
     p.add_argument("--reset", type=_number, default=1e-3, help="reset probability r (default 1e-3)")
-    p.add_argument("--until-t", type=_number, required=True, help="algorithm time to reach")
+    until_t = "algorithm time to reach (t of dw/dt = d gain / dw, DESIGN section 4; on paper eq. (4)'s G = gain / r, t is r times smaller)"
+    p.add_argument("--until-t", type=_number, required=True, help=until_t)
     p.add_argument("--max-dgrad", type=_number, default=None, help="flow: largest change of the gradient per step (default 1e-4)")
     p.add_argument("--max-seconds", type=_number, default=None, help="stop after this much wall time (over all sessions)")
     p.add_argument("--max-steps", type=_positive_int, default=None, help="stop after this many accepted steps")
