@@ -247,9 +247,7 @@ class DenseAdjoint:
         self.mask = None if allowed.all() else np.where(allowed, 0.0, -np.inf)
         self.reset_nodes = np.flatnonzero(arch.reset_mask)
         self.node_choice = np.asarray(chain.node, dtype=np.int64) * C + np.asarray(chain.choice, dtype=np.int64)
-        weight = np.asarray(chain.weight, dtype=np.float64)
-        self.weight = weight
-        self.scaled_weight = (1 - reset) * weight
+        self.scaled_weight = (1 - reset) * np.asarray(chain.weight, dtype=np.float64)
         parts = np.asarray(chain.parts, dtype=np.int64)
         rows, cols = np.asarray(chain.rows, dtype=np.int64), np.asarray(chain.cols, dtype=np.int64)
         self.to_index = parts * X + rows
