@@ -51,6 +51,17 @@ def _labels(name: str, value, size: int, default) -> tuple[str, ...]:
     return labels
 
 
+def _discount(value) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)):
+        raise TypeError(f"discount must be a number in (0, 1) or None, got {value!r}")
+    value = float(value)
+    if not (0 < value < 1):
+        raise ValueError(f"discount must be in (0, 1), got {value!r}")
+    return value
+
+
 @attrs.frozen(kw_only=True, eq=False)
 class POMDP:
     """A finite partially observable world.
@@ -67,6 +78,9 @@ class POMDP:
             evaluation reports their stationary expectation (for instance the
             indicator of playing the worse arm, whose expectation is ``q``).
         state_labels, action_labels, observation_labels: names, one per index.
+        discount: the discount factor ``gamma`` in (0, 1) the world declares
+            (a ``.POMDP`` file's ``discount:``), or None.  Evaluation uses it
+            as the reset ``r = 1 - gamma`` when given neither.
     """
 
     transition: np.ndarray
@@ -77,6 +91,7 @@ class POMDP:
     state_labels: tuple[str, ...] | None = None
     action_labels: tuple[str, ...] | None = None
     observation_labels: tuple[str, ...] | None = None
+    discount: float | None = None
 
     def __attrs_post_init__(self) -> None:
         t = np.asarray(self.transition)
@@ -109,6 +124,7 @@ class POMDP:
         fields["state_labels"] = _labels("state_labels", self.state_labels, S, lambda i: f"s{i}")
         fields["action_labels"] = _labels("action_labels", self.action_labels, A, lambda i: f"a{i}")
         fields["observation_labels"] = _labels("observation_labels", self.observation_labels, O, lambda i: f"o{i}")
+        fields["discount"] = _discount(self.discount)
         for name, value in fields.items():
             object.__setattr__(self, name, value)
 
