@@ -7,6 +7,7 @@ evaluate the controller exactly (:func:`evaluate`) or by Monte Carlo
 :func:`fsc.train.run_training` for resumable runs on disk).
 """
 
+from .automaton import Automaton, product
 from .chain import JointChain, joint_chain
 from .evaluate import CONVENTIONS, Evaluation, evaluate
 from .iterative import ConvergenceError
@@ -24,6 +25,7 @@ __all__ = [
     "ConvergenceError",
     "ENGINES",
     "Adam",
+    "Automaton",
     "Ascent",
     "GradientFlow",
     "Objective",
@@ -46,6 +48,7 @@ __all__ = [
     "flow",
     "joint_chain",
     "optimize",
+    "product",
     "parse_memory",
     "simulate",
 ]

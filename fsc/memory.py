@@ -110,6 +110,52 @@ class MemoryArchitecture(abc.ABC):
     def num_choices(self) -> int:
         return self.allowed.shape[1]
 
+    @property
+    def node_values(self) -> tuple:
+        """What rules see of each node (:meth:`restrict`): the labels, unless a subclass gives structure."""
+        return self.node_labels
+
+    @property
+    def choice_values(self) -> tuple:
+        """What rules see of each choice: the labels, unless a subclass gives structure."""
+        return self.choice_labels
+
+    @property
+    def node_names(self) -> tuple[str, ...]:
+        """The node labels as text, for diagrams and tables."""
+        return self.node_labels
+
+    @property
+    def choice_names(self) -> tuple[str, ...]:
+        """The choice labels as text."""
+        return self.choice_labels
+
+    def restrict(self, rule) -> MemoryArchitecture:
+        """The same nodes and choices, with ``allowed[n, c] &= rule(node, choice)``.
+
+        ``rule`` sees :attr:`node_values` and :attr:`choice_values`: for RAM,
+        Chain and Column the tuples ``(memory, arm, observation)`` (memory
+        from 1; arm and observation None in a blank node) and ``(memory,
+        arm)``; for Memento the history, a tuple of ``(arm, observation)``
+        pairs oldest first, and the arm; for an :class:`fsc.Automaton` its
+        labels.  Returns an :class:`fsc.Automaton` with the same labels.
+
+        Raises:
+            ValueError: a node left with no allowed choice (naming it).
+        """
+        from .automaton import Automaton, rule_mask
+
+        return Automaton.from_tables(
+            node_labels=self.node_labels,
+            choice_labels=self.choice_labels,
+            allowed=self.allowed & rule_mask(self, rule),
+            next_node=self.next_node,
+            choice_action=self.choice_action,
+            reset_mask=self.reset_mask,
+            actions=self.num_actions,
+            observations=self.num_observations,
+        )
+
     def node_index(self, label: str) -> int:
         """Index of the node called ``label``."""
         try:
@@ -136,6 +182,11 @@ class MemoryArchitecture(abc.ABC):
         cls = MemoryArchitecture._registry.get(kind)
         if cls is None:
             raise ValueError(f"unknown memory architecture kind {kind!r}; known: {sorted(MemoryArchitecture._registry)}")
+        return cls.from_fields(spec)
+
+    @classmethod
+    def from_fields(cls, spec: dict[str, Any]) -> MemoryArchitecture:
+        """Build from the fields of :meth:`to_dict` (without ``kind``)."""
         return cls(**spec)
 
 
@@ -194,6 +245,18 @@ class _MemoryWithLastObservation:
         return tuple(f"{i + 1}{x}" for i in range(self.M) for x in a)
 
     @functools.cached_property
+    def node_values(self) -> tuple[tuple, ...]:
+        """``(memory, arm, observation)``: memory from 1, arm and observation None in the blank nodes."""
+        a, o = arm_labels(self.arms), observation_labels(self.observations)
+        blanks = [(i + 1, None, None) for i in range(self.M)]
+        return tuple(blanks + [(i + 1, x, y) for i in range(self.M) for x in a for y in o])
+
+    @functools.cached_property
+    def choice_values(self) -> tuple[tuple, ...]:
+        """``(memory, arm)``: the next memory (from 1) and the arm to play."""
+        return tuple((i + 1, x) for i in range(self.M) for x in arm_labels(self.arms))
+
+    @functools.cached_property
     def next_node(self) -> np.ndarray:
         M, A, O = self.M, self.arms, self.observations
         C = M * A
@@ -231,6 +294,16 @@ class RAM(_MemoryWithLastObservation, MemoryArchitecture):
         return _readonly(np.ones((self.M * (1 + self.arms * self.observations), self.M * self.arms), dtype=bool))
 
 
+def _neighbours(node: tuple, choice: tuple) -> bool:
+    """Chain's rule: the next memory is ``i - 1``, ``i`` or ``i + 1``."""
+    return abs(node[0] - choice[0]) <= 1
+
+
+def _columns(node: tuple, choice: tuple) -> bool:
+    """Column's rule: Chain's, and above memory 1 the arm played last time."""
+    return _neighbours(node, choice) and (node[0] == 1 or node[1] in (None, choice[1]))
+
+
 @attrs.frozen(kw_only=False)
 class Chain(_MemoryWithLastObservation, MemoryArchitecture):
     """RAM restricted to neighbouring memories: the next memory is ``i-1``, ``i`` or ``i+1``."""
@@ -239,11 +312,11 @@ class Chain(_MemoryWithLastObservation, MemoryArchitecture):
     arms: int = attrs.field(default=2, validator=[_check_not_bool, *_arms], kw_only=True)
     observations: int = attrs.field(default=2, validator=[_check_not_bool, *_arms], kw_only=True)
 
+    rule: ClassVar = staticmethod(_neighbours)
+
     @functools.cached_property
     def allowed(self) -> np.ndarray:
-        memory, _ = self._last
-        next_memory, _ = self._choice_memory_arm()
-        return _readonly(np.abs(memory[:, None] - next_memory[None, :]) <= 1)
+        return RAM(self.M, arms=self.arms, observations=self.observations).restrict(self.rule).allowed
 
 
 @attrs.frozen(kw_only=False)
@@ -258,14 +331,11 @@ class Column(_MemoryWithLastObservation, MemoryArchitecture):
     arms: int = attrs.field(default=2, validator=[_check_not_bool, *_arms], kw_only=True)
     observations: int = attrs.field(default=2, validator=[_check_not_bool, *_arms], kw_only=True)
 
+    rule: ClassVar = staticmethod(_columns)
+
     @functools.cached_property
     def allowed(self) -> np.ndarray:
-        memory, arm = self._last
-        next_memory, next_arm = self._choice_memory_arm()
-        chain = np.abs(memory[:, None] - next_memory[None, :]) <= 1
-        free_arm = (memory == 0) | (arm < 0)
-        same_arm = arm[:, None] == next_arm[None, :]
-        return _readonly(chain & (free_arm[:, None] | same_arm))
+        return RAM(self.M, arms=self.arms, observations=self.observations).restrict(self.rule).allowed
 
 
 @attrs.frozen(kw_only=False)
@@ -326,6 +396,17 @@ class Memento(MemoryArchitecture):
     @functools.cached_property
     def choice_labels(self) -> tuple[str, ...]:
         return arm_labels(self.arms)
+
+    @functools.cached_property
+    def node_values(self) -> tuple[tuple, ...]:
+        """The history as a tuple of ``(arm, observation)`` pairs, oldest first (``()`` is the empty one)."""
+        symbols = [(x, y) for x in arm_labels(self.arms) for y in observation_labels(self.observations)]
+        values = [()]
+        layer = [()]
+        for _ in range(self.m):
+            layer = [history + (symbol,) for history in layer for symbol in symbols]
+            values += layer
+        return tuple(values)
 
     @functools.cached_property
     def allowed(self) -> np.ndarray:

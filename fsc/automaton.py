@@ -1,0 +1,434 @@
+"""Memory architectures written as rules: :class:`Automaton`, restrictions, products.
+
+An architecture is a deterministic automaton.  Instead of building its
+integer tables by hand, give its nodes and choices as Python labels and the
+rules that connect them::
+
+    wsls = fsc.Automaton(
+        nodes=["start"] + [(x, o) for x in "AB" for o in "+-"],
+        choices=["A", "B"],
+        step=lambda node, choice, obs: (choice, "+-"[obs]),
+        action="AB".index,
+        actions=2,
+        observations=2,
+        reset=["start"],
+    )
+
+The rules are called once, when the automaton is built, and tabulated into
+the tables every engine reads (``allowed``, ``next_node``, ``choice_action``,
+``reset_mask``); nothing downstream knows the automaton was written as rules.
+"""
+
+from __future__ import annotations
+
+import collections
+import hashlib
+from collections.abc import Callable, Hashable, Iterable, Sequence
+from typing import Any
+
+import numpy as np
+
+from .memory import MemoryArchitecture
+
+__all__ = ["Automaton", "label_text", "product", "rule_mask"]
+
+
+def label_text(label: object) -> str:
+    """A label as text: strings as they are, ``None`` as ``_``, tuples joined.
+
+    ``("A", "+")`` -> ``A+``, ``(3, "A", "+")`` -> ``3A+``; parts longer than
+    one character are separated by commas (``(12, "AB")`` -> ``12,AB``).
+    """
+    if isinstance(label, str):
+        return label
+    if label is None:
+        return "_"
+    if isinstance(label, tuple):
+        parts = [label_text(part) for part in label]
+        return ("" if all(len(part) == 1 for part in parts) else ",").join(parts)
+    return str(label)
+
+
+def _texts(labels: Sequence[object]) -> tuple[str, ...]:
+    """Unique display names for ``labels`` (``label_text``, or ``repr`` where that collides)."""
+    names = tuple(label_text(label) for label in labels)
+    if len(set(names)) == len(names):
+        return names
+    return tuple(repr(label) for label in labels)
+
+
+def _readonly(array: np.ndarray) -> np.ndarray:
+    array.setflags(write=False)
+    return array
+
+
+def _index(kind: str, labels: Iterable[object]) -> tuple[tuple[Hashable, ...], dict[Hashable, int]]:
+    labels = tuple(labels)
+    index: dict[Hashable, int] = {}
+    for i, label in enumerate(labels):
+        try:
+            if label in index:
+                raise ValueError(f"{kind} labels must be distinct, got {label!r} twice")
+        except TypeError:
+            raise TypeError(f"{kind} labels must be hashable, got {label!r}") from None
+        index[label] = i
+    if not labels:
+        raise ValueError(f"an automaton needs at least one {kind}")
+    return labels, index
+
+
+def _count(name: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be an int >= 1, got {value!r}")
+    if value < 1:
+        raise ValueError(f"{name} must be >= 1, got {value!r}")
+    return int(value)
+
+
+def rule_mask(arch: MemoryArchitecture, rule: Callable[[Any, Any], object]) -> np.ndarray:
+    """``mask[n, c] = bool(rule(node, choice))`` over ``arch``'s node and choice values.
+
+    The values are what rules see: an automaton's labels, and for the built-in
+    architectures the tuples of :attr:`MemoryArchitecture.node_values`.
+    """
+    choices = arch.choice_values
+    return np.array([[bool(rule(node, choice)) for choice in choices] for node in arch.node_values], dtype=bool).reshape(arch.num_nodes, arch.num_choices)
+
+
+class Automaton(MemoryArchitecture):
+    """A memory architecture from rules over labels.
+
+    Args:
+        nodes: the node labels (hashable: strings, numbers, tuples of them).
+        choices: the choice labels.
+        step: ``step(node, choice, obs) -> node``, the node after ``choice`` was
+            taken in ``node`` and observation ``obs`` (an index in
+            ``range(observations)``) came.  Called only for allowed choices.
+        action: ``action(choice) -> int``, the world action a choice plays.
+        actions: number of world actions.
+        observations: number of observations.
+        allowed: ``allowed(node, choice) -> bool`` (default: every choice).
+        reset: the labels where a reset may start (default: the first node).
+        prune: drop the nodes that no reset node reaches through allowed
+            choices (default True); ``False`` keeps every declared node.
+
+    The rules are tabulated once.  For a disallowed choice the next node is
+    the node itself (it is never taken: its probability is exactly 0).
+
+    Raises:
+        ValueError: ``step`` returns an undeclared label, a node has no
+            allowed choice, ``action`` is out of range, an unknown reset label,
+            duplicate labels (each naming the node, choice and observation).
+        TypeError: unhashable labels, non-integer actions or counts.
+
+    An automaton compares and hashes by its labels and tables, and is saved
+    (with a policy on it) as those tables: labels must then be strings,
+    numbers, ``None`` or tuples of them.  Treat it as immutable.
+    """
+
+    def __init__(
+        self,
+        nodes: Iterable[Hashable],
+        choices: Iterable[Hashable],
+        step: Callable[[Any, Any, int], Hashable],
+        *,
+        action: Callable[[Any], int],
+        actions: int,
+        observations: int,
+        allowed: Callable[[Any, Any], object] | None = None,
+        reset: Iterable[Hashable] | None = None,
+        prune: bool = True,
+    ) -> None:
+        A, O = _count("actions", actions), _count("observations", observations)
+        nodes, node_index = _index("node", nodes)
+        choices, choice_index = _index("choice", choices)
+        N, C = len(nodes), len(choices)
+        choice_action = np.empty(C, dtype=np.int64)
+        for c, choice in enumerate(choices):
+            a = action(choice)
+            if isinstance(a, bool) or not isinstance(a, (int, np.integer)):
+                raise TypeError(f"action({choice!r}) must be an int in [0, {A}), got {a!r}")
+            if not 0 <= a < A:
+                raise ValueError(f"action({choice!r}) must be in [0, {A}), got {a!r}")
+            choice_action[c] = a
+        starts = [nodes[0]] if reset is None else list(reset)
+        if not starts:
+            raise ValueError("reset must name at least one node")
+        for label in starts:
+            if not isinstance(label, Hashable) or label not in node_index:
+                raise ValueError(f"reset node {label!r} is not a declared node")
+        if allowed is None:
+            mask = np.ones((N, C), dtype=bool)
+        else:
+            mask = np.array([[bool(allowed(node, choice)) for choice in choices] for node in nodes], dtype=bool).reshape(N, C)
+
+        # Tabulate step on every node reached (or every node), allowed choices only.
+        successor = np.full((N, C, O), -1, dtype=np.int64)
+        allowed_choices = [np.flatnonzero(row).tolist() for row in mask]
+        reached = np.zeros(N, dtype=bool)
+        queue = collections.deque(sorted({node_index[label] for label in starts}))
+        if not prune:
+            queue = collections.deque(range(N))
+        reached[list(queue)] = True
+        while queue:
+            n = queue.popleft()
+            node = nodes[n]
+            if not allowed_choices[n]:
+                raise ValueError(f"node {node!r} has no allowed choice")
+            row = successor[n]
+            for c in allowed_choices[n]:
+                choice = choices[c]
+                for o in range(O):
+                    target = step(node, choice, o)
+                    try:
+                        n2 = node_index[target]
+                    except (KeyError, TypeError):
+                        raise ValueError(f"step({node!r}, {choice!r}, {o}) returned {target!r}, which is not a declared node") from None
+                    row[c, o] = n2
+                    if not reached[n2]:
+                        reached[n2] = True
+                        queue.append(n2)
+        keep = np.flatnonzero(reached)
+        new_index = np.full(N, -1, dtype=np.int64)
+        new_index[keep] = np.arange(len(keep))
+        table = successor[keep]
+        unused = table < 0  # disallowed choices: stay put
+        table = np.where(unused, np.arange(len(keep))[:, None, None], new_index[np.maximum(table, 0)])
+        reset_mask = np.zeros(N, dtype=bool)
+        reset_mask[[node_index[label] for label in starts]] = True
+        self._set(
+            node_labels=tuple(nodes[n] for n in keep),
+            choice_labels=choices,
+            allowed=mask[keep],
+            next_node=table,
+            choice_action=choice_action,
+            reset_mask=reset_mask[keep],
+            actions=A,
+            observations=O,
+        )
+
+    @classmethod
+    def from_tables(
+        cls,
+        *,
+        node_labels: Sequence[Hashable],
+        choice_labels: Sequence[Hashable],
+        allowed: np.ndarray,
+        next_node: np.ndarray,
+        choice_action: np.ndarray,
+        reset_mask: np.ndarray,
+        actions: int,
+        observations: int,
+    ) -> Automaton:
+        """An automaton from its tables (checked: shapes, ranges, a choice per node, a reset node)."""
+        A, O = _count("actions", actions), _count("observations", observations)
+        node_labels, _ = _index("node", node_labels)
+        choice_labels, _ = _index("choice", choice_labels)
+        N, C = len(node_labels), len(choice_labels)
+        allowed = np.array(allowed, dtype=bool)
+        next_node = np.array(next_node, dtype=np.int64)
+        choice_action = np.array(choice_action, dtype=np.int64)
+        reset_mask = np.array(reset_mask, dtype=bool)
+        for name, array, shape in (
+            ("allowed", allowed, (N, C)),
+            ("next_node", next_node, (N, C, O)),
+            ("choice_action", choice_action, (C,)),
+            ("reset_mask", reset_mask, (N,)),
+        ):
+            if array.shape != shape:
+                raise ValueError(f"{name} must have shape {shape}, got {array.shape}")
+        if next_node.size and not ((next_node >= 0) & (next_node < N)).all():
+            raise ValueError(f"next_node must be in [0, {N}), got values from {next_node.min()} to {next_node.max()}")
+        if not ((choice_action >= 0) & (choice_action < A)).all():
+            raise ValueError(f"choice_action must be in [0, {A}), got values from {choice_action.min()} to {choice_action.max()}")
+        dead = np.flatnonzero(~allowed.any(axis=1))
+        if len(dead):
+            raise ValueError(f"node {node_labels[dead[0]]!r} has no allowed choice")
+        if not reset_mask.any():
+            raise ValueError("reset_mask must mark at least one node")
+        self = object.__new__(cls)
+        self._set(
+            node_labels=node_labels,
+            choice_labels=choice_labels,
+            allowed=allowed,
+            next_node=next_node,
+            choice_action=choice_action,
+            reset_mask=reset_mask,
+            actions=A,
+            observations=O,
+        )
+        return self
+
+    def _set(self, **fields: Any) -> None:
+        for name in ("allowed", "next_node", "choice_action", "reset_mask"):
+            fields[name] = _readonly(np.ascontiguousarray(fields[name]))
+        for name, value in fields.items():
+            object.__setattr__(self, "_" + name, value)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"an Automaton is immutable (tried to set {name!r})")
+
+    # The tables.
+
+    node_labels = property(lambda self: self._node_labels, doc="Node labels, as given (Python values).")
+    choice_labels = property(lambda self: self._choice_labels, doc="Choice labels, as given (Python values).")
+    allowed = property(lambda self: self._allowed, doc="``allowed[n, c]``, bool ``(N, C)``.")
+    next_node = property(lambda self: self._next_node, doc="``next_node[n, c, o]``, int64 ``(N, C, O)``.")
+    choice_action = property(lambda self: self._choice_action, doc="``choice_action[c]``, int64 ``(C,)``.")
+    reset_mask = property(lambda self: self._reset_mask, doc="``reset_mask[n]``, bool ``(N,)``.")
+    num_actions = property(lambda self: self._actions)
+    num_observations = property(lambda self: self._observations)
+
+    @property
+    def node_names(self) -> tuple[str, ...]:
+        try:
+            return self._node_names
+        except AttributeError:
+            object.__setattr__(self, "_node_names", _texts(self._node_labels))
+            return self._node_names
+
+    @property
+    def choice_names(self) -> tuple[str, ...]:
+        try:
+            return self._choice_names
+        except AttributeError:
+            object.__setattr__(self, "_choice_names", _texts(self._choice_labels))
+            return self._choice_names
+
+    # Value semantics.
+
+    def _key(self) -> tuple:
+        return (
+            self._node_labels,
+            self._choice_labels,
+            self._actions,
+            self._observations,
+            self._allowed.tobytes(),
+            self._next_node.tobytes(),
+            self._choice_action.tobytes(),
+            self._reset_mask.tobytes(),
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Automaton):
+            return NotImplemented
+        return self is other or self._key() == other._key()
+
+    def __hash__(self) -> int:
+        try:
+            return self._hash
+        except AttributeError:
+            object.__setattr__(self, "_hash", hash(self._key()))
+            return self._hash
+
+    def __repr__(self) -> str:
+        digest = hashlib.sha256(repr(self._key()).encode()).hexdigest()[:8]
+        return f"Automaton({self.num_nodes} nodes, {self.num_choices} choices, actions={self._actions}, observations={self._observations}, #{digest})"
+
+    # Files.
+
+    def to_dict(self) -> dict[str, Any]:
+        """The labels and tables, JSON-able (tuples become lists)."""
+        return {
+            "kind": "Automaton",
+            "nodes": [_json_label(label) for label in self._node_labels],
+            "choices": [_json_label(label) for label in self._choice_labels],
+            "allowed": self._allowed.astype(int).tolist(),
+            "next_node": self._next_node.tolist(),
+            "choice_action": self._choice_action.tolist(),
+            "reset": np.flatnonzero(self._reset_mask).tolist(),
+            "actions": self._actions,
+            "observations": self._observations,
+        }
+
+    @classmethod
+    def from_fields(cls, spec: dict[str, Any]) -> Automaton:
+        try:
+            reset = np.zeros(len(spec["nodes"]), dtype=bool)
+            reset[spec["reset"]] = True
+            return cls.from_tables(
+                node_labels=[_from_json_label(label) for label in spec["nodes"]],
+                choice_labels=[_from_json_label(label) for label in spec["choices"]],
+                allowed=spec["allowed"],
+                next_node=spec["next_node"],
+                choice_action=spec["choice_action"],
+                reset_mask=reset,
+                actions=spec["actions"],
+                observations=spec["observations"],
+            )
+        except (KeyError, IndexError) as error:
+            raise ValueError(f"not an Automaton description: missing or bad {error}") from None
+
+
+def _json_label(label: object) -> object:
+    if isinstance(label, tuple):
+        return [_json_label(part) for part in label]
+    if label is None or isinstance(label, (str, bool, int, float)):
+        return label
+    if isinstance(label, np.integer):
+        return int(label)
+    raise TypeError(f"an Automaton saved to a file needs labels made of strings, numbers, None and tuples, got {label!r}")
+
+
+def _from_json_label(value: object) -> Hashable:
+    return tuple(_from_json_label(part) for part in value) if isinstance(value, list) else value
+
+
+def product(a: MemoryArchitecture, b: MemoryArchitecture) -> Automaton:
+    """Two memories updated side by side by the same action and observation.
+
+    A node is a pair ``(node of a, node of b)``; a choice is a pair of choices
+    that play the same world action, allowed when both are; after it and
+    observation ``o`` each memory moves as it would alone.  Resets start in
+    pairs of reset nodes.  Only the pairs a reset reaches are kept.
+
+    Raises:
+        TypeError: arguments that are not architectures.
+        ValueError: different action or observation counts, or a reached pair
+            with no allowed choice.
+    """
+    for name, arch in (("a", a), ("b", b)):
+        if not isinstance(arch, MemoryArchitecture):
+            raise TypeError(f"product({name}=...) needs a fsc.MemoryArchitecture, got {type(arch).__name__}")
+    if a.num_actions != b.num_actions or a.num_observations != b.num_observations:
+        raise ValueError(
+            f"a product needs the same actions and observations, got {a.num_actions} and {b.num_actions} actions, "
+            f"{a.num_observations} and {b.num_observations} observations"
+        )
+    pairs = [(ca, cb) for ca in range(a.num_choices) for cb in range(b.num_choices) if a.choice_action[ca] == b.choice_action[cb]]
+    ca, cb = (np.array([pair[i] for pair in pairs], dtype=np.int64) for i in (0, 1))
+    Nb, O = b.num_nodes, a.num_observations
+    starts = [na * Nb + nb for na in np.flatnonzero(a.reset_mask) for nb in np.flatnonzero(b.reset_mask)]
+    index = {code: i for i, code in enumerate(starts)}
+    order = list(starts)
+    rows_allowed, rows_next = [], []
+    i = 0
+    while i < len(order):
+        na, nb = divmod(order[i], Nb)
+        allowed = a.allowed[na, ca] & b.allowed[nb, cb]
+        if not allowed.any():
+            raise ValueError(f"node {(a.node_labels[na], b.node_labels[nb])!r} of the product has no allowed choice")
+        codes = a.next_node[na, ca] * Nb + b.next_node[nb, cb]  # (C, O)
+        codes = np.where(allowed[:, None], codes, order[i])
+        row = np.empty(codes.shape, dtype=np.int64)
+        for flat, code in enumerate(codes.ravel().tolist()):
+            j = index.get(code)
+            if j is None:
+                j = index[code] = len(order)
+                order.append(code)
+            row.flat[flat] = j
+        rows_allowed.append(allowed)
+        rows_next.append(row)
+        i += 1
+    reset = np.zeros(len(order), dtype=bool)
+    reset[: len(starts)] = True
+    return Automaton.from_tables(
+        node_labels=[(a.node_labels[code // Nb], b.node_labels[code % Nb]) for code in order],
+        choice_labels=[(a.choice_labels[x], b.choice_labels[y]) for x, y in pairs],
+        allowed=np.array(rows_allowed).reshape(len(order), len(pairs)),
+        next_node=np.array(rows_next).reshape(len(order), len(pairs), O),
+        choice_action=a.choice_action[ca],
+        reset_mask=reset,
+        actions=a.num_actions,
+        observations=O,
+    )
