@@ -59,7 +59,7 @@ def _number(text: str) -> float:
 
 def _add_controller_options(p: argparse.ArgumentParser, *, policy: bool = True) -> None:
     p.add_argument("--mu", type=_number, default=0.1, help="gap between the arms, in (0, 1) (default 0.1)")
-    p.add_argument("--memory", default="ram:2", help="ram:M, chain:M, column:M or memento:m (default ram:2)")
+    p.add_argument("--memory", default="ram:2", help="ram:M, chain:M, column:M, memento:m, or FILE.py:NAME for an architecture of your own (default ram:2)")
     if policy:
         p.add_argument(
             "--policy",
@@ -288,7 +288,7 @@ def cmd_train(args) -> int:
 
 def _train_options(p):
     p.add_argument("--mu", type=_number, default=0.1, help="gap between the arms, in (0, 1) (default 0.1)")
-    p.add_argument("--memory", required=True, help="ram:M, chain:M, column:M or memento:m")
+    p.add_argument("--memory", required=True, help="ram:M, chain:M, column:M, memento:m, or FILE.py:NAME for an architecture of your own")
     p.add_argument("--init", required=True, help="random, linear, columns, near-ccp, cycles, near-necklace, or a policy file")
     p.add_argument("--seed", type=int, default=0, help="seed of the initialisation (default 0)")
     p.add_argument("--reset", type=_number, default=1e-3, help="reset probability r (default 1e-3)")

@@ -442,10 +442,19 @@ _KINDS = {"ram": RAM, "chain": Chain, "column": Column, "memento": Memento}
 
 
 def parse_memory(text: str, *, arms: int = 2, observations: int = 2) -> MemoryArchitecture:
-    """Build an architecture from ``ram:M``, ``chain:M``, ``column:M`` or ``memento:m``."""
+    """Build an architecture from ``ram:M``, ``chain:M``, ``column:M``, ``memento:m`` or ``FILE.py:NAME``.
+
+    ``FILE.py:NAME`` runs the Python file ``FILE.py`` (the user names it, so
+    running it is expected) and takes its global ``NAME``: an architecture,
+    or a function of no arguments that returns one.  ``arms`` and
+    ``observations`` size the built-in kinds only.
+    """
+    path, sep, name = str(text).rpartition(":")
+    if sep and path.endswith(".py"):
+        return _memory_from_file(path, name)
     kind, sep, size = str(text).partition(":")
     if not sep or kind.lower() not in _KINDS:
-        raise ValueError(f"memory must be ram:M, chain:M, column:M or memento:m, got {text!r}")
+        raise ValueError(f"memory must be ram:M, chain:M, column:M, memento:m or FILE.py:NAME, got {text!r}")
     try:
         value = int(size)
     except ValueError:
@@ -453,3 +462,29 @@ def parse_memory(text: str, *, arms: int = 2, observations: int = 2) -> MemoryAr
     if value < 1:
         raise ValueError(f"memory size must be an integer >= 1, got {value} in {text!r}")
     return _KINDS[kind.lower()](value, arms=arms, observations=observations)
+
+
+def _memory_from_file(path: str, name: str) -> MemoryArchitecture:
+    """The architecture called ``name`` in the Python file ``path`` (see :func:`parse_memory`)."""
+    import os
+    import runpy
+
+    if not os.path.isfile(path):
+        raise ValueError(f"memory file {path!r} does not exist")
+    if not name.isidentifier():
+        raise ValueError(f"memory {path}:{name} must name a Python global after the colon, got {name!r}")
+    try:
+        namespace = runpy.run_path(path, run_name="fsc_memory_file")
+    except Exception as error:  # the user's file failed: say where, in one line
+        raise ValueError(f"memory file {path!r} failed to run: {type(error).__name__}: {error}") from error
+    if name not in namespace:
+        raise ValueError(f"memory file {path!r} defines no {name!r}")
+    value = namespace[name]
+    if callable(value) and not isinstance(value, MemoryArchitecture) and not isinstance(value, type):
+        try:
+            value = value()
+        except Exception as error:
+            raise ValueError(f"{path}:{name}() failed: {type(error).__name__}: {error}") from error
+    if not isinstance(value, MemoryArchitecture):
+        raise ValueError(f"{path}:{name} is not a fsc.MemoryArchitecture (nor a function returning one), got {type(value).__name__}")
+    return value

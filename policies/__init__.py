@@ -4,7 +4,10 @@
   closed forms in :mod:`policies.closed_form`.
 - :func:`necklace_policy`: the necklace policy on the Memento memory
   (Definition 4.1); necklace combinatorics in :mod:`policies.necklaces`.
-- :func:`initial_policy`: the initialisations of the paper's Figure 4.
+- :mod:`policies.star`: the star, the CCP for ``k`` hypotheses, with its
+  closed form.
+- :func:`initial_policy`: the initialisations of the paper's Figure 4
+  (and ``near-star``).
 """
 
 from __future__ import annotations
@@ -12,10 +15,11 @@ from __future__ import annotations
 from fsc.memory import MemoryArchitecture
 from fsc.policy import Policy
 
-from . import closed_form, necklaces
+from . import closed_form, necklaces, star
 from .ccp import ccp, ccp_probs
 from .initial import INITIALISATIONS, initial_policy
 from .necklace import default_eps, necklace_exits, necklace_policy, necklace_probs
+from .star import star_architecture, star_eps_opt, star_probs, star_q
 
 __all__ = [
     "INITIALISATIONS",
@@ -30,10 +34,15 @@ __all__ = [
     "necklace_policy",
     "necklace_probs",
     "necklaces",
+    "star",
+    "star_architecture",
+    "star_eps_opt",
+    "star_probs",
+    "star_q",
 ]
 
 #: Names accepted by :func:`named_policy` (and ``--policy`` on the command line).
-POLICY_NAMES = ("uniform", "ccp", "necklace", *INITIALISATIONS)
+POLICY_NAMES = ("uniform", "ccp", "star", "necklace", *INITIALISATIONS)
 
 
 def named_policy(
@@ -51,7 +60,7 @@ def named_policy(
     """A policy by name on ``arch``: ``uniform``, the exact ``ccp`` and
     ``necklace`` policies (no ``1e-4`` added), or an initialisation.
 
-    ``ccp`` without ``eps`` uses the closed-form optimal eps at ``reset``
+    ``ccp`` (``star``: its ``k``-arm form) without ``eps`` uses the closed-form optimal eps at ``reset``
     (capped at 1); ``necklace`` defaults to ``eps0 = r^(1/2)``, ``eps1 = r^(1/4)``.
     """
     if name == "uniform":
@@ -60,6 +69,10 @@ def named_policy(
         if eps is None:
             eps = min(1.0, closed_form.ccp_eps_opt(mu, _size(arch, "ccp"), reset))
         return Policy.from_probs(arch, *ccp_probs(arch, eps))
+    if name == "star":
+        if eps is None:
+            eps = star_eps_opt(mu, _size(arch, "star"), reset, arch.num_actions)
+        return Policy.from_probs(arch, *star_probs(arch, eps))
     if name == "necklace":
         default0, default1 = default_eps(reset)
         return Policy.from_probs(arch, *necklace_probs(arch, default0 if eps0 is None else eps0, default1 if eps1 is None else eps1))

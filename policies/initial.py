@@ -23,7 +23,7 @@ from .necklace import default_eps, necklace_probs
 
 __all__ = ["INITIALISATIONS", "NOISE", "from_weights", "initial_policy", "paper_necklace_weights"]
 
-INITIALISATIONS = ("random", "linear", "columns", "near-ccp", "cycles", "near-necklace")
+INITIALISATIONS = ("random", "linear", "columns", "near-ccp", "near-star", "cycles", "near-necklace")
 
 #: Added to every probability before taking the log (the published code's 1e-4).
 NOISE = 1e-4
@@ -133,6 +133,9 @@ def initial_policy(
     - ``columns``: the same on the column-shaped choices (same arm above memory 1).
     - ``near-ccp``: the column of confidence policy with ``eps`` (default:
       the closed-form optimum at ``reset``, capped at 1), ``+ 1e-4``, log.
+    - ``near-star``: the star policy (the CCP for ``k`` arms,
+      :mod:`policies.star`) with ``eps`` (default: its optimum at ``reset``),
+      ``+ 1e-4``, log.
     - ``cycles``: play the oldest arm except where every reward is
       maximally informative (there 1/2 each): the paths between necklaces
       are left to training.
@@ -162,6 +165,13 @@ def initial_policy(
             eps = min(1.0, ccp_eps_opt(mu, arch.M, reset))
         weights, init = ccp_probs(arch, _check_eps(eps))
         return from_weights(arch, weights, init)
+    if name == "near-star":
+        _ram_like(arch, name)
+        from .star import star_eps_opt, star_probs
+
+        if eps is None:
+            eps = star_eps_opt(mu, arch.M, reset, arch.arms)
+        return from_weights(arch, *star_probs(arch, _check_eps(eps)))
     _memento(arch, name)
     if name == "cycles":
         return from_weights(arch, *_cycles_weights(arch))

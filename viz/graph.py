@@ -154,7 +154,7 @@ class _GenericDisplay(NodeDisplay):
     """Any architecture: one display node per architecture node."""
 
     def key(self, n: int) -> str:
-        return self.architecture.node_labels[n]
+        return self.architecture.node_names[n]
 
     def kind(self, n: int) -> str:
         return "start" if self.architecture.reset_mask[n] else "memory"
@@ -722,7 +722,7 @@ def build_memory_graph(
 
     # Edges between display nodes, aggregated over the reached members of the tail.
     items: dict[tuple[str, str], dict[str, float]] = defaultdict(lambda: defaultdict(float))
-    choice_labels, obs_labels = architecture.choice_labels, _obs_labels(architecture)
+    choice_labels, obs_labels = architecture.choice_names, _obs_labels(architecture)
     O = architecture.num_observations
     for n in np.flatnonzero(reached):
         u = keys[n]
