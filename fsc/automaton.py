@@ -197,6 +197,8 @@ class Automaton(MemoryArchitecture):
         reset_mask = np.zeros(N, dtype=bool)
         reset_mask[[node_index[label] for label in starts]] = True
         self._set(
+            node_values=tuple(nodes[n] for n in keep),
+            choice_values=choices,
             node_labels=tuple(nodes[n] for n in keep),
             choice_labels=choices,
             allowed=mask[keep],
@@ -219,8 +221,14 @@ class Automaton(MemoryArchitecture):
         reset_mask: np.ndarray,
         actions: int,
         observations: int,
+        node_values: Sequence[Hashable] | None = None,
+        choice_values: Sequence[Hashable] | None = None,
     ) -> Automaton:
-        """An automaton from its tables (checked: shapes, ranges, a choice per node, a reset node)."""
+        """An automaton from its tables (checked: shapes, ranges, a choice per node, a reset node).
+
+        ``node_values`` and ``choice_values`` (default: the labels) are what
+        rules see (:meth:`restrict`); a restriction keeps its base's.
+        """
         A, O = _count("actions", actions), _count("observations", observations)
         node_labels, _ = _index("node", node_labels)
         choice_labels, _ = _index("choice", choice_labels)
@@ -246,8 +254,13 @@ class Automaton(MemoryArchitecture):
             raise ValueError(f"node {node_labels[dead[0]]!r} has no allowed choice")
         if not reset_mask.any():
             raise ValueError("reset_mask must mark at least one node")
+        for name, values, size in (("node_values", node_values, N), ("choice_values", choice_values, C)):
+            if values is not None and len(values) != size:
+                raise ValueError(f"{name} must have {size} entries, got {len(values)}")
         self = object.__new__(cls)
         self._set(
+            node_values=node_labels if node_values is None else tuple(node_values),
+            choice_values=choice_labels if choice_values is None else tuple(choice_values),
             node_labels=node_labels,
             choice_labels=choice_labels,
             allowed=allowed,
@@ -272,6 +285,8 @@ class Automaton(MemoryArchitecture):
 
     node_labels = property(lambda self: self._node_labels, doc="Node labels, as given (Python values).")
     choice_labels = property(lambda self: self._choice_labels, doc="Choice labels, as given (Python values).")
+    node_values = property(lambda self: self._node_values, doc="What rules see of each node: the labels, or a restricted base's values.")
+    choice_values = property(lambda self: self._choice_values, doc="What rules see of each choice.")
     allowed = property(lambda self: self._allowed, doc="``allowed[n, c]``, bool ``(N, C)``.")
     next_node = property(lambda self: self._next_node, doc="``next_node[n, c, o]``, int64 ``(N, C, O)``.")
     choice_action = property(lambda self: self._choice_action, doc="``choice_action[c]``, int64 ``(C,)``.")
@@ -307,6 +322,8 @@ class Automaton(MemoryArchitecture):
             self._next_node.tobytes(),
             self._choice_action.tobytes(),
             self._reset_mask.tobytes(),
+            self._node_values,
+            self._choice_values,
         )
 
     def __eq__(self, other: object) -> bool:
@@ -329,6 +346,11 @@ class Automaton(MemoryArchitecture):
 
     def to_dict(self) -> dict[str, Any]:
         """The labels and tables, JSON-able (tuples become lists)."""
+        values = {}
+        if self._node_values != self._node_labels:
+            values["node_values"] = [_json_label(v) for v in self._node_values]
+        if self._choice_values != self._choice_labels:
+            values["choice_values"] = [_json_label(v) for v in self._choice_values]
         return {
             "kind": "Automaton",
             "nodes": [_json_label(label) for label in self._node_labels],
@@ -339,6 +361,7 @@ class Automaton(MemoryArchitecture):
             "reset": np.flatnonzero(self._reset_mask).tolist(),
             "actions": self._actions,
             "observations": self._observations,
+            **values,
         }
 
     @classmethod
@@ -355,6 +378,8 @@ class Automaton(MemoryArchitecture):
                 reset_mask=reset,
                 actions=spec["actions"],
                 observations=spec["observations"],
+                node_values=[_from_json_label(v) for v in spec["node_values"]] if "node_values" in spec else None,
+                choice_values=[_from_json_label(v) for v in spec["choice_values"]] if "choice_values" in spec else None,
             )
         except (KeyError, IndexError) as error:
             raise ValueError(f"not an Automaton description: missing or bad {error}") from None

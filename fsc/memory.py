@@ -154,6 +154,8 @@ class MemoryArchitecture(abc.ABC):
             reset_mask=self.reset_mask,
             actions=self.num_actions,
             observations=self.num_observations,
+            node_values=self.node_values,
+            choice_values=self.choice_values,
         )
 
     def node_index(self, label: str) -> int:

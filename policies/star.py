@@ -164,33 +164,33 @@ def branch_visit(win: float, M: int, eps: float, gamma: float) -> tuple[float, f
     gamma^t]`` counts the visit's steps, ``L = E[gamma^tau]`` discounts its
     end (``tau``: the first step in the next branch).  Both solve the
     tridiagonal system ``(I - gamma P) x = b`` (the recursion of appendix C),
-    solved by elimination from the top (an M-matrix: every pivot is positive).
+    solved by elimination from the top with pivots that are sums of positive terms.
     """
     lose = 1.0 - win
-    # Row i: x_i - gamma (up_i x_{i+1} + stay_i x_i + down_i x_{i-1}) = b_i.
+    # Row i: x_i - gamma (up_i x_{i+1} + stay_i x_i + down_i x_{i-1}) = b_i, where
+    # stay_i = 1 - up_i - down_i - leave_i is never formed (it would cancel).
     up = np.full(M, win)
     down = np.full(M, lose)
-    stay = np.zeros(M)
     leave = np.zeros(M)
     up[M - 1] = 0.0
-    stay[M - 1] = win + lose * (1 - eps)
     down[M - 1] = lose * eps
     if M == 1:
         leave[0], down[0] = lose * eps, 0.0
     else:
         leave[0], down[0] = lose, 0.0
-    # Eliminate from the top: x_M = (b_M + gamma down_M x_{M-1}) / (1 - gamma stay_M), and so on down.
+    # Eliminate from the top: x_i = a_i + c_i x_{i-1}.  With e_i = 1 - c_i and
+    # up + down + stay + leave = 1, each pivot 1 - gamma (stay_i + up_i c_{i+1})
+    # is the sum of positive terms r + gamma (down_i + leave_i + up_i e_{i+1}),
+    # so no digit cancels, even at gamma = 1 with a tiny eps.
+    r = 1.0 - gamma
     results = []
     for b in (np.ones(M), gamma * leave):
-        a_coef = np.empty(M)  # x_i = a_i + c_i x_{i-1}
-        c_coef = np.empty(M)
-        a_next, c_next = 0.0, 0.0
+        a_next, e_next = 0.0, 1.0
         for i in range(M - 1, -1, -1):
-            pivot = 1.0 - gamma * stay[i] - gamma * up[i] * c_next
-            a_coef[i] = (b[i] + gamma * up[i] * a_next) / pivot
-            c_coef[i] = gamma * down[i] / pivot
-            a_next, c_next = a_coef[i], c_coef[i]
-        results.append(float(a_coef[0]))  # x_1 (down[0] = 0)
+            pivot = r + gamma * (down[i] + leave[i] + up[i] * e_next)
+            a_next = (b[i] + gamma * up[i] * a_next) / pivot
+            e_next = (r + gamma * (leave[i] + up[i] * e_next)) / pivot
+        results.append(float(a_next))  # x_1 (down[0] = 0)
     return results[0], results[1]
 
 
