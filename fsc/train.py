@@ -493,8 +493,18 @@ def run_training(
 def _check_same_run(out: Path, saved: dict, arguments: dict) -> None:
     differ = sorted(k for k in set(saved) | set(arguments) if k not in _MAY_CHANGE and k != "out" and saved.get(k) != arguments.get(k))
     if differ:
-        details = ", ".join(f"{k}: {saved.get(k)!r} there, {arguments.get(k)!r} now" for k in differ)
+        details = ", ".join(f"{k}: {_short(saved.get(k))} there, {_short(arguments.get(k))} now" for k in differ)
         raise ValueError(f"{str(out)!r} holds a run with other arguments ({details}); use another out directory")
+
+
+def _short(value: object) -> str:
+    """``repr`` of an argument, or a digest of it when long (an automaton's tables)."""
+    text = repr(value)
+    if len(text) <= 120:
+        return text
+    import hashlib
+
+    return f"<{len(text)} characters, sha256 {hashlib.sha256(json.dumps(value, sort_keys=True).encode()).hexdigest()[:12]}>"
 
 
 def _same_policy(a: Policy, b: Policy) -> bool:
