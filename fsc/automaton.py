@@ -159,35 +159,41 @@ class Automaton(MemoryArchitecture):
                 raise ValueError(f"reset node {label!r} is not a declared node")
         if allowed is None:
             mask = np.ones((N, C), dtype=bool)
+            allowed_choices = [list(range(C))] * N
         else:
-            mask = np.array([[bool(allowed(node, choice)) for choice in choices] for node in nodes], dtype=bool).reshape(N, C)
+            rows = [[bool(allowed(node, choice)) for choice in choices] for node in nodes]
+            mask = np.array(rows, dtype=bool).reshape(N, C)
+            allowed_choices = [[c for c, ok in enumerate(row) if ok] for row in rows]
 
         # Tabulate step on every node reached (or every node), allowed choices only.
-        successor = np.full((N, C, O), -1, dtype=np.int64)
-        allowed_choices = [np.flatnonzero(row).tolist() for row in mask]
-        reached = np.zeros(N, dtype=bool)
+        # Plain Python lists in the loop: numpy item access would cost as much as the rule.
+        successor = [-1] * (N * C * O)
+        reached = bytearray(N)
         queue = collections.deque(sorted({node_index[label] for label in starts}))
         if not prune:
             queue = collections.deque(range(N))
-        reached[list(queue)] = True
+        for n in queue:
+            reached[n] = 1
         while queue:
             n = queue.popleft()
             node = nodes[n]
             if not allowed_choices[n]:
                 raise ValueError(f"node {node!r} has no allowed choice")
-            row = successor[n]
             for c in allowed_choices[n]:
                 choice = choices[c]
+                base = (n * C + c) * O
                 for o in range(O):
                     target = step(node, choice, o)
                     try:
                         n2 = node_index[target]
                     except (KeyError, TypeError):
                         raise ValueError(f"step({node!r}, {choice!r}, {o}) returned {target!r}, which is not a declared node") from None
-                    row[c, o] = n2
+                    successor[base + o] = n2
                     if not reached[n2]:
-                        reached[n2] = True
+                        reached[n2] = 1
                         queue.append(n2)
+        successor = np.array(successor, dtype=np.int64).reshape(N, C, O)
+        reached = np.frombuffer(bytes(reached), dtype=bool)
         keep = np.flatnonzero(reached)
         new_index = np.full(N, -1, dtype=np.int64)
         new_index[keep] = np.arange(len(keep))
