@@ -35,7 +35,20 @@ gamma^t``), summing the equations solves them without cancellation:
     w_x = \frac{r D_x}{k - r D_x},
 
 averaged over the hypotheses ``j``; at ``k = 2`` this is appendix C's
-``q = N_B / (N_A + N_B)``.  At ``r = 0``, with equal
+``q = N_B / (N_A + N_B)``.
+
+The cyclic star (``order="cyclic"``) leaves branch ``x`` for branch
+``x + 1`` (mod ``k``) instead of a uniform other branch: the search after a
+reset visits each worse branch at most once before the better one, as
+gradient flow finds from near the uniform star.  Its renewal equations
+``W_x = [x != j] D_x + L_x W_{x+1}`` go once round the cycle:
+
+.. math::
+
+    r W_x = \frac{\sum_{n < k,\ x + n \ne j} u_{x+n} \prod_{i < n} L_{x+i}}{1 - \prod_y L_y},
+    \qquad u_x = r D_x = 1 - L_x,
+
+sums of positive terms again (``1 - prod L = -expm1(sum log1p(-u))``).  At ``r = 0``, with equal
 exits, ``q = (k-1) T_B / ((k-1) T_B + T_A)`` with ``T`` the mean visit length.
 """
 
@@ -50,7 +63,9 @@ import fsc
 from fsc.memory import MemoryArchitecture, arm_labels, observation_labels
 from fsc.policy import Policy
 
-__all__ = ["branch_visit", "star", "star_architecture", "star_eps_opt", "star_probs", "star_q", "star_q_eps_zero", "star_q_limit"]
+ORDERS = ("uniform", "cyclic")
+
+__all__ = ["ORDERS", "branch_visit", "star", "star_architecture", "star_eps_opt", "star_probs", "star_q", "star_q_eps_zero", "star_q_limit"]
 
 
 def _integer(name: str, value: object, low: int) -> int:
@@ -92,7 +107,7 @@ def star_architecture(M: int, k: int) -> fsc.Automaton:
     )
 
 
-def star_probs(arch: MemoryArchitecture, eps: float | Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
+def star_probs(arch: MemoryArchitecture, eps: float | Sequence[float], order: str = "uniform") -> tuple[np.ndarray, np.ndarray]:
     """The star policy's ``(probs, init_probs)`` on an architecture with RAM's node values.
 
     ``arch``: the star, ``Column(M, arms=k)``, ``Chain`` or ``RAM`` with ``k``
@@ -101,10 +116,13 @@ def star_probs(arch: MemoryArchitecture, eps: float | Sequence[float]) -> tuple[
     top is the bottom: a loss leaves the branch with probability ``eps_x``.
     The reset starts in ``(1, None, None)`` and enters each branch with
     probability ``1/k``; other blank nodes (never reached) play uniformly.
+    ``order``: where a loss at the bottom of branch ``x`` goes, ``"uniform"``
+    (any other branch) or ``"cyclic"`` (branch ``x + 1`` mod ``k``).
 
     Raises:
-        ValueError: another kind of architecture, or a move it does not allow.
+        ValueError: another kind of architecture, a move it does not allow, an unknown order.
     """
+    _order(order)
     nodes, choices = arch.node_values, arch.choice_values
     if arch.num_observations != 2 or not nodes or not all(isinstance(v, tuple) and len(v) == 3 for v in nodes):
         raise ValueError(f"the star policy needs nodes (memory, arm, reward) and two observations (RAM, Chain, Column or the star), got {arch!r}")
@@ -124,7 +142,7 @@ def star_probs(arch: MemoryArchitecture, eps: float | Sequence[float]) -> tuple[
                 row[:] = arch.allowed[n] / arch.allowed[n].sum()
             continue
         e = exits[arms.index(x)]
-        others = [y for y in arms if y != x]
+        others = [y for y in arms if y != x] if order == "uniform" else [arms[(arms.index(x) + 1) % k]]
         if o == "+":
             row[choice_index[(min(i + 1, M), x)]] = 1
         elif i == M:
@@ -133,10 +151,10 @@ def star_probs(arch: MemoryArchitecture, eps: float | Sequence[float]) -> tuple[
                 row[choice_index[(M - 1, x)]] += e
             else:
                 for y in others:
-                    row[choice_index[(1, y)]] += e / (k - 1)
+                    row[choice_index[(1, y)]] += e / len(others)
         elif i == 1:
             for y in others:
-                row[choice_index[(1, y)]] = 1 / (k - 1)
+                row[choice_index[(1, y)]] = 1 / len(others)
         else:
             row[choice_index[(i - 1, x)]] = 1
     bad = np.argwhere((probs > 0) & ~arch.allowed)
@@ -148,10 +166,16 @@ def star_probs(arch: MemoryArchitecture, eps: float | Sequence[float]) -> tuple[
     return probs, init
 
 
-def star(M: int, k: int, eps: float | Sequence[float]) -> tuple[fsc.Automaton, Policy]:
-    """The star architecture and the star policy on it."""
+def star(M: int, k: int, eps: float | Sequence[float], order: str = "uniform") -> tuple[fsc.Automaton, Policy]:
+    """The star architecture and the star policy on it (``order``: see :func:`star_probs`)."""
     arch = star_architecture(M, k)
-    return arch, Policy.from_probs(arch, *star_probs(arch, eps))
+    return arch, Policy.from_probs(arch, *star_probs(arch, eps, order))
+
+
+def _order(order: object) -> str:
+    if order not in ORDERS:
+        raise ValueError(f"order must be one of {', '.join(ORDERS)}, got {order!r}")
+    return order
 
 
 def branch_visit(win: float, M: int, eps: float, gamma: float) -> tuple[float, float]:
@@ -194,13 +218,16 @@ def branch_visit(win: float, M: int, eps: float, gamma: float) -> tuple[float, f
     return results[0], results[1]
 
 
-def star_q(mu: float, M: int, r: float, eps: float | Sequence[float], k: int) -> float:
+def star_q(mu: float, M: int, r: float, eps: float | Sequence[float], k: int, order: str = "uniform") -> float:
     """Exact ``q`` (native convention) of the star policy with ``k`` arms at reset ``r``.
 
-    ``q = mean_j sum_{x != j} w_x / sum_x w_x`` with ``w_x = r D_x / (k - r D_x)``
-    (module docstring).  ``k = 2`` gives :func:`policies.closed_form.ccp_q`.
+    ``order="uniform"``: ``q = mean_j sum_{x != j} w_x / sum_x w_x`` with
+    ``w_x = r D_x / (k - r D_x)``; ``order="cyclic"``: the cyclic renewal
+    (module docstring).  ``k = 2`` gives :func:`policies.closed_form.ccp_q`
+    for both orders.
     """
     k, M = _integer("k", k, 2), _integer("M", M, 1)
+    _order(order)
     if not (isinstance(mu, (int, float)) and 0 < mu < 1):
         raise ValueError(f"mu must be in (0, 1), got {mu!r}")
     if not (isinstance(r, (int, float)) and 0 < r <= 1):
@@ -210,8 +237,20 @@ def star_q(mu: float, M: int, r: float, eps: float | Sequence[float], k: int) ->
     q = 0.0
     for j in range(k):
         u = np.array([r * branch_visit(good if x == j else bad, M, float(exits[x]), 1.0 - r)[0] for x in range(k)])
-        w = u / (k - u)
-        q += (w.sum() - w[j]) / w.sum()
+        if order == "uniform":
+            w = u / (k - u)
+            q += (w.sum() - w[j]) / w.sum()
+            continue
+        # Cyclic: r W_x for each start branch x, going once round from x.
+        cycle = -math.expm1(float(np.log1p(-u).sum()))
+        for x in range(k):
+            survive, worse = 1.0, 0.0
+            for n in range(k):
+                y = (x + n) % k
+                if y != j:
+                    worse += survive * u[y]
+                survive *= 1.0 - u[y]
+            q += worse / cycle / k
     return q / k
 
 
@@ -234,7 +273,7 @@ def star_q_eps_zero(mu: float, M: int, k: int) -> float:
     return x / (x + 1)
 
 
-def star_eps_opt(mu: float, M: int, r: float, k: int) -> float:
+def star_eps_opt(mu: float, M: int, r: float, k: int, order: str = "uniform") -> float:
     """The equal exit probability ``eps`` in (0, 1] that minimises :func:`star_q` (numerically).
 
     A bounded search on ``log eps`` (scipy's Brent method, tolerance 1e-10);
@@ -243,5 +282,5 @@ def star_eps_opt(mu: float, M: int, r: float, k: int) -> float:
     """
     from scipy.optimize import minimize_scalar
 
-    best = minimize_scalar(lambda log_eps: star_q(mu, M, r, math.exp(log_eps), k), bounds=(-40.0, 0.0), method="bounded", options={"xatol": 1e-10})
+    best = minimize_scalar(lambda log_eps: star_q(mu, M, r, math.exp(log_eps), k, order), bounds=(-40.0, 0.0), method="bounded", options={"xatol": 1e-10})
     return min(1.0, math.exp(best.x))

@@ -35,6 +35,43 @@ def test_closed_form_matches_exact_evaluation(k, M, r, eps):
     assert star_q(0.2, M, r, eps, k) == pytest.approx(q, rel=1e-9, abs=1e-13)
 
 
+@pytest.mark.parametrize("k, M, r, eps", GRID)
+def test_cyclic_closed_form_matches_exact_evaluation(k, M, r, eps):
+    arch, policy = star(M, k, eps, order="cyclic")
+    q = float(fsc.evaluate(tasks.TwoHypothesis(0.2, arms=k), arch, policy, reset=r).metrics["q"])
+    assert star_q(0.2, M, r, eps, k, order="cyclic") == pytest.approx(q, rel=1e-9, abs=1e-13)
+
+
+@pytest.mark.parametrize("M", [1, 3, 8])
+def test_two_cyclic_branches_are_the_ccp(M):
+    arch = fsc.Column(M)
+    assert np.array_equal(star_probs(arch, 0.1, "cyclic")[0], ccp_probs(arch, 0.1)[0])
+    assert star_q(0.1, M, 1e-5, 0.1, 2, "cyclic") == pytest.approx(closed_form.ccp_q(0.1, M, 1e-5, 0.1), rel=1e-11)
+
+
+@pytest.mark.parametrize("k", [3, 4])
+def test_cyclic_star_of_single_memories_by_hand(k):
+    """M = 1, eps = 1: the agent's branch is a k-state chain that stays on a win and
+    moves to the next branch on a loss.  Its discounted occupation, solved directly
+    (r (I - (1-r) P^T)^-1 p0, p0 uniform), gives q without the renewal argument."""
+    mu, r = 0.3, 0.05
+    q = 0.0
+    for j in range(k):
+        win = np.where(np.arange(k) == j, (1 + mu) / 2, (1 - mu) / 2)
+        P = np.diag(win) + np.roll(np.diag(1 - win), 1, axis=1)  # P[x, x+1] = 1 - win_x
+        occupation = r * np.linalg.solve(np.eye(k) - (1 - r) * P.T, np.full(k, 1 / k))
+        q += (occupation.sum() - occupation[j]) / k
+    assert star_q(mu, 1, r, 1.0, k, "cyclic") == pytest.approx(q, rel=1e-13)
+
+
+@pytest.mark.parametrize("k", [3, 4])
+def test_cyclic_star_searches_better_after_a_reset(k):
+    """Visiting each worse branch at most once before the better one beats a uniform next branch."""
+    for M, r in ((2, 1e-2), (4, 1e-3)):
+        eps = star_eps_opt(0.1, M, r, k)
+        assert star_q(0.1, M, r, eps, k, "cyclic") < star_q(0.1, M, r, eps, k)
+
+
 @pytest.mark.parametrize("k", [3, 4])
 def test_exits_per_branch_and_the_column_architecture(k):
     """Unequal exits (the renewal equations do not need symmetry), and the same
@@ -88,6 +125,8 @@ def test_optimal_exit(M, r):
         (lambda: star_q(0.1, 3, 0.0, 0.1, 3), ValueError, r"r must be in \(0, 1\]"),
         (lambda: star_q(1.2, 3, 1e-3, 0.1, 3), ValueError, r"mu must be in \(0, 1\), got 1.2"),
         (lambda: star_architecture(3, 1), ValueError, "k must be >= 2, got 1"),
+        (lambda: star_q(0.1, 3, 1e-3, 0.1, 3, order="random"), ValueError, "order must be one of uniform, cyclic, got 'random'"),
+        (lambda: star(3, 3, 0.1, order="clockwise"), ValueError, "order must be one of"),
         (lambda: star_architecture(0, 3), ValueError, "M must be >= 1, got 0"),
         (lambda: star_probs(fsc.Memento(2), 0.1), ValueError, "the star policy needs nodes"),
         (
