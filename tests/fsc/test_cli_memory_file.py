@@ -90,3 +90,22 @@ def test_training_records_the_tables_so_a_changed_file_is_refused(capsys, memory
     memory_file.write_text(SOURCE.replace('actions=2,\n    observations=2,\n)', 'actions=2,\n    observations=2,\n    reset=[("A", "+")],\n)'))
     status, _, err = run(capsys, *args[:-4], "--until-t", "80", "--out", out, "--quiet")
     assert status == 2 and len(err.strip().splitlines()) == 1 and "memory: <" in err and len(err) < 400
+
+
+def test_a_sweep_spec_takes_a_file_architecture(capsys, memory_file, tmp_path, monkeypatch):
+    """A spec names the file like the command line does; each point trains on the file's automaton."""
+    monkeypatch.chdir(tmp_path)
+    spec = {
+        "name": "file-memory",
+        "out": "out",
+        "fixed": {"mu": 0.2, "until_t": 50, "reset": 1e-2},
+        "grid": [{"memory": [f"{memory_file.name}:wsls", "ram:2"], "init": ["random"], "seed": [0]}],
+    }
+    (tmp_path / "spec.json").write_text(json.dumps(spec))
+    status, _, err = run(capsys, "sweep", "spec.json", "--workers", "1", "--quiet")
+    assert status == 0, err
+    results = sorted((tmp_path / "out" / "runs").glob("memory=*/init=random/seed=0/result.json"))
+    assert len(results) == 2
+    runs = {path.parts[-4]: json.loads((path.parent / "run.json").read_text()) for path in results}
+    assert runs["memory=mine.py-wsls"]["arguments"]["memory"]["kind"] == "Automaton"
+    assert runs["memory=ram-2"]["arguments"]["memory"] == "ram:2"
