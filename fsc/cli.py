@@ -57,8 +57,18 @@ def _number(text: str) -> float:
 # Options shared by the commands that build a controller.
 
 
+def _add_world_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--mu", type=_number, default=None, help="the two-hypothesis world: gap between the arms, in (0, 1) (default 0.1)")
+    p.add_argument("--pomdp", default=None, metavar="FILE", help="another world: a .POMDP file (its action and observation counts size --memory)")
+
+
+def _add_reset_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--reset", type=_number, default=None, help="reset probability r per step (default: 1 - the file's discount, else 1e-3)")
+    p.add_argument("--discount", type=_number, default=None, help="discount gamma: the same parameter as --reset, r = 1 - gamma")
+
+
 def _add_controller_options(p: argparse.ArgumentParser, *, policy: bool = True) -> None:
-    p.add_argument("--mu", type=_number, default=0.1, help="gap between the arms, in (0, 1) (default 0.1)")
+    _add_world_options(p)
     p.add_argument("--memory", default="ram:2", help="ram:M, chain:M, column:M, memento:m, or FILE.py:NAME for an architecture of your own (default ram:2)")
     if policy:
         p.add_argument(
@@ -71,19 +81,61 @@ def _add_controller_options(p: argparse.ArgumentParser, *, policy: bool = True) 
         p.add_argument("--eps0", type=_number, default=None, help="necklace: exit probability of the end necklaces")
         p.add_argument("--eps1", type=_number, default=None, help="necklace: exit probability between necklaces")
     p.add_argument("--seed", type=int, default=0, help="seed of random policies and of sampling (default 0)")
-    p.add_argument("--reset", type=_number, default=1e-3, help="reset probability r per step (default 1e-3)")
+    _add_reset_options(p)
     p.add_argument("--convention", choices=CONVENTIONS, default="native", help="native (default) or paper (DESIGN section 4)")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
 
-def _world(args):
-    import tasks
+def _world(args, *, allow_zero: bool = True):
+    """The world of ``--mu`` or ``--pomdp``; resolves ``args.mu`` and ``args.reset`` (from ``--discount``) on the way."""
+    from .evaluate import resolve_reset
 
-    return tasks.TwoHypothesis(args.mu)
+    if args.pomdp is not None:
+        if args.mu is not None:
+            raise UsageError("--mu selects the two-hypothesis world and --pomdp another: give one")
+        from .pomdp_file import read_pomdp
+
+        try:
+            world = read_pomdp(args.pomdp)
+        except OSError as error:
+            raise ValueError(f"--pomdp: cannot read {args.pomdp!r}: {error.strerror or error}") from None
+    else:
+        import tasks
+
+        args.mu = 0.1 if args.mu is None else args.mu
+        world = tasks.TwoHypothesis(args.mu)
+    from .pomdp import as_pomdp
+
+    if args.reset is None and args.discount is None and as_pomdp(world).discount is None:
+        args.reset = 1e-3  # the two-hypothesis default
+    args.reset = resolve_reset(world, args.reset, args.discount, allow_zero=allow_zero)
+    return world
 
 
-def _architecture(args) -> MemoryArchitecture:
-    return parse_memory(args.memory)
+def _architecture(args, world=None) -> MemoryArchitecture:
+    if world is None:
+        return parse_memory(args.memory)
+    from .pomdp import as_pomdp
+
+    pomdp = as_pomdp(world)
+    arch = parse_memory(args.memory, arms=pomdp.num_actions, observations=pomdp.num_observations)
+    if arch.num_actions != pomdp.num_actions or arch.num_observations != pomdp.num_observations:
+        raise ValueError(
+            f"--memory {args.memory} has {arch.num_actions} actions and {arch.num_observations} observations, "
+            f"the world {pomdp.num_actions} and {pomdp.num_observations}"
+        )
+    return arch
+
+
+def _world_record(args, world, result) -> dict:
+    """``q`` where the world defines it, then ``gain`` and ``value``."""
+    record = {}
+    if "q" in result.metrics:
+        record["q"] = float(result.metrics["q"].detach()) if hasattr(result.metrics["q"], "detach") else float(result.metrics["q"])
+    gain = result.gain
+    record["gain"] = float(gain.detach()) if hasattr(gain, "detach") else float(gain)
+    record["value"] = record["gain"] / args.reset if args.reset > 0 else None
+    return record
 
 
 def build_policy(args, arch: MemoryArchitecture) -> Policy:
@@ -120,13 +172,14 @@ def _emit(args, record: dict) -> None:
 
 
 def cmd_evaluate(args) -> int:
-    world, arch = _world(args), _architecture(args)
+    world = _world(args)
+    arch = _architecture(args, world)
     policy = build_policy(args, arch)
     if args.grad:
         policy = policy.requires_grad_()
     start = time.perf_counter()
     result = evaluate(world, arch, policy, reset=args.reset, engine=args.engine, convention=args.convention)
-    record = {"q": float(result.metrics["q"].detach()), "gain": float(result.gain.detach())}
+    record = _world_record(args, world, result)
     if args.grad:
         result.gain.backward()
         grads = [g for g in (policy.logits.grad, policy.init_logits.grad) if g is not None]
@@ -138,7 +191,7 @@ def cmd_evaluate(args) -> int:
         **({"fallback": result.info["fallback"]} if "fallback" in result.info else {}),  # the engine that finally ran
         nodes=arch.num_nodes,
         memory=args.memory,
-        mu=args.mu,
+        **_world_text(args),
         reset=result.reset,
         convention=args.convention,
         policy=args.policy,
@@ -148,20 +201,28 @@ def cmd_evaluate(args) -> int:
     return 0
 
 
+def _world_text(args) -> dict:
+    return {"pomdp": args.pomdp} if args.pomdp is not None else {"mu": args.mu}
+
+
 def cmd_simulate(args) -> int:
-    world, arch = _world(args), _architecture(args)
+    world = _world(args, allow_zero=False)
+    arch = _architecture(args, world)
     policy = build_policy(args, arch)
     result = simulate(world, arch, policy, reset=args.reset, steps=args.steps, walkers=args.walkers, seed=args.seed, convention=args.convention)
-    record = {
-        "q": result.metrics["q"],
-        "q_stderr": result.stderrs["q"],
-        "gain": result.gain,
-        "gain_stderr": result.gain_stderr,
+    record = {**({"q": result.metrics["q"], "q_stderr": result.stderrs["q"]} if "q" in result.metrics else {})}
+    record.update(
+        gain=result.gain,
+        gain_stderr=result.gain_stderr,
+        value=result.gain / args.reset,
+        value_stderr=result.gain_stderr / args.reset,
+    )
+    record |= {
         "steps": result.steps,
         "episodes": result.episodes,
         "nodes": arch.num_nodes,
         "memory": args.memory,
-        "mu": args.mu,
+        **_world_text(args),
         "reset": result.reset,
         "convention": args.convention,
         "policy": args.policy,
@@ -250,7 +311,8 @@ def cmd_draw(args) -> int:
         raise ValueError(f"--format must be one of {viz.FORMATS} (or given by the suffix of --out), got {fmt!r}")
     if out.exists() and out.is_dir():
         raise ValueError(f"--out must be a file path, got the directory {args.out!r}")
-    world, arch = _world(args), _architecture(args)
+    world = _world(args)
+    arch = _architecture(args, world)
     policy = build_policy(args, arch)
     result = evaluate(world, arch, policy, reset=args.reset, convention=args.convention)
     built = viz.build_memory_graph(arch, policy, threshold=args.threshold, occupancy=result, title=args.title)
@@ -261,7 +323,7 @@ def cmd_draw(args) -> int:
         "nodes": built.num_nodes,
         "edges": built.num_edges,
         "threshold": args.threshold,
-        "q": float(result.metrics["q"]),
+        **_world_record(args, world, result),
         "memory": args.memory,
         "policy": args.policy,
     }
@@ -287,13 +349,16 @@ def cmd_train(args) -> int:
 
 
 def _train_options(p):
-    p.add_argument("--mu", type=_number, default=0.1, help="gap between the arms, in (0, 1) (default 0.1)")
+    _add_world_options(p)
     p.add_argument("--memory", required=True, help="ram:M, chain:M, column:M, memento:m, or FILE.py:NAME for an architecture of your own")
     p.add_argument("--init", required=True, help="random, linear, columns, near-ccp, cycles, near-necklace, or a policy file")
     p.add_argument("--seed", type=int, default=0, help="seed of the initialisation (default 0)")
-    p.add_argument("--reset", type=_number, default=1e-3, help="reset probability r (default 1e-3)")
-    until_t = "algorithm time to reach (t of dw/dt = d gain / dw, DESIGN section 4; on paper eq. (4)'s G = gain / r, t is r times smaller)"
-    p.add_argument("--until-t", type=_number, required=True, help=until_t)
+    _add_reset_options(p)
+    until_t = (
+        "algorithm time to reach (t of dw/dt = d gain / dw, DESIGN section 4; on paper eq. (4)'s G = gain / r, t is r times smaller); "
+        "without it, train until converged (the gain changes by less than 1e-9 of its size over a decade of t) or another limit"
+    )
+    p.add_argument("--until-t", type=_number, default=None, help=until_t)
     p.add_argument("--max-dgrad", type=_number, default=None, help="flow: largest change of the gradient per step (default 1e-4)")
     p.add_argument("--max-seconds", type=_number, default=None, help="stop after this much wall time (over all sessions)")
     p.add_argument("--max-steps", type=_positive_int, default=None, help="stop after this many accepted steps")
@@ -306,6 +371,32 @@ def _train_options(p):
     p.add_argument("--out", required=True, help="run directory; started again, the run resumes from its checkpoint")
     p.add_argument("--quiet", action="store_true", help="no progress bar (none either when stderr is not a terminal)")
     p.add_argument("--json", action="store_true", help="print the final q, t, steps, seconds as JSON")
+
+
+def cmd_pomdp(args) -> int:
+    from .pomdp_file import read_pomdp
+
+    try:
+        world = read_pomdp(args.file)
+    except OSError as error:
+        raise ValueError(f"cannot read {args.file!r}: {error.strerror or error}") from None
+    parts = [[world.state_labels[s] for s in part] for part in world.parts]
+    record = {
+        "file": args.file,
+        "valid": True,
+        "states": world.num_states,
+        "actions": world.num_actions,
+        "observations": world.num_observations,
+        "discount": world.discount,
+        "parts": parts if args.json else "; ".join(" ".join(part) for part in parts),
+    }
+    _emit(args, record)
+    return 0
+
+
+def _pomdp_options(p):
+    p.add_argument("file", help="a .POMDP file (Cassandra's format)")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
 
 def cmd_report(args) -> int:
@@ -326,6 +417,7 @@ COMMANDS["closed-form"] = (cmd_closed_form, _closed_form_options, "closed forms 
 COMMANDS["necklace"] = (cmd_necklace, _necklace_options, "binary necklaces, the longest Gray chain and Theorem 4.3's q*")
 COMMANDS["draw"] = (cmd_draw, _draw_options, "draw the memory transition graph of a policy (graphviz)")
 COMMANDS["train"] = (cmd_train, _train_options, "train a controller by gradient flow (or Adam); resumable")
+COMMANDS["pomdp"] = (cmd_pomdp, _pomdp_options, "read and check a .POMDP file: sizes, discount, closed parts")
 COMMANDS["report"] = (cmd_report, _report_options, "the main job: check, draw, train, and write an HTML report")
 
 

@@ -14,7 +14,7 @@ from .policy import Policy
 from .pomdp import POMDP, Task, as_pomdp
 from .solve import ENGINES, ZERO_RESET_ENGINES, choose_engine
 
-__all__ = ["CONVENTIONS", "Evaluation", "check_reset", "evaluate"]
+__all__ = ["CONVENTIONS", "Evaluation", "check_reset", "evaluate", "resolve_reset"]
 
 CONVENTIONS = ("native", "paper")
 
@@ -24,8 +24,12 @@ class Evaluation:
     """The result of :func:`evaluate`; tensors keep their autograd graph.
 
     Attributes:
-        gain: expected reward per step (a 0-d tensor); the discounted return
-            is ``gain / reset`` (paper Lemma 2.1).
+        gain: expected reward per step (a 0-d tensor).
+        value: ``gain / reset``, the expected discounted return with discount
+            ``1 - reset`` from the initial belief and initial node (native
+            convention; paper Lemma 2.1); in the ``paper`` convention each
+            reward is discounted once more (``gamma`` times the return).
+            None at ``reset = 0``.
         metrics: name -> 0-d tensor, e.g. ``q`` for the two-hypothesis task.
         distribution: ``p[k, s, n]``, stationary distribution of each closed
             part ``k`` of the world (local world state ``s``, node ``n``);
@@ -37,6 +41,7 @@ class Evaluation:
     """
 
     gain: torch.Tensor
+    value: torch.Tensor | None
     metrics: dict[str, torch.Tensor]
     distribution: torch.Tensor
     part_weights: torch.Tensor
@@ -51,6 +56,7 @@ class Evaluation:
         """Plain numbers (JSON-able)."""
         return {
             "gain": float(self.gain.detach()),
+            "value": None if self.value is None else float(self.value.detach()),
             **{name: float(value.detach()) for name, value in self.metrics.items()},
             "engine": self.engine,
             "residual": self.residual,
@@ -72,12 +78,37 @@ def check_reset(reset: object, *, allow_zero: bool = False) -> float:
     return reset
 
 
+def resolve_reset(world: POMDP | Task, reset: object = None, discount: object = None, *, allow_zero: bool = True) -> float:
+    """The reset ``r`` from ``reset``, or ``discount`` (``r = 1 - discount``), or the world's discount.
+
+    ``reset`` and ``discount`` are two names for one parameter: give at most one.
+
+    Raises:
+        ValueError: both given; neither, and the world declares no discount; out of range.
+    """
+    if reset is not None and discount is not None:
+        raise ValueError(f"give reset or discount, not both (reset={reset!r}, discount={discount!r}): reset = 1 - discount")
+    if discount is not None:
+        if isinstance(discount, bool) or not isinstance(discount, (int, float)):
+            raise TypeError(f"discount must be a number in [0, 1], got {discount!r}")
+        if not (math.isfinite(discount) and 0 <= discount <= 1):
+            raise ValueError(f"discount must be in [0, 1], got {discount!r}")
+        return check_reset(1.0 - float(discount), allow_zero=allow_zero)
+    if reset is None:
+        declared = as_pomdp(world).discount
+        if declared is None:
+            raise ValueError("give reset= or discount=: the world declares no discount")
+        return 1.0 - declared
+    return check_reset(reset, allow_zero=allow_zero)
+
+
 def evaluate(
     world: POMDP | Task,
     architecture: MemoryArchitecture,
     policy: Policy,
     *,
-    reset: float,
+    reset: float | None = None,
+    discount: float | None = None,
     engine: str = "auto",
     convention: str = "native",
 ) -> Evaluation:
@@ -94,13 +125,19 @@ def evaluate(
       ``q = (1 - gain / mu) / 2``).
 
     Both are differentiable in ``policy.logits`` and ``policy.init_logits``.
+    ``value = gain / r`` is the discounted return: ``p / r = sum_t gamma^t
+    P^t p0`` with ``gamma = 1 - r``, so ``sum p R / r = sum_t gamma^t E[R_t]``.
+
+    ``reset`` and ``discount`` (``r = 1 - discount``) name one parameter;
+    given neither, the world's declared discount is used.
 
     Raises:
-        ValueError: bad ``reset``, unknown engine or convention, a policy on
+        ValueError: bad ``reset`` or ``discount`` (or both given, or neither
+            for a world without a discount), unknown engine or convention, a policy on
             another architecture, a world the architecture cannot play in.
     """
     start = time.perf_counter()
-    reset = check_reset(reset, allow_zero=True)
+    reset = resolve_reset(world, reset, discount)
     if convention not in CONVENTIONS:
         raise ValueError(f"convention must be one of {CONVENTIONS}, got {convention!r}")
     if not isinstance(policy, Policy):
@@ -134,10 +171,12 @@ def evaluate(
     metrics = {name_: expectation(table) for name_, table in chain.step_metrics.items()}
     if convention == "paper":
         gain = (1 - reset) * gain
-        metrics = world.paper_metrics(gain) if isinstance(world, Task) else {k: (1 - reset) * v for k, v in metrics.items()}
+        read = world.paper_metrics(gain) if isinstance(world, Task) else None
+        metrics = read if read is not None else {k: (1 - reset) * v for k, v in metrics.items()}
     K, S = chain.num_parts, chain.states_per_part
     return Evaluation(
         gain=gain,
+        value=gain / reset if reset > 0 else None,
         metrics=metrics,
         distribution=p.reshape(K, S, architecture.num_nodes),
         part_weights=weights,

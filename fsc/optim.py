@@ -326,8 +326,9 @@ class DenseAdjoint:
         if self.convention == "paper":
             gain = (1 - r) * gain
             grad_logits, grad_init = (1 - r) * grad_logits, (1 - r) * grad_init
-        if self.convention == "paper" and isinstance(self.world, Task):
-            metrics = {name: float(value) for name, value in self.world.paper_metrics(gain).items()}
+        read = self.world.paper_metrics(gain) if self.convention == "paper" and isinstance(self.world, Task) else None
+        if read is not None:
+            metrics = {name: float(value) for name, value in read.items()}
         else:
             scale = (1 - r) if self.convention == "paper" else 1.0
             metrics = {name: scale * float((weighted * (table @ probs.T).reshape(K, X)).sum()) for name, table in self.step_metrics.items()}

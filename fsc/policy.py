@@ -162,6 +162,35 @@ class Policy:
         with np.errstate(divide="ignore"):
             return cls(architecture=architecture, logits=np.log(probs), init_logits=np.log(init_probs))
 
+    @classmethod
+    def from_controller(cls, architecture: MemoryArchitecture, action, next_node, initial=0, *, mix: float = 0.0) -> Policy:
+        """A classic finite-state controller as a policy on ``RAM(N, arms=A, observations=O)``.
+
+        ``action``: node -> action (``(N,)`` integers or ``(N, A)``
+        probabilities); ``next_node``: (node, action, observation) -> node
+        (``(N, A, O)`` integers or ``(N, A, O, N)`` probabilities);
+        ``initial``: the initial node (an integer or ``(N,)`` probabilities).
+        ``mix`` in [0, 1) mixes every row with the uniform distribution (a
+        start for training, whose logits are then finite).  See
+        :mod:`fsc.controller` for the mapping.
+        """
+        from .controller import controller_probs
+
+        probs, init = controller_probs(architecture, action, next_node, initial)
+        if isinstance(mix, bool) or not isinstance(mix, (int, float)) or not 0 <= mix < 1:
+            raise ValueError(f"mix must be a number in [0, 1), got {mix!r}")
+        if mix:
+            probs = (1 - mix) * probs + mix / probs.shape[1]
+            reset = architecture.reset_mask
+            init = (1 - mix) * init + mix * reset / reset.sum()
+        return cls.from_probs(architecture, probs, init)
+
+    def skeleton(self):
+        """The deterministic classic controller closest to this policy on RAM (:func:`fsc.controller.skeleton`)."""
+        from .controller import skeleton
+
+        return skeleton(self)
+
     # Views.
 
     def probs(self) -> torch.Tensor:

@@ -17,18 +17,24 @@ __all__ = ["POMDP", "Task", "as_pomdp"]
 _ATOL = 1e-12
 
 
-def _as_float_array(name: str, value, shape: tuple[int, ...]) -> np.ndarray:
-    """Return ``value`` as a read-only float64 array of ``shape``, or raise."""
+def _as_float_array(name: str, value, shape: tuple[int, ...], *, broadcast: bool = False) -> np.ndarray:
+    """Return ``value`` as a read-only float64 array of ``shape``, or raise.
+
+    With ``broadcast``, an array of the same number of axes with size 1
+    where ``shape`` has more (a reward that does not depend on the next state
+    or the observation) is kept compact, as a read-only broadcast view.
+    """
     try:
         array = np.array(value, dtype=np.float64)
     except (TypeError, ValueError) as error:
         raise TypeError(f"{name} must be an array of numbers, got {type(value).__name__}") from error
-    if array.shape != shape:
+    compact = broadcast and array.ndim == len(shape) and all(n in (1, m) for n, m in zip(array.shape, shape, strict=True))
+    if array.shape != shape and not compact:
         raise ValueError(f"{name} must have shape {shape}, got {array.shape}")
     if not np.all(np.isfinite(array)):
         raise ValueError(f"{name} must be finite, got a NaN or inf")
     array.setflags(write=False)
-    return array
+    return np.broadcast_to(array, shape) if array.shape != shape else array
 
 
 def _check_probabilities(name: str, array: np.ndarray, axis: int) -> None:
@@ -72,7 +78,9 @@ class POMDP:
     Attributes:
         transition: ``transition[s, a, s2] = P(s2 | s, a)``, shape ``(S, A, S)``.
         observation: ``observation[a, s2, o] = P(o | a, s2)``, shape ``(A, S, O)``.
-        reward: ``reward[s, a, s2, o]``, the reward of the step, shape ``(S, A, S, O)``.
+        reward: ``reward[s, a, s2, o]``, the reward of the step, shape ``(S, A, S, O)``;
+            an array with size 1 along ``s2`` or ``o`` (e.g. ``(S, A, 1, 1)``)
+            is kept compact and read through a broadcast view.
         initial: ``initial[s]``, the world's state after a reset, shape ``(S,)``.
         metrics: named per-step quantities with the shape of ``reward``; the
             evaluation reports their stationary expectation (for instance the
@@ -107,7 +115,7 @@ class POMDP:
         fields = {
             "transition": _as_float_array("transition", self.transition, (S, A, S)),
             "observation": _as_float_array("observation", self.observation, (A, S, O)),
-            "reward": _as_float_array("reward", self.reward, (S, A, S, O)),
+            "reward": _as_float_array("reward", self.reward, (S, A, S, O), broadcast=True),
             "initial": _as_float_array("initial", self.initial, (S,)),
         }
         _check_probabilities("transition", fields["transition"], 2)
@@ -182,9 +190,13 @@ class Task(abc.ABC):
     def pomdp(self) -> POMDP:
         """The world of this task."""
 
-    @abc.abstractmethod
-    def paper_metrics(self, gain: object) -> dict[str, object]:
-        """The metrics as the ``paper`` convention reads them from the gain."""
+    def paper_metrics(self, gain: object) -> dict[str, object] | None:
+        """The metrics as the ``paper`` convention reads them from the gain.
+
+        None (the default): the ``paper`` convention scales each native
+        metric by ``1 - r``, as it does the gain.
+        """
+        return None
 
 
 def as_pomdp(world: POMDP | Task) -> POMDP:

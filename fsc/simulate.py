@@ -159,7 +159,7 @@ def simulate(
     gain, gain_stderr = estimates.pop("gain")
     metrics = {k: v[0] for k, v in estimates.items()}
     stderrs = {k: v[1] for k, v in estimates.items()}
-    if convention == "paper" and isinstance(world, Task):
+    if convention == "paper" and isinstance(world, Task) and world.paper_metrics(gain) is not None:
         metrics = {k: float(v) for k, v in world.paper_metrics(gain).items()}
         scale = {k: abs(float(world.paper_metrics(1.0)[k]) - float(world.paper_metrics(0.0)[k])) for k in metrics}
         stderrs = {k: scale[k] * gain_stderr for k in metrics}

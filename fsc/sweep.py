@@ -127,6 +127,8 @@ __all__ = [
 #: The ``fsc train`` arguments a spec may set, with their kind, in the order of the summary's columns.
 ARGUMENTS: dict[str, str] = {
     "mu": "number",
+    "pomdp": "string",
+    "discount": "number",
     "memory": "string",
     "init": "string",
     "seed": "integer",
@@ -153,7 +155,7 @@ STOP_ARGUMENTS = ("until_t", "max_seconds", "max_steps")
 SPEC_KEYS = ("name", "description", "out", "fixed", "grid")
 
 #: Columns of ``summary.csv`` after the arguments.
-RESULT_COLUMNS = ("status", "q", "t", "steps", "seconds", "stop", "q_start")
+RESULT_COLUMNS = ("status", "q", "t", "steps", "seconds", "stop", "q_start", "value")
 
 _SET_BY_SWEEP = {"out": "the sweep's --out", "json": "the sweep", "quiet": "the sweep"}
 
@@ -748,10 +750,10 @@ def summarize(sweep: Sweep, out: str | os.PathLike) -> list[dict[str, Any]]:
                 result = None
         if isinstance(result, dict):
             row["status"] = "done"
-            for key in ("q", "t", "steps", "seconds", "stop"):
+            for key in ("q", "t", "steps", "seconds", "stop", "value"):
                 row[key] = result.get(key)
             trajectory = _read_trajectory(run_dir / "trajectory.csv")
-            if trajectory is not None and len(trajectory[1]):
+            if trajectory is not None and len(trajectory[1]) and math.isfinite(trajectory[1][0]):
                 row["q_start"] = float(trajectory[1][0])
         else:
             row["status"] = "failed" if point.name in failed else "pending"
@@ -818,13 +820,14 @@ def _plot_summary(sweep: Sweep, out: Path, path: Path) -> None:
         for point in points:
             run_dir = out / "runs" / point.name
             trajectory = _read_trajectory(run_dir / "trajectory.csv") if (run_dir / "result.json").is_file() else None
-            if trajectory is not None and trajectory[0]:
+            if trajectory is not None and trajectory[0] and all(map(math.isfinite, trajectory[1])):  # a world without q has no curve
                 trajectory = _clip(*trajectory, float(point.arguments["until_t"]))
                 label = ", ".join(f"{k}={_text(point.arguments.get(k))}" for k in colour_keys) or "all"
                 curves.setdefault(label, []).append(trajectory)
         viz.q_curves(curves, ax, reference=_references(points), title=panel)
         if not curves:
-            ax.text(0.5, 0.5, "no finished point yet", ha="center", va="center", transform=ax.transAxes)
+            text = "no q: see value in summary.csv" if any("pomdp" in p.arguments for p in points) else "no finished point yet"
+            ax.text(0.5, 0.5, text, ha="center", va="center", transform=ax.transAxes)
     for ax in axes[count:]:
         ax.set_visible(False)
     viz.save_figure(figure, path, dpi=110)

@@ -46,6 +46,7 @@ Also a command: ``python -m fsc.train --memory ram:8 --init near-ccp --reset 1e-
 from __future__ import annotations
 
 import array
+import bisect
 import io
 import json
 import math
@@ -60,10 +61,11 @@ import attrs
 import numpy as np
 import torch
 
-from .evaluate import CONVENTIONS, check_reset
+from .evaluate import CONVENTIONS, resolve_reset
 from .memory import MemoryArchitecture, parse_memory
 from .optim import OPTIMIZERS, Point, Record, State, StopRule, make_optimizer, optimize
 from .policy import Policy, atomic_write
+from .pomdp import POMDP, Task, as_pomdp
 
 __all__ = ["CSV_HEADER", "TrainingResult", "load_checkpoint", "main", "read_trajectory", "run_training"]
 
@@ -117,16 +119,18 @@ class TrainingResult:
     """The end of a training run (what ``fsc train --json`` prints).
 
     Attributes:
-        q, gain: at the final policy.
+        q, gain: at the final policy (``q`` NaN in a world without it).
+        value: ``gain / reset``, the discounted return (native convention).
         t: algorithm time reached; steps: accepted steps.
         seconds: wall time of the run over all its sessions.
         evaluations: value-and-gradient evaluations (accepted and rejected).
-        stop: why it stopped (``until_t``, ``max_seconds``, ``max_steps``, ``stalled``).
+        stop: why it stopped (``until_t``, ``max_seconds``, ``max_steps``, ``stalled``, ``converged``).
         out: the run directory; resumed: this session continued a checkpoint.
     """
 
     q: float
     gain: float
+    value: float
     t: float
     steps: int
     seconds: float
@@ -136,12 +140,13 @@ class TrainingResult:
     resumed: bool
 
     def summary(self) -> dict[str, Any]:
-        """JSON-able numbers: ``q``, ``t``, ``steps``, ``seconds`` first."""
+        """JSON-able numbers: ``q`` (where the world defines it), ``t``, ``steps``, ``seconds`` first, then ``value``."""
         return {
-            "q": self.q,
+            **({} if math.isnan(self.q) else {"q": self.q}),
             "t": self.t,
             "steps": self.steps,
             "seconds": self.seconds,
+            "value": self.value,
             "gain": self.gain,
             "evaluations": self.evaluations,
             "stop": self.stop,
@@ -166,12 +171,59 @@ def _positive(name: str, value: object) -> float:
     return value
 
 
-def _memory(memory: object) -> MemoryArchitecture:
+def _memory(memory: object, world: POMDP) -> MemoryArchitecture:
     if isinstance(memory, MemoryArchitecture):
-        return memory
-    if not isinstance(memory, str):
+        arch = memory
+    elif isinstance(memory, str):
+        arch = parse_memory(memory, arms=world.num_actions, observations=world.num_observations)
+    else:
         raise TypeError(f"memory must be a string like 'ram:8' or a fsc.MemoryArchitecture, got {memory!r}")
-    return parse_memory(memory)
+    if arch.num_actions != world.num_actions or arch.num_observations != world.num_observations:
+        raise ValueError(
+            f"memory {arch!r} has {arch.num_actions} actions and {arch.num_observations} observations, "
+            f"the world {world.num_actions} and {world.num_observations}"
+        )
+    return arch
+
+
+def _world(mu: object, pomdp: object) -> tuple[POMDP | Task, dict[str, Any]]:
+    """The two-hypothesis world of ``mu`` or the ``.POMDP`` file ``pomdp``, and what ``run.json`` records of it."""
+    if pomdp is None:
+        import tasks  # the two-hypothesis world
+
+        mu = 0.1 if mu is None else mu
+        return tasks.TwoHypothesis(mu), {"mu": float(mu)}
+    if mu is not None:
+        raise ValueError("give mu (the two-hypothesis world) or pomdp (a .POMDP file), not both")
+    if not isinstance(pomdp, (str, os.PathLike)):
+        raise TypeError(f"pomdp must be a path to a .POMDP file, got {pomdp!r}")
+    import hashlib
+
+    from .pomdp_file import parse_pomdp
+
+    path = Path(pomdp)
+    try:
+        data = path.read_bytes()
+    except OSError as error:
+        raise ValueError(f"pomdp: cannot read {str(path)!r}: {error.strerror or error}") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ValueError(f"pomdp: {str(path)!r} is not a text file") from None
+    return parse_pomdp(text, source=str(path)), {"pomdp": hashlib.sha256(data).hexdigest()}
+
+
+def _converged(trajectory: _Trajectory, tolerance: float) -> bool:
+    """The gain changed by at most ``tolerance`` of its size over the last decade of t (and t >= 10)."""
+    t, gain = trajectory.columns["t"], trajectory.columns["gain"]
+    now = t[-1]
+    if now < 10:
+        return False
+    i = bisect.bisect_right(t, now / 10) - 1
+    return i >= 0 and abs(gain[-1] - gain[i]) <= tolerance * max(abs(gain[-1]), 1e-300)
+
+
+CONVERGED = 1e-9  # relative change of the gain over a decade of t that ends a run without until_t
 
 
 def _memory_text(arch: MemoryArchitecture) -> str | dict:
@@ -349,12 +401,14 @@ class _Progress:
 
 def run_training(
     *,
-    mu: float = 0.1,
+    mu: float | None = None,
+    pomdp: str | os.PathLike | None = None,
     memory: str | MemoryArchitecture,
     init: str,
     seed: int = 0,
-    reset: float = 1e-3,
-    until_t: float,
+    reset: float | None = None,
+    discount: float | None = None,
+    until_t: float | None = None,
     out: str | os.PathLike,
     max_dgrad: float | None = None,
     max_seconds: float | None = None,
@@ -369,21 +423,28 @@ def run_training(
     threads: int | None = 1,
     policy: Policy | None = None,
 ) -> TrainingResult:
-    """Train a two-hypothesis controller in the run directory ``out`` (resuming it if it holds one).
+    """Train a controller in the run directory ``out`` (resuming it if it holds one).
 
-    The arguments are those of ``fsc train``: ``--mu --memory --init --seed
-    --reset --until-t --out [--max-dgrad] [--max-seconds] [--convention]
-    [--optimizer] [--lr] [--engine] [--quiet]``.
+    The arguments are those of ``fsc train``: ``--mu | --pomdp, --memory
+    --init --seed --reset | --discount [--until-t] --out [--max-dgrad]
+    [--max-seconds] [--convention] [--optimizer] [--lr] [--engine] [--quiet]``.
 
     Args:
-        mu: the task's gap, in (0, 1).
-        memory: ``ram:M``, ``chain:M``, ``column:M``, ``memento:m`` or an architecture.
+        mu: the two-hypothesis world's gap, in (0, 1) (default 0.1).
+        pomdp: instead, a ``.POMDP`` file; ``run.json`` records the sha256 of
+            its content, so a run resumed with another file is refused.
+        memory: ``ram:M``, ``chain:M``, ``column:M``, ``memento:m`` (sized to
+            the world's actions and observations) or an architecture.
         init: an initialisation name of :func:`policies.initial_policy`, or a
             policy file (``.npz``/``.json``); with ``policy`` given, only
             recorded in ``run.json``.
         seed: seed of the initialisation.
-        reset: reset probability ``r`` in (0, 1].
-        until_t: stop at the first accepted step with ``t >= until_t``.
+        reset: reset probability ``r`` in (0, 1]; or ``discount``, ``r = 1 -
+            discount``; given neither, the file's discount, else 1e-3.
+        until_t: stop at the first accepted step with ``t >= until_t``.  None:
+            stop when converged, i.e. when the gain has changed by at most
+            ``CONVERGED`` (1e-9) of its size over the last decade of t
+            (``t / 10`` to ``t``, from ``t >= 10``), or at another limit.
         out: the run directory.
         max_dgrad: flow only (default 1e-4).
         max_seconds: also stop after this much wall time (over all sessions).
@@ -409,18 +470,19 @@ def run_training(
         ValueError, TypeError: a bad argument (naming it), or ``out`` holding a
             run with other arguments.  Raised before anything is written.
     """
-    import tasks  # the two-hypothesis world
-
-    world = tasks.TwoHypothesis(mu)
-    arch = _memory(memory)
+    world, world_record = _world(mu, pomdp)
+    arch = _memory(memory, as_pomdp(world))
     if not isinstance(init, str) or not init:
         raise TypeError(f"init must be an initialisation name or a policy file, got {init!r}")
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise TypeError(f"seed must be an int, got {seed!r}")
-    reset = check_reset(reset)
-    until_t = _number("until_t", until_t)
-    if not (math.isfinite(until_t) and until_t >= 0):
-        raise ValueError(f"until_t must be a finite number >= 0, got {until_t!r}")
+    if reset is None and discount is None and as_pomdp(world).discount is None:
+        reset = 1e-3
+    reset = resolve_reset(world, reset, discount, allow_zero=False)
+    if until_t is not None:
+        until_t = _number("until_t", until_t)
+        if not (math.isfinite(until_t) and until_t >= 0):
+            raise ValueError(f"until_t must be a finite number >= 0, got {until_t!r}")
     if convention not in CONVENTIONS:
         raise ValueError(f"convention must be one of {CONVENTIONS}, got {convention!r}")
     if not isinstance(optimizer, str) or optimizer not in OPTIMIZERS:
@@ -438,14 +500,14 @@ def run_training(
     if out.exists() and not out.is_dir():
         raise ValueError(f"out must be a directory, got the file {str(out)!r}")
     if policy is None:
-        policy = _initial_policy(init, arch, mu=mu, reset=reset, seed=seed, convention=convention)
+        policy = _initial_policy(init, arch, mu=world_record.get("mu", 0.1), reset=reset, seed=seed, convention=convention)
     if not isinstance(policy, Policy):
         raise TypeError(f"policy must be a fsc.Policy, got {type(policy).__name__}")
     if policy.architecture != arch:
         raise ValueError(f"the initial policy is for {policy.architecture!r}, not for memory {arch!r}")
 
     arguments = {
-        "mu": float(mu),
+        **world_record,
         "memory": _memory_text(arch),
         "init": init,
         "seed": seed,
@@ -464,7 +526,7 @@ def run_training(
         "checkpoint_seconds": checkpoint_seconds,
         "threads": threads,
     }
-    meta = {"arguments": arguments, "optimizer": opt.to_dict()}
+    meta = {"arguments": arguments, "optimizer": opt.to_dict(), **({"pomdp_path": str(pomdp)} if pomdp is not None else {})}
 
     # An existing run must be this one.
     state, trajectory = None, _Trajectory()
@@ -484,7 +546,7 @@ def run_training(
     if threads is not None:
         torch.set_num_threads(threads)
     try:
-        return _train(records, arch, policy, rule, out, state is not None, trajectory, meta, quiet, checkpoint_seconds)
+        return _train(records, arch, policy, rule, out, state is not None, trajectory, meta, quiet, checkpoint_seconds, reset)
     finally:
         if threads is not None:
             torch.set_num_threads(previous_threads)
@@ -515,7 +577,7 @@ def _same_policy(a: Policy, b: Policy) -> bool:
     )
 
 
-def _train(records, arch, policy, rule, out, resumed, trajectory, meta, quiet, checkpoint_seconds) -> TrainingResult:
+def _train(records, arch, policy, rule, out, resumed, trajectory, meta, quiet, checkpoint_seconds, reset) -> TrainingResult:
     out.mkdir(parents=True, exist_ok=True)
     (out / "result.json").unlink(missing_ok=True)  # not finished until written again
     run_doc = {**meta, "versions": _versions(), "status": "running"}
@@ -533,6 +595,9 @@ def _train(records, arch, policy, rule, out, resumed, trajectory, meta, quiet, c
                 trajectory.append(_row(record))
                 last_step = record.step
             progress.update(record)
+            if record.stop is None and rule.until_t is None and _converged(trajectory, CONVERGED):
+                record = attrs.evolve(record, stop="converged")
+                break
             if record.stop is None and (time.monotonic() - last_checkpoint >= checkpoint_seconds or len(trajectory) == 1):
                 _save_checkpoint(out, record.state, trajectory, meta)
                 _write_csv(out / "trajectory.csv", trajectory)
@@ -552,6 +617,7 @@ def _train(records, arch, policy, rule, out, resumed, trajectory, meta, quiet, c
     result = TrainingResult(
         q=float(record.q),
         gain=float(record.gain),
+        value=float(record.gain) / reset,
         t=float(record.t),
         steps=int(record.step),
         seconds=float(trajectory.last("seconds")),
