@@ -335,8 +335,15 @@ def _register_sweep() -> None:
     COMMANDS["sweep"] = (sweep.run, sweep.add_options, sweep.HELP)
 
 
+def _register_pomdp() -> None:
+    from . import pomdp_file
+
+    COMMANDS["pomdp"] = (pomdp_file.cmd_pomdp, pomdp_file.add_pomdp_options, pomdp_file.POMDP_HELP)
+
+
 def make_parser() -> argparse.ArgumentParser:
     _register_sweep()
+    _register_pomdp()
     parser = _Parser(prog="fsc", description="Finite-state controllers: evaluate, simulate, draw, train, report.")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
