@@ -291,8 +291,10 @@ class _Reader:
         if len(indices) == len(kinds) and i < len(tokens) and tokens[i] == ":":
             i += 1  # the optional colon before a single entry's number
         data, data_lines = tokens[i:], lines[i:]
-        for token, line in zip(data, data_lines, strict=True):
+        for j, (token, line) in enumerate(zip(data, data_lines, strict=True)):
             if token == ":":
+                if j > 0 and not _NUMBER.fullmatch(data[j - 1]):
+                    raise self.err(data_lines[j - 1], f"expected a keyword (start, T, O, R) or a number, got {data[j - 1]!r} followed by ':'")
                 raise self.err(line, f"unexpected ':' in the numbers of '{st.keyword}:'")
         return indices, data, data_lines
 
