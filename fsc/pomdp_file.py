@@ -539,22 +539,40 @@ def format_pomdp(world: POMDP | Task) -> str:
     out.append("")
     for a in range(A):
         for s in range(S):
-            block = world.reward[s, a]  # (S, O)
-            present = _present(block)
-            if not present.any():
-                continue
-            for s2 in np.flatnonzero(present.any(axis=1)):
-                out.extend(_row_lines(f"R: {a_[a]} : {s_[s]} : {s_[s2]}", block[s2], o_, sparse_zero=True))
+            out.extend(_reward_lines(f"R: {a_[a]} : {s_[s]}", world.reward[s, a], s_, o_))
     out.append("")
     return "\n".join(out)
 
 
-def _row_lines(head: str, row: np.ndarray, names, *, sparse_zero: bool = False) -> list[str]:
+def _reward_lines(head: str, block: np.ndarray, s_, o_) -> list[str]:
+    """Lines for ``reward[s, a]`` (end state by observation): its most common
+    value as a ``* : *`` wildcard, then the rows (or entries) that differ."""
+    bits = np.ascontiguousarray(block).view(np.uint64)
+    first = bits.flat[0]
+    if (bits == first).all():
+        return [] if first == 0 else [f"{head} : * : * {_fmt(block.flat[0])}"]
+    values, counts = np.unique(bits, return_counts=True)
+    base = values[counts.argmax()]
+    lines = []
+    if base != 0:
+        lines.append(f"{head} : * : * {_fmt(np.array(base, dtype=np.uint64).view(np.float64))}")
+    differ = bits != base
+    for s2 in np.flatnonzero(differ.any(axis=1)):
+        row = block[s2]
+        if (bits[s2] == bits[s2, 0]).all():
+            lines.append(f"{head} : {s_[s2]} : * {_fmt(row[0])}")
+        elif 3 * int(differ[s2].sum()) <= row.size:
+            lines.extend(f"{head} : {s_[s2]} : {o_[o]} {_fmt(row[o])}" for o in np.flatnonzero(differ[s2]))
+        else:
+            lines.append(f"{head} : {s_[s2]}\n" + " ".join(_fmt(x) for x in row))
+    return lines
+
+
+def _row_lines(head: str, row: np.ndarray, names) -> list[str]:
+    """A probability row: its non-zero entries one per line when at most a third are non-zero, else whole."""
     present = _present(row)
     count = int(present.sum())
-    if count == 0 and not sparse_zero:
-        return [f"{head}\n" + " ".join(_fmt(x) for x in row)]
-    if 3 * count <= row.size:
+    if 0 < count and 3 * count <= row.size:
         return [f"{head} : {names[j]} {_fmt(row[j])}" for j in np.flatnonzero(present)]
     return [f"{head}\n" + " ".join(_fmt(x) for x in row)]
 
@@ -565,8 +583,9 @@ def write_pomdp(world: POMDP | Task, path) -> Path:
     Names are written when the labels are not the defaults and are valid
     names; otherwise counts (the labels then go into a comment).  Rows of
     ``T`` and ``O`` are written whole, or as single entries when at most a
-    third of a row is non-zero; rewards as rows over observations for each
-    ``(action, state, end state)`` with a non-zero reward.  Numbers are
+    third of a row is non-zero; the rewards of each ``(action, state)`` as
+    their most common value (``R: a : s : * : * v``) followed by the end
+    states (rows, ``s2 : *`` entries or single entries) that differ from it.  Numbers are
     Python reprs, so :func:`read_pomdp` gives bit-identical tensors.  The
     world's ``metrics`` are not written (the format has no place for them);
     ``values:`` is always ``reward``.  The file is written whole or not at all.
