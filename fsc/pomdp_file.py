@@ -72,8 +72,19 @@ def _tokenise(text: str, source: str) -> tuple[list[_Statement], int]:
         if not raw or raw.isspace():
             continue
         words = raw.replace(":", " : ").split()
-        i = 0
         n = len(words)
+        # Fast paths: a line that is one whole statement, or only more tokens.
+        if n > 1 and words[1] == ":" and words[0] in _KEYWORDS and _KEYWORDS.isdisjoint(words[2:]):
+            current = _Statement(words[0], lineno)
+            statements.append(current)
+            current.tokens = words[2:]
+            current.lines = [lineno] * (n - 2)
+            continue
+        if current is not None and _KEYWORDS.isdisjoint(words):
+            current.tokens.extend(words)
+            current.lines.extend([lineno] * n)
+            continue
+        i = 0
         while i < n:
             word = words[i]
             if word in _KEYWORDS:
@@ -300,6 +311,14 @@ class _Reader:
 
     def data(self, st, data, data_lines, shape, *, probability, identity_ok=False, what="", entry=False):
         """The numbers of an entry, a row or a matrix, as an array of ``shape``."""
+        if entry and len(data) == 1:  # fast path for the commonest line
+            token = data[0]
+            if not _NUMBER.fullmatch(token):
+                raise self.err(data_lines[0], f"expected {'a probability' if probability else 'a number'}, got {token!r}")
+            value = float(token)
+            if probability and not 0 <= value <= 1 + ROW_TOLERANCE:
+                raise self.err(data_lines[0], f"expected a probability in [0, 1], got {token!r}")
+            return (value,)
         count = math.prod(shape)
         if len(data) == 1 and data[0] == "uniform" and probability and not entry:
             return np.full(shape, 1.0 / shape[-1])
