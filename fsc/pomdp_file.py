@@ -309,7 +309,7 @@ class _Reader:
                 raise self.err(line, f"unexpected ':' in the numbers of '{st.keyword}:'")
         return indices, data, data_lines
 
-    def data(self, st, data, data_lines, shape, *, probability, identity_ok=False, what="", entry=False):
+    def data(self, st, data, data_lines, shape, *, probability, identity_ok=False, what="", entry=False, reset_ok=False):
         """The numbers of an entry, a row or a matrix, as an array of ``shape``."""
         if entry and len(data) == 1:  # fast path for the commonest line
             token = data[0]
@@ -322,6 +322,8 @@ class _Reader:
         count = math.prod(shape)
         if len(data) == 1 and data[0] == "uniform" and probability and not entry:
             return np.full(shape, 1.0 / shape[-1])
+        if len(data) == 1 and data[0] == "reset" and reset_ok:
+            return self.initial.copy()
         if len(data) == 1 and data[0] == "identity" and identity_ok:
             if shape[0] != shape[-1]:
                 raise self.err(st.line, f"'identity' needs a square matrix, {what} is {shape[0]}x{shape[1]}")
@@ -348,7 +350,7 @@ class _Reader:
         elif len(rest) == 1:
             (s,) = rest
             s = s if isinstance(s, slice) else slice(s, s + 1)
-            self.transition[s, a, :] = self.data(st, data, lines, (S,), probability=True, what="a row over end states")
+            self.transition[s, a, :] = self.data(st, data, lines, (S,), probability=True, what="a row over end states", reset_ok=True)
             self.t_line[s, a] = st.line
         else:
             matrix = self.data(st, data, lines, (S, S), probability=True, identity_ok=True, what=f"a {S}x{S} matrix, start state by end state")
@@ -439,6 +441,7 @@ def parse_pomdp(text: str, *, source: str = "<string>", require_discount: bool =
     statements, last_line = _tokenise(text, source)
     last_line = max(last_line, 1)
     reader = _Reader(source, require_discount)
+    entries = 0  # line of the first T, O or R entry
     handlers = {"T": reader.transition_entry, "O": reader.observation_entry, "R": reader.reward_entry}
     for st in statements:
         if st.keyword in _PREAMBLE:
@@ -447,8 +450,11 @@ def parse_pomdp(text: str, *, source: str = "<string>", require_discount: bool =
         if not reader.tables_ready:
             reader.allocate(st.line)
         if st.keyword.startswith("start"):
+            if entries:
+                raise reader.err(st.line, f"'{st.keyword}:' must come before T, O and R entries (the first is on line {entries})")
             reader.start(st)
         else:
+            entries = entries or st.line
             handlers[st.keyword](st)
     if not reader.tables_ready:
         reader.allocate(last_line)

@@ -468,3 +468,52 @@ def test_format_pomdp_drops_metrics_and_says_so():
     text = format_pomdp(world)
     assert "# metrics not written (the format has none): hits" in text
     assert fsc.read_pomdp is not None and parse_pomdp(text).metrics == {}
+
+
+def test_reset_row_is_the_start_belief():
+    text = "states: 3\nactions: 1\nobservations: 1\nstart: 0.2 0.0 0.8\nT: 0\nidentity\nT: 0 : 1\nreset\nO: 0\nuniform\n"
+    np.testing.assert_array_equal(parse_pomdp(text).transition[:, 0, :], [[1, 0, 0], [0.2, 0.0, 0.8], [0, 0, 1]])
+    with pytest.raises(ValueError, match=r"^x:6: expected 1 numbers|^x:6: expected one number|got 'reset'"):
+        parse_pomdp(text.replace("O: 0\nuniform", "O: 0 : 0\nreset"), source="x")
+
+
+def test_start_after_entries_is_refused():
+    with pytest.raises(ValueError, match=r"^x:10: 'start:' must come before T, O and R entries \(the first is on line 6\)"):
+        parse_pomdp(GOOD + "start: uniform\n", source="x")
+
+
+def test_number_spellings():
+    text = HEAD + FILL + "R: 0 : 0 : 0 : 0 .5\nR: 0 : 0 : 0 : 1 -2.5e-1\nR: 1 : 0 : 0 : 0 +3\nR: 1 : 1 : 1 : 1 1.E2\n"
+    w = parse_pomdp(text)
+    assert (w.reward[0, 0, 0, 0], w.reward[0, 0, 0, 1], w.reward[0, 1, 0, 0], w.reward[1, 1, 1, 1]) == (0.5, -0.25, 3.0, 100.0)
+    for bad in ("1_0", "inf", "0x1", "1e", "--1"):
+        with pytest.raises(ValueError, match=rf"^x:10: expected a number, got '{bad}'"):
+            parse_pomdp(HEAD + FILL + f"R: 0 : 0 : 0 : 0 {bad}\n", source="x")
+
+
+def test_single_start_token_index_or_vector():
+    one = "states: 1\nactions: 1\nobservations: 1\nstart: {}\nT: 0\n1.0\nO: 0\n1.0\n"
+    assert parse_pomdp(one.format("1.0")).initial.tolist() == [1.0]  # a decimal: the vector
+    assert parse_pomdp(one.format("0")).initial.tolist() == [1.0]  # an integer: the index
+    with pytest.raises(ValueError, match=r"^x:4: expected a state index below 1, got '1'"):
+        parse_pomdp(one.format("1"), source="x")
+
+
+def test_identity_observation_needs_a_square_matrix():
+    text = "states: 2\nactions: 1\nobservations: 3\nT: 0\nidentity\nO: 0\nidentity\n"
+    with pytest.raises(ValueError, match=r"^x:6: 'identity' needs a square matrix"):
+        parse_pomdp(text, source="x")
+
+
+def test_writer_is_compact_for_sparse_worlds():
+    S = 50
+    transition = np.zeros((S, 1, S))
+    transition[np.arange(S), 0, (np.arange(S) + 1) % S] = 1.0
+    reward = np.zeros((S, 1, S, 2))
+    reward[:, 0] = np.arange(S, dtype=float)[:, None, None]  # depends on the start state only
+    reward[3, 0, 4, 1] = 7.0
+    world = fsc.POMDP(transition=transition, observation=np.full((1, S, 2), 0.5), reward=reward, initial=np.eye(S)[0])
+    text = format_pomdp(world)
+    assert text.count("\nT: ") == S and text.count("\nR: ") == (S - 1) + 1  # state 0 pays 0: no line; one exception
+    assert "R: 0 : 3 : * : * 3.0\nR: 0 : 3 : 4\n3.0 7.0\n" in text  # the differing row, whole (1 of 2 differ)
+    assert_same_world(world, parse_pomdp(text))
