@@ -111,7 +111,10 @@ def _tokenise(text: str, source: str) -> tuple[list[_Statement], int]:
 def _number(token: str, source: str, line: int, what: str = "a number") -> float:
     if not _NUMBER.fullmatch(token):
         raise ValueError(f"{source}:{line}: expected {what}, got {token!r}")
-    return float(token)
+    value = float(token)
+    if not math.isfinite(value):
+        raise ValueError(f"{source}:{line}: expected a finite number, got {token!r}")
+    return value
 
 
 class _Reader:
@@ -157,7 +160,11 @@ class _Reader:
         for token, line in zip(tokens, lines, strict=True):
             if not _NUMBER.fullmatch(token):
                 raise self.err(line, f"expected {what}, got {token!r}")
-        return np.array([float(t) for t in tokens], dtype=np.float64)
+        values = np.array([float(t) for t in tokens], dtype=np.float64)
+        if not np.isfinite(values).all():
+            i = int(np.flatnonzero(~np.isfinite(values))[0])
+            raise self.err(lines[i], f"expected a finite number, got {tokens[i]!r}")
+        return values
 
     def probabilities(self, tokens: list[str], lines: list[int]) -> np.ndarray:
         values = self.numbers(tokens, lines, "a probability")
@@ -316,6 +323,8 @@ class _Reader:
             if not _NUMBER.fullmatch(token):
                 raise self.err(data_lines[0], f"expected {'a probability' if probability else 'a number'}, got {token!r}")
             value = float(token)
+            if not math.isfinite(value):
+                raise self.err(data_lines[0], f"expected a finite number, got {token!r}")
             if probability and not 0 <= value <= 1 + ROW_TOLERANCE:
                 raise self.err(data_lines[0], f"expected a probability in [0, 1], got {token!r}")
             return (value,)

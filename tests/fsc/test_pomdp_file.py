@@ -328,6 +328,8 @@ MALFORMED = [
     ("bad number", GOOD + "R: 0 : a : a : 0 abc\n", 10, "expected a number, got 'abc'"),
     ("bad probability", GOOD + "T: 0 : a : b 0.5x\n", 10, "expected a probability, got '0.5x'"),
     ("nan", GOOD + "R: 0 : a : a : 0 nan\n", 10, "expected a number, got 'nan'"),
+    ("overflow", GOOD + "R: 0 : a : a\n1.0 1e400\n", 11, "expected a finite number, got '1e400'"),
+    ("overflow in an entry", GOOD + "R: 0 : a : a : 0 -1e999\n", 10, "expected a finite number, got '-1e999'"),
     ("truncated matrix", GOOD + "T: 1\n0.5 0.5\n0.5\n", 10, "expected 4 numbers"),
     ("too many numbers in a row", GOOD + "O: 0 : b\n0.5 0.5 0.0\n", 10, "expected 2 numbers"),
     ("huge declared size", "discount: 0.9\nstates: 1000000000\nactions: 1\nobservations: 1\nT: 0 : 0 : 0 1\n", 5, "over the limit of 2 GiB"),
@@ -517,3 +519,35 @@ def test_writer_is_compact_for_sparse_worlds():
     assert text.count("\nT: ") == S and text.count("\nR: ") == (S - 1) + 1  # state 0 pays 0: no line; one exception
     assert "R: 0 : 3 : * : * 3.0\nR: 0 : 3 : 4\n3.0 7.0\n" in text  # the differing row, whole (1 of 2 differ)
     assert_same_world(world, parse_pomdp(text))
+
+
+@pytest.mark.parametrize("name", TIGER_FILES)
+def test_mutated_files_give_a_world_or_one_line_value_error(name):
+    """Random token edits of the test files: never another exception, never a message without a line."""
+    import re
+
+    rng = np.random.default_rng(11)
+    words = (DATA / name).read_text().replace(":", " : ").split("\n")
+    garbage = ["*", ":", "uniform", "identity", "reset", "-1", "2", "1e400", "0.5", "abc", "T", "O:", "R:", "start", "#", "states:", "9"]
+    pattern = re.compile(r"^x:[0-9]+: [^\n]+$")
+    for _ in range(150):
+        lines = [line.split(" ") for line in words]
+        for _ in range(int(rng.integers(1, 4))):
+            i = int(rng.integers(len(lines)))
+            if not lines[i]:
+                continue
+            j = int(rng.integers(len(lines[i])))
+            edit = int(rng.integers(3))
+            if edit == 0:
+                del lines[i][j]
+            elif edit == 1:
+                lines[i][j] = garbage[int(rng.integers(len(garbage)))]
+            else:
+                lines[i].insert(j, garbage[int(rng.integers(len(garbage)))])
+        text = "\n".join(" ".join(line) for line in lines)
+        try:
+            world = parse_pomdp(text, source="x")
+        except ValueError as error:
+            assert pattern.match(str(error)), (str(error), text)
+        else:
+            assert isinstance(world, fsc.POMDP)
