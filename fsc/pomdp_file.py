@@ -497,7 +497,7 @@ def read_pomdp(path, *, require_discount: bool = False) -> POMDP:
     except OSError as error:
         raise ValueError(f"cannot read {str(path)!r}: {error.strerror or error}") from None
     try:
-        text = raw.decode("utf-8")
+        text = raw.decode("utf-8-sig")  # a byte-order mark, if any, is dropped
     except UnicodeDecodeError as error:
         line = raw.count(b"\n", 0, error.start) + 1
         raise ValueError(f"{path.name}:{line}: expected text, got the byte {raw[error.start]:#04x}") from None

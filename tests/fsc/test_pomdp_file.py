@@ -551,3 +551,13 @@ def test_mutated_files_give_a_world_or_one_line_value_error(name):
             assert pattern.match(str(error)), (str(error), text)
         else:
             assert isinstance(world, fsc.POMDP)
+
+
+def test_several_statements_on_one_line_and_a_byte_order_mark(tmp_path):
+    text = "discount: 0.5 values: cost states: 2 actions: 1 observations: 1\nT: 0 identity O: 0 uniform R: 0 : 1 : * : * 2.0\n"
+    path = tmp_path / "one.pomdp"
+    path.write_bytes(b"\xef\xbb\xbf" + text.encode())
+    w = fsc.read_pomdp(path)
+    assert w.discount == 0.5
+    np.testing.assert_array_equal(w.transition[:, 0, :], np.eye(2))
+    np.testing.assert_array_equal(w.reward[:, 0, :, 0], [[0, 0], [-2, -2]])
