@@ -24,7 +24,7 @@ import numpy as np
 
 from .pomdp import POMDP, Task, as_pomdp
 
-__all__ = ["MAX_TABLE_BYTES", "ROW_TOLERANCE", "parse_pomdp", "read_pomdp", "write_pomdp"]
+__all__ = ["MAX_TABLE_BYTES", "ROW_TOLERANCE", "format_pomdp", "parse_pomdp", "pomdp_summary", "read_pomdp", "write_pomdp"]
 
 #: Rows of ``T``, ``O`` and ``start`` may differ from 1 by at most this much.
 ROW_TOLERANCE = 1e-5
@@ -124,7 +124,6 @@ class _Reader:
         self.source = source
         self.require_discount = require_discount
         self.discount: float | None = None
-        self.discount_line = 0
         self.cost = False
         self.sizes: dict[str, int] = {}
         self.names: dict[str, tuple[str, ...] | None] = {}
@@ -192,7 +191,6 @@ class _Reader:
             if not 0 < value < 1:
                 raise self.err(st.line, f"expected a discount in (0, 1), got {st.tokens[0]!r}")
             self.discount = value
-            self.discount_line = st.line
         elif key == "values":
             if len(st.tokens) != 1 or st.tokens[0] not in ("reward", "cost"):
                 raise self.err(st.line, f"expected 'reward' or 'cost' after 'values:', got {' '.join(st.tokens)!r}")
@@ -627,8 +625,12 @@ def write_pomdp(world: POMDP | Task, path) -> Path:
     text = format_pomdp(world)
     path = Path(path)
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
     return path
 
 
