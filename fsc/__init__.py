@@ -15,6 +15,7 @@ from .memory import RAM, Chain, Column, Memento, MemoryArchitecture, parse_memor
 from .optim import Adam, Ascent, GradientFlow, Objective, Record, State, flow, optimize
 from .policy import Policy
 from .pomdp import POMDP, Task, as_pomdp
+from .pomdp_file import read_pomdp, write_pomdp
 from .simulate import Simulation, simulate
 from .solve import ENGINES, choose_engine
 
@@ -51,4 +52,6 @@ __all__ = [
     "product",
     "parse_memory",
     "simulate",
+    "read_pomdp",
+    "write_pomdp",
 ]

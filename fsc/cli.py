@@ -373,32 +373,6 @@ def _train_options(p):
     p.add_argument("--json", action="store_true", help="print the final q, t, steps, seconds as JSON")
 
 
-def cmd_pomdp(args) -> int:
-    from .pomdp_file import read_pomdp
-
-    try:
-        world = read_pomdp(args.file)
-    except OSError as error:
-        raise ValueError(f"cannot read {args.file!r}: {error.strerror or error}") from None
-    parts = [[world.state_labels[s] for s in part] for part in world.parts]
-    record = {
-        "file": args.file,
-        "valid": True,
-        "states": world.num_states,
-        "actions": world.num_actions,
-        "observations": world.num_observations,
-        "discount": world.discount,
-        "parts": parts if args.json else "; ".join(" ".join(part) for part in parts),
-    }
-    _emit(args, record)
-    return 0
-
-
-def _pomdp_options(p):
-    p.add_argument("file", help="a .POMDP file (Cassandra's format)")
-    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
-
-
 def cmd_report(args) -> int:
     from .report import build_report
 
@@ -417,7 +391,6 @@ COMMANDS["closed-form"] = (cmd_closed_form, _closed_form_options, "closed forms 
 COMMANDS["necklace"] = (cmd_necklace, _necklace_options, "binary necklaces, the longest Gray chain and Theorem 4.3's q*")
 COMMANDS["draw"] = (cmd_draw, _draw_options, "draw the memory transition graph of a policy (graphviz)")
 COMMANDS["train"] = (cmd_train, _train_options, "train a controller by gradient flow (or Adam); resumable")
-COMMANDS["pomdp"] = (cmd_pomdp, _pomdp_options, "read and check a .POMDP file: sizes, discount, closed parts")
 COMMANDS["report"] = (cmd_report, _report_options, "the main job: check, draw, train, and write an HTML report")
 
 
@@ -427,8 +400,15 @@ def _register_sweep() -> None:
     COMMANDS["sweep"] = (sweep.run, sweep.add_options, sweep.HELP)
 
 
+def _register_pomdp() -> None:
+    from . import pomdp_file
+
+    COMMANDS["pomdp"] = (pomdp_file.cmd_pomdp, pomdp_file.add_pomdp_options, pomdp_file.POMDP_HELP)
+
+
 def make_parser() -> argparse.ArgumentParser:
     _register_sweep()
+    _register_pomdp()
     parser = _Parser(prog="fsc", description="Finite-state controllers: evaluate, simulate, draw, train, report.")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
