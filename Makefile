@@ -30,7 +30,12 @@ dot:
 	    echo "graphviz's dot program is missing: install Debian's graphviz package (apt-get install graphviz)"; exit 1; \
 	  fi; }
 
-test: setup
+# The tests also compare with the Storm model checker (the storm extra).
+$(VENV)/.storm: $(STAMP)
+	$(BIN)/python -m pip install -q -e '.[test,cluster,storm]'
+	touch $(VENV)/.storm
+
+test: setup $(VENV)/.storm
 	$(BIN)/python -m pytest -q
 
 report: setup

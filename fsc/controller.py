@@ -120,6 +120,4 @@ def skeleton(policy) -> Skeleton:
         action_prob[q] = float(psi[action[q]])
     init = policy.init_probs().detach().numpy()[:N]
     initial = int(init.argmax())
-    return Skeleton(
-        action=action, action_prob=action_prob, next_node=next_node, next_prob=next_prob, initial=initial, initial_prob=float(init[initial])
-    )
+    return Skeleton(action=action, action_prob=action_prob, next_node=next_node, next_prob=next_prob, initial=initial, initial_prob=float(init[initial]))

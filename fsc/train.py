@@ -54,6 +54,7 @@ import os
 import platform
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -186,6 +187,9 @@ def _memory(memory: object, world: POMDP) -> MemoryArchitecture:
     return arch
 
 
+CONVERGED = 1e-9  # relative change of the gain over a decade of t that ends a run without until_t
+
+
 def _world(mu: object, pomdp: object) -> tuple[POMDP | Task, dict[str, Any]]:
     """The two-hypothesis world of ``mu`` or the ``.POMDP`` file ``pomdp``, and what ``run.json`` records of it."""
     if pomdp is None:
@@ -213,17 +217,14 @@ def _world(mu: object, pomdp: object) -> tuple[POMDP | Task, dict[str, Any]]:
     return parse_pomdp(text, source=str(path)), {"pomdp": hashlib.sha256(data).hexdigest()}
 
 
-def _converged(trajectory: _Trajectory, tolerance: float) -> bool:
-    """The gain changed by at most ``tolerance`` of its size over the last decade of t (and t >= 10)."""
-    t, gain = trajectory.columns["t"], trajectory.columns["gain"]
+def converged(t: Sequence[float], gain: Sequence[float], tolerance: float = CONVERGED) -> bool:
+    """Whether a run has converged: from ``t >= 10``, the gain changed by at most
+    ``tolerance`` of its size between ``t / 10`` and ``t`` (``t`` increasing)."""
     now = t[-1]
     if now < 10:
         return False
     i = bisect.bisect_right(t, now / 10) - 1
     return i >= 0 and abs(gain[-1] - gain[i]) <= tolerance * max(abs(gain[-1]), 1e-300)
-
-
-CONVERGED = 1e-9  # relative change of the gain over a decade of t that ends a run without until_t
 
 
 def _memory_text(arch: MemoryArchitecture) -> str | dict:
@@ -595,7 +596,7 @@ def _train(records, arch, policy, rule, out, resumed, trajectory, meta, quiet, c
                 trajectory.append(_row(record))
                 last_step = record.step
             progress.update(record)
-            if record.stop is None and rule.until_t is None and _converged(trajectory, CONVERGED):
+            if record.stop is None and rule.until_t is None and converged(trajectory.columns["t"], trajectory.columns["gain"]):
                 record = attrs.evolve(record, stop="converged")
                 break
             if record.stop is None and (time.monotonic() - last_checkpoint >= checkpoint_seconds or len(trajectory) == 1):

@@ -80,7 +80,9 @@ class Tiger(Task):
         transition[:, (left, right)] = 0.5
         p = self.accuracy
         observation = np.full((3, 2, 2), 0.5)
-        observation[listen] = [[p, 1 - p], [1 - p, p]]
+        # The decimal complement (0.15, as files write it, where 1 - 0.85 is 0.15000000000000002) when its row sums to 1 exactly.
+        wrong = float(f"{1 - p:.15g}")
+        observation[listen] = [[p, wrong], [wrong, p]] if p + wrong == 1 else [[p, 1 - p], [1 - p, p]]
         reward = np.zeros((2, 3, 1, 1))
         reward[:, listen] = -self.listen_cost
         reward[0, left] = reward[1, right] = -self.penalty
