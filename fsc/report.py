@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import html
 import json
+import os
 import shutil
 import sys
 import tempfile
@@ -278,16 +279,42 @@ _IMAGE_CHECK = (
 )
 
 
+#: The file that marks a directory as a report of ours: only such a directory is replaced.
+MARKER = ".fsc-report"
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def _check_replaceable(out: Path) -> None:
+    """Refuse an ``--out`` that is a file, holds the current directory, or holds anything but a report of ours."""
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"--out must be a directory, got the file {str(out)!r}")
+    if not out.exists():
+        return
+    here, target = Path.cwd().resolve(), out.resolve()
+    if target == here or target in here.parents:
+        raise ValueError(f"--out {str(out)!r} holds the current directory; give a new directory for the report")
+    if any(out.iterdir()) and not (out / MARKER).is_file():
+        raise ValueError(f"--out {str(out)!r} holds files that are not an fsc report; give a new or empty directory (nothing was deleted)")
+
+
 def build_report(out: str | Path, *, quiet: bool = False) -> dict:
     """Run every section and write ``out/index.html`` (and ``out/report.json``).
 
     Returns the numbers of every section (also in ``report.json``).
+    The report is built in a temporary directory beside ``out`` and renamed
+    to it at the end.  An existing ``out`` is replaced only when it is empty
+    or a previous report (it holds the marker file ``.fsc-report``);
+    anything else is refused with a ``ValueError``, before any work.
     """
     import fsc
 
     out = Path(out)
-    if out.exists() and not out.is_dir():
-        raise ValueError(f"--out must be a directory, got the file {str(out)!r}")
+    _check_replaceable(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
 
@@ -317,6 +344,9 @@ def build_report(out: str | Path, *, quiet: bool = False) -> dict:
         (work / "index.html").write_text(page)
         numbers = {s.title: s.numbers for s in sections}
         (work / "report.json").write_text(json.dumps({"seconds": seconds, "sections": numbers}, indent=1))
+        (work / MARKER).write_text("written by fsc report: fsc report --out may replace this directory\n")
+        os.chmod(work, 0o777 & ~_umask())  # mkdtemp's 0700 is for the work in progress only
+        _check_replaceable(out)  # again: the directory may have changed while the report ran
         if out.exists():
             shutil.rmtree(out)
         work.rename(out)

@@ -107,3 +107,23 @@ def test_report_writes_index(tmp_path, capsys):
     page = (tmp_path / "rep" / "index.html").read_text()
     assert "<table>" in page and "Monte Carlo" in page
     assert [p.name for p in tmp_path.iterdir()] == ["rep"]  # no temporary folder left
+    mask = os.umask(0)
+    os.umask(mask)
+    assert (tmp_path / "rep").stat().st_mode & 0o777 == 0o777 & ~mask  # not mkdtemp's 0700
+    (tmp_path / "rep" / "index.html").write_text("old")
+    status, _, _ = run(capsys, "report", "--out", str(tmp_path / "rep"), "--quiet")  # a report of ours: replaced
+    assert status == 0 and (tmp_path / "rep" / "index.html").read_text() != "old"
+
+
+def test_report_never_deletes_what_it_did_not_write(tmp_path, capsys, monkeypatch):
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "keep").write_text("x")
+    status, _, err = run(capsys, "report", "--out", str(mine), "--quiet")
+    assert status == 2 and err.count("\n") == 1 and "holds files that are not an fsc report" in err
+    assert [p.name for p in mine.iterdir()] == ["keep"] and sorted(p.name for p in tmp_path.iterdir()) == ["mine"]
+    monkeypatch.chdir(mine)
+    for out in (".", str(tmp_path)):
+        status, _, err = run(capsys, "report", "--out", out, "--quiet")
+        assert status == 2 and "holds the current directory" in err
+    assert [p.name for p in mine.iterdir()] == ["keep"] and (mine / "keep").read_text() == "x"
