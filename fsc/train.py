@@ -111,6 +111,13 @@ class _Trajectory:
     def last(self, name: str):
         return self.columns[name][-1] if len(self) else None
 
+    def trim(self) -> None:
+        """Drop a row that an interrupt left half-appended: every column (and the CSV lines) as long as the shortest."""
+        rows = min(min(len(column) for column in self.columns.values()), len(self.lines))
+        for column in self.columns.values():
+            del column[rows:]
+        del self.lines[rows:]
+
     def arrays(self) -> dict[str, np.ndarray]:
         return {name: np.array(column, dtype=_COLUMNS[name]) for name, column in self.columns.items()}
 
@@ -299,6 +306,7 @@ def read_trajectory(path: str | os.PathLike) -> dict[str, np.ndarray]:
 
 
 def _save_checkpoint(out: Path, state: State, trajectory: _Trajectory, meta: dict[str, Any]) -> None:
+    trajectory.trim()  # whole rows only, whenever the checkpoint is written
     point = state.point
     arrays: dict[str, np.ndarray] = {
         "logits": point.logits.numpy(),
@@ -364,6 +372,9 @@ def load_checkpoint(path: str | os.PathLike) -> tuple[State, dict[str, np.ndarra
             slots=slots,
         )
         columns = {name: np.array(data[f"trajectory_{name}"], dtype=dtype) for name, dtype in _COLUMNS.items()}
+    lengths = {len(column) for column in columns.values()}
+    if len(lengths) != 1 or (len(columns["step"]) and (np.any(np.diff(columns["step"]) <= 0) or columns["step"][-1] > state.step)):
+        raise ValueError(f"{str(path)!r} is inconsistent (trajectory columns of lengths {sorted(lengths)}); start the run again in another --out")
     return state, columns, meta
 
 

@@ -256,3 +256,41 @@ def test_interrupted_run_checkpoints_and_resumes(tmp_path):
     )
     assert json.loads((out / "result.json").read_text())["q"] == reference.q
     assert trajectory_without_seconds(out) == trajectory_without_seconds(tmp_path / "whole")
+
+
+@pytest.mark.parametrize("columns_done", [0, 3, 7])
+def test_interrupt_in_the_middle_of_a_row_leaves_a_resumable_run(tmp_path, monkeypatch, columns_done):
+    """Ctrl-C while a trajectory row is half appended: the checkpoint keeps whole rows, and the run resumes to the bit."""
+    import fsc.train as train
+
+    whole = small_run(tmp_path / "whole")
+    cut = whole.steps // 2
+    original = train._Trajectory.append
+
+    def interrupted(self, row):
+        if row["step"] == cut:
+            for name in list(self.columns)[:columns_done]:
+                self.columns[name].append(row[name])
+            raise KeyboardInterrupt
+        original(self, row)
+
+    monkeypatch.setattr(train._Trajectory, "append", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        small_run(tmp_path / "cut")
+    monkeypatch.setattr(train._Trajectory, "append", original)
+    state, columns, _ = load_checkpoint(tmp_path / "cut")
+    assert {len(c) for c in columns.values()} == {cut} and state.step == cut  # rows 0 .. cut - 1, whole
+    again = small_run(tmp_path / "cut")
+    assert again.q == whole.q and again.steps == whole.steps
+    assert trajectory_without_seconds(tmp_path / "cut") == trajectory_without_seconds(tmp_path / "whole")
+
+
+def test_a_ragged_checkpoint_is_refused_in_one_line(tmp_path):
+    small_run(tmp_path / "run", until_t=20.0)
+    path = tmp_path / "run" / "checkpoint.npz"
+    with np.load(path) as data:
+        arrays = {k: data[k] for k in data.files}
+    arrays["trajectory_q"] = np.append(arrays["trajectory_q"], 0.5)  # one column a row longer
+    np.savez(path, **arrays)
+    with pytest.raises(ValueError, match=r"checkpoint.npz' is inconsistent \(trajectory columns of lengths \[\d+, \d+\]\)"):
+        load_checkpoint(path)
