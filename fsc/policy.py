@@ -9,6 +9,7 @@ import json
 import math
 import os
 import tempfile
+import zipfile
 from pathlib import Path
 
 import attrs
@@ -237,8 +238,23 @@ class Policy:
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> Policy:
-        """Read a policy written by :meth:`save`."""
+        """Read a policy written by :meth:`save`.
+
+        Raises:
+            ValueError: a file that is not a readable policy (naming it and what is wrong).
+            OSError: a file that cannot be opened.
+        """
         path = Path(path)
+        try:
+            return cls._load(path)
+        except (zipfile.BadZipFile, KeyError, EOFError, RecursionError, json.JSONDecodeError, UnicodeDecodeError) as error:
+            raise ValueError(f"{str(path)!r} is not a readable policy file ({type(error).__name__}: {str(error)[:200]})") from None
+        except ValueError as error:
+            message = str(error)
+            raise ValueError(message if str(path) in message else f"{str(path)!r}: {message[:300]}") from None
+
+    @classmethod
+    def _load(cls, path: Path) -> Policy:
         if path.suffix == ".npz":
             with np.load(path, allow_pickle=False) as data:
                 spec = json.loads(str(data["architecture"]))

@@ -499,6 +499,8 @@ def run_training(
         raise ValueError(f"convention must be one of {CONVENTIONS}, got {convention!r}")
     if not isinstance(optimizer, str) or optimizer not in OPTIMIZERS:
         raise ValueError(f"optimizer must be one of {sorted(OPTIMIZERS)}, got {optimizer!r}")
+    if max_steps is not None and not isinstance(max_steps, bool) and isinstance(max_steps, int) and max_steps < 1:
+        raise ValueError(f"max_steps must be an int >= 1, got {max_steps!r}")  # as fsc train --max-steps
     rule = StopRule(until_t=until_t, max_steps=max_steps, max_seconds=max_seconds)
     opt = make_optimizer(optimizer, lr=lr, max_dgrad=max_dgrad)
     checkpoint_seconds = _number("checkpoint_seconds", checkpoint_seconds)

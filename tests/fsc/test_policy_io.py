@@ -64,3 +64,27 @@ def test_written_files_have_ordinary_permissions(tmp_path):
     plain = tmp_path / "plain"
     plain.write_bytes(b"")
     assert stat.S_IMODE((tmp_path / "p.npz").stat().st_mode) == stat.S_IMODE(plain.stat().st_mode) == 0o666 & ~umask
+
+
+@pytest.mark.parametrize(
+    "name, content, message",
+    [
+        ("empty.npz", b"", "is not a readable policy file"),
+        ("zip.npz", b"PK\x03\x04broken", "is not a readable policy file"),
+        ("cut.json", b'{"architecture": {"kind": "RAM", "M": 1}, "logits": [[', "is not a readable policy file"),
+        ("deep.json", b"[" * 100_000 + b"]" * 100_000, "is not a readable policy file"),
+        ("keys.json", b'{"logits": []}', "is not a policy file"),
+    ],
+)
+def test_unreadable_policy_files_are_value_errors_naming_the_file(tmp_path, name, content, message):
+    path = tmp_path / name
+    path.write_bytes(content)
+    with pytest.raises(ValueError, match=message) as caught:
+        fsc.Policy.load(path)
+    assert name in str(caught.value)
+
+
+def test_a_npz_without_the_policy_keys(tmp_path):
+    np.savez(tmp_path / "other.npz", x=np.zeros(3))
+    with pytest.raises(ValueError, match=r"other.npz' is not a readable policy file \(KeyError"):
+        fsc.Policy.load(tmp_path / "other.npz")

@@ -294,3 +294,9 @@ def test_a_ragged_checkpoint_is_refused_in_one_line(tmp_path):
     np.savez(path, **arrays)
     with pytest.raises(ValueError, match=r"checkpoint.npz' is inconsistent \(trajectory columns of lengths \[\d+, \d+\]\)"):
         load_checkpoint(path)
+
+
+def test_max_steps_zero_is_refused_like_the_command_line(tmp_path):
+    with pytest.raises(ValueError, match="max_steps must be an int >= 1, got 0"):
+        small_run(tmp_path / "run", max_steps=0)
+    assert not (tmp_path / "run").exists()
