@@ -190,6 +190,12 @@ def _simulate_options(p):
 def cmd_closed_form(args) -> int:
     from policies import closed_form
 
+    if args.policy == "asymmetric-ccp":
+        from policies.asymmetric import cmd_asymmetric_ccp
+
+        _emit(args, cmd_asymmetric_ccp(args))
+        return 0
+
     eps_opt = closed_form.ccp_eps_opt(args.mu, args.M, args.reset)
     eps = min(1.0, eps_opt) if args.eps is None else args.eps
     record = {
@@ -207,11 +213,12 @@ def cmd_closed_form(args) -> int:
 
 
 def _closed_form_options(p):
-    p.add_argument("policy", choices=["ccp"], help="the policy whose closed form to print (ccp: appendix C)")
+    p.add_argument("policy", choices=["ccp", "asymmetric-ccp"], help="the policy whose closed form to print (ccp: appendix C; asymmetric-ccp: its optimum over two exits and the reset split)")
     p.add_argument("--mu", type=_number, default=0.1, help="gap between the arms, in (0, 1) (default 0.1)")
     p.add_argument("--M", type=_positive_int, required=True, help="memory size")
     p.add_argument("--reset", type=_number, default=1e-3, help="reset probability r (default 1e-3)")
     p.add_argument("--eps", type=_number, default=None, help="exit probability at the top (default: the optimum, capped at 1)")
+    p.add_argument("--convention", choices=CONVENTIONS, default="native", help="asymmetric-ccp: the convention of q (native default, or paper)")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
 
