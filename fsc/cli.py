@@ -213,7 +213,7 @@ def cmd_closed_form(args) -> int:
 
 
 def _closed_form_options(p):
-    p.add_argument("policy", choices=["ccp", "asymmetric-ccp"], help="the policy whose closed form to print (ccp: appendix C; asymmetric-ccp: its optimum over two exits and the reset split)")
+    p.add_argument("policy", choices=["ccp", "asymmetric-ccp"], help="ccp (appendix C) or asymmetric-ccp (optimum over two exits and the reset split)")
     p.add_argument("--mu", type=_number, default=0.1, help="gap between the arms, in (0, 1) (default 0.1)")
     p.add_argument("--M", type=_positive_int, required=True, help="memory size")
     p.add_argument("--reset", type=_number, default=1e-3, help="reset probability r (default 1e-3)")

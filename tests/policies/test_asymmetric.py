@@ -76,7 +76,10 @@ def _mpmath_q(mu, M, r, eps_A, eps_B, split, dps=50):
     return total / 2
 
 
-@pytest.mark.parametrize(("mu", "M", "r", "eps_A", "eps_B", "split"), [(0.1, 8, 1e-3, 0.0455, 0.043, 1.0), (0.2, 4, 1e-5, 0.9, 0.01, 0.25), (0.05, 30, 1e-2, 0.2, 0.3, 0.0)])
+MPMATH_POINTS = [(0.1, 8, 1e-3, 0.0455, 0.043, 1.0), (0.2, 4, 1e-5, 0.9, 0.01, 0.25), (0.05, 30, 1e-2, 0.2, 0.3, 0.0)]
+
+
+@pytest.mark.parametrize(("mu", "M", "r", "eps_A", "eps_B", "split"), MPMATH_POINTS)
 def test_closed_form_matches_an_mpmath_solve(mu, M, r, eps_A, eps_B, split):
     reference = float(_mpmath_q(mu, M, r, eps_A, eps_B, split))
     assert asymmetric_ccp_q(mu, M, r, eps_A, eps_B, split) == pytest.approx(reference, rel=1e-13)
