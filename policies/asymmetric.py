@@ -261,3 +261,104 @@ def cmd_asymmetric_ccp(args) -> dict:
         "M": optimum.M,
         "reset": optimum.reset,
     }
+
+
+def q_and_probability_gradient(world, arch: MemoryArchitecture, probs: np.ndarray, init_probs: np.ndarray, reset: float, convention: str = "native"):
+    """``q`` and its gradient with respect to the probability table and the initial distribution.
+
+    ``q`` is computed as :func:`fsc.evaluate` does (dense engine), but from
+    ``probs[n, c]`` (node, choice) and ``init_probs[n]`` as leaves, so that the
+    gradient exists at deterministic policies (whose logits are infinite).
+    Returns ``(q, dq/dprobs (N, C), dq/dinit (N,))``.
+    """
+    import torch
+
+    from fsc.chain import joint_chain
+    from fsc.pomdp import Task, as_pomdp
+    from fsc.solve import ENGINES
+
+    probs_t = torch.tensor(probs, dtype=torch.float64, requires_grad=True)
+    init_t = torch.tensor(init_probs, dtype=torch.float64, requires_grad=True)
+    chain = joint_chain(as_pomdp(world), arch)
+    p = ENGINES["dense"](chain, probs_t, init_t, reset).distribution
+    p = p / p.sum(dim=1, keepdim=True)
+    weights = torch.tensor(chain.part_weights)
+
+    def expectation(table):
+        return (weights * (p * chain.expected_step(table, probs_t)).sum(dim=1)).sum()
+
+    if convention == "paper":
+        q = world.paper_metrics((1 - reset) * expectation(chain.step_reward))["q"] if isinstance(world, Task) else None
+    else:
+        q = expectation(chain.step_metrics["q"])
+    q.backward()
+    return float(q.detach()), probs_t.grad.numpy().copy(), init_t.grad.numpy().copy()
+
+
+def local_optimality(mu: float, M: int, r: float, *, convention: str = "native", h: float = 1e-4) -> dict:
+    """Is the asymmetric CCP optimum a local minimum of ``q`` over all policies of ``RAM(M)``?
+
+    Over the policy simplex (each node's choice distribution, and the initial
+    distribution), at the optimum ``pi*``:
+
+    - first order: for every node and every allowed choice ``c`` the
+      directional derivative of moving mass to ``c`` from the choices in use,
+      ``g[n, c] - sum_c' pi*[n, c'] g[n, c']``, must be ``>= 0``;
+      ``margin`` is its smallest value over the choices not in use at nodes that
+      carry stationary mass (strictly positive: those directions increase ``q``
+      to first order); ``flat`` counts the directions with zero derivative
+      (nodes never visited; they cannot lower ``q`` to first order);
+    - the free directions: the two top exits (``stationarity``: the largest
+      ``|dq/d eps|`` there, ~0) with the Hessian of the closed form in
+      ``(eps_A, eps_B)`` (``hessian_eigenvalues``, by central differences of
+      :func:`asymmetric_ccp_q`), and the split, at its bound ``j = 1`` with
+      ``dq/dj < 0`` (``split_slope``).
+
+    The logits of a deterministic choice are infinite, so a Hessian "on the
+    logits" at ``pi*`` is zero in those directions; this first-order
+    (Karush-Kuhn-Tucker) check on the probabilities is the statement that
+    holds there.
+    """
+    from tasks import TwoHypothesis
+
+    o = asymmetric_ccp_optimum(mu, M, r, convention=convention)
+    arch = RAM(M)
+    probs, init = asymmetric_ccp_probs(arch, o.eps_A, o.eps_B, o.split)
+    world = TwoHypothesis(mu)
+    q, g, g0 = q_and_probability_gradient(world, arch, probs, init, r, convention)
+    import fsc
+
+    visited = fsc.evaluate(world, arch, Policy.from_probs(arch, probs, init), reset=r).distribution.detach().numpy().sum(axis=(0, 1)) > 0
+    deriv = g - (probs * g).sum(axis=1, keepdims=True)
+    unused = arch.allowed & (probs == 0)
+    margin = float(deriv[unused & visited[:, None]].min())
+    flat = int((np.abs(deriv[unused & ~visited[:, None]]) < 1e-14).sum())
+    init_deriv = g0 - (init * g0).sum()
+    init_margin = float(init_deriv[arch.reset_mask & (init == 0)].min()) if (arch.reset_mask & (init == 0)).any() else math.inf
+
+    def f(ea: float, eb: float) -> float:
+        return asymmetric_ccp_q(mu, M, r, ea, eb, 1.0, convention=convention)
+
+    ea, eb = o.eps_A, o.eps_B
+    ha, hb = h * ea, h * eb
+    f0 = f(ea, eb)
+    faa = (f(ea + ha, eb) - 2 * f0 + f(ea - ha, eb)) / ha**2
+    fbb = (f(ea, eb + hb) - 2 * f0 + f(ea, eb - hb)) / hb**2
+    fab = (f(ea + ha, eb + hb) - f(ea + ha, eb - hb) - f(ea - ha, eb + hb) + f(ea - ha, eb - hb)) / (4 * ha * hb)
+    stationarity = max(abs(f(ea + ha, eb) - f(ea - ha, eb)) / (2 * ha), abs(f(ea, eb + hb) - f(ea, eb - hb)) / (2 * hb))
+    split_slope = asymmetric_ccp_q(mu, M, r, ea, eb, 1.0, convention=convention) - asymmetric_ccp_q(mu, M, r, ea, eb, 0.0, convention=convention)
+    return {
+        "mu": mu,
+        "M": M,
+        "reset": r,
+        "q": q,
+        "q_closed_form": o.q,
+        "eps_A": ea,
+        "eps_B": eb,
+        "margin": margin,
+        "init_margin": init_margin,
+        "flat": flat,
+        "stationarity": stationarity,
+        "hessian_eigenvalues": [float(v) for v in np.linalg.eigvalsh(np.array([[faa, fab], [fab, fbb]]))],
+        "split_slope": split_slope,
+    }
