@@ -340,6 +340,9 @@ def _register_sweep() -> None:
     from . import sweep
 
     COMMANDS["sweep"] = (sweep.run, sweep.add_options, sweep.HELP)
+    from policies import anatomy
+
+    COMMANDS["inspect"] = (anatomy.run, anatomy.add_options, anatomy.HELP)
 
 
 def make_parser() -> argparse.ArgumentParser:
