@@ -17,10 +17,16 @@
     project's chain (:func:`policies.necklace_exits`), with ``eps0`` read at
     ``A..A-..-`` and ``eps1`` at the first exit word;
 
-  the distance is the largest total-variation distance between a row of the
-  policy and the family's row, over the nodes with stationary mass above
-  ``mass_floor`` (unvisited nodes do not change ``q``).  A family is claimed
-  when the distance is below ``tol``; the policy's memory labels are taken as
+  the distance is the stationary-mass-weighted mean of the total-variation
+  distance between a row of the policy and the family's row,
+  ``sum_n mass[n] TV(probs[n], family[n])`` (unvisited nodes do not change
+  ``q``), plus the TV distance of the initial distributions;
+  ``max_distance`` is the largest row distance over nodes with mass above
+  ``mass_floor``.  A family is claimed when the distance is below ``tol``
+  and the largest row distance below ``max_tol`` (a policy that stays like
+  the family where the mass sits but decides differently at a few rarely
+  visited exits is not the family); ``deviations`` lists the nodes where
+  ``mass[n] TV_n`` is largest; the policy's memory labels are taken as
   they are (a CCP with relabelled memories is not recognised).
 
 Arrays: ``probs[n, c]`` (node, choice) as in :class:`fsc.Policy`;
@@ -86,18 +92,29 @@ def _node_mass(world, arch: MemoryArchitecture, policy: Policy, reset: float, co
     return float(ev.metrics["q"]), mass
 
 
-def _distance(probs: np.ndarray, family: np.ndarray, visited: np.ndarray) -> float:
-    """Largest total-variation distance between rows ``probs[n]`` and ``family[n]`` over visited nodes."""
+def _distance(probs: np.ndarray, family: np.ndarray, visited: np.ndarray, mass: np.ndarray) -> tuple[float, float]:
+    """Mass-weighted mean and largest (over visited nodes) total-variation distance between rows of ``probs`` and ``family``."""
     if not visited.any():
-        return math.inf
-    return float(0.5 * np.abs(probs[visited] - family[visited]).sum(axis=1).max())
+        return math.inf, math.inf
+    tv = 0.5 * np.abs(probs - family).sum(axis=1)
+    return float((mass * tv).sum() / mass.sum()), float(tv[visited].max())
+
+
+def _deviations(arch: MemoryArchitecture, probs: np.ndarray, family: np.ndarray, mass: np.ndarray, visited: np.ndarray, top: int = 8) -> list[dict]:
+    """The visited nodes where ``mass[n] * TV(probs[n], family[n])`` is largest, with both rows' main choices."""
+    tv = 0.5 * np.abs(probs - family).sum(axis=1)
+    order = [n for n in np.argsort(-(mass * tv)) if visited[n] and tv[n] > 1e-3][:top]
+    choices = arch.choice_labels
+    return [{"node": arch.node_labels[n], "mass": float(mass[n]), "tv": float(tv[n]),
+             "policy": {choices[c]: round(float(probs[n, c]), 4) for c in np.argsort(-probs[n])[:2]},
+             "family": {choices[c]: round(float(family[n, c]), 4) for c in np.argsort(-family[n])[:2]}} for n in order]  # fmt: skip
 
 
 def _clip(x: float) -> float:
     return float(min(1.0, max(x, 1e-300)))
 
 
-def _ccp_family(arch: MemoryArchitecture, probs: np.ndarray, init: np.ndarray, visited: np.ndarray, split_tol: float, eps_tol: float):
+def _ccp_family(arch: MemoryArchitecture, probs: np.ndarray, init: np.ndarray, visited: np.ndarray, mass: np.ndarray, split_tol: float, eps_tol: float):
     M, choice = arch.M, arch.choice_index
     eps = {}
     for x, other in (("A", "B"), ("B", "A")):
@@ -106,10 +123,12 @@ def _ccp_family(arch: MemoryArchitecture, probs: np.ndarray, init: np.ndarray, v
     blank = probs[arch.node_index("1_")]
     split = float(blank[choice("1A")] / max(blank[choice("1A")] + blank[choice("1B")], 1e-300))
     family_probs, family_init = asymmetric_ccp_probs(arch, eps["A"], eps["B"], split)
-    distance = max(_distance(probs, family_probs, visited), float(0.5 * np.abs(init - family_init).sum()))
+    mean, largest = _distance(probs, family_probs, visited, mass)
+    distance = mean + float(0.5 * np.abs(init - family_init).sum())
+    deviations = _deviations(arch, probs, family_probs, mass, visited)
     symmetric = abs(eps["A"] - eps["B"]) <= eps_tol * max(eps["A"], eps["B"]) and abs(split - 0.5) <= split_tol
     name = "symmetric CCP" if symmetric else "asymmetric CCP"
-    return name, distance, {"eps_A": eps["A"], "eps_B": eps["B"], "split": split}, {}
+    return name, distance, {"eps_A": eps["A"], "eps_B": eps["B"], "split": split}, {"max_distance": largest, "deviations": deviations}
 
 
 def _necklace_family(arch: Memento, probs: np.ndarray, init: np.ndarray, visited: np.ndarray, mass: np.ndarray):
@@ -133,13 +152,17 @@ def _necklace_family(arch: Memento, probs: np.ndarray, init: np.ndarray, visited
                 eps1_values.append(float(probs[n, 1 - oldest_choice(label)]))
     eps1 = _clip(max(eps1_values)) if eps1_values else 1.0
     family_probs, family_init = necklace_probs(arch, eps0, eps1, exits)
-    distance = max(_distance(probs, family_probs, visited), float(0.5 * np.abs(init - family_init).sum()))
+    mean, largest = _distance(probs, family_probs, visited, mass)
+    distance = mean + float(0.5 * np.abs(init - family_init).sum())
+    deviations = _deviations(arch, probs, family_probs, mass, visited)
     by_necklace: dict[str, float] = {}
     for n, label in enumerate(labels):
         if len(label) == 2 * m:
             key = necklace(label[:m])
             by_necklace[key] = by_necklace.get(key, 0.0) + float(mass[n])
     details = {
+        "max_distance": largest,
+        "deviations": deviations,
         "chain": list(exits.chain),
         "mass_by_necklace": dict(sorted(by_necklace.items(), key=lambda kv: -kv[1])),
         "mixed_full_histories": dict(sorted(leaving.items(), key=lambda kv: -kv[1])[:20]),
@@ -157,6 +180,7 @@ def anatomy(
     delta: float = 0.01,
     mass_floor: float = 1e-6,
     tol: float = 0.05,
+    max_tol: float = 0.25,
 ) -> Anatomy:
     """Read ``policy`` as structure (see the module docstring).
 
@@ -166,13 +190,13 @@ def anatomy(
         reset, convention: where ``q`` and the stationary mass are computed.
         delta: a row is near-deterministic when its largest probability is ``>= 1 - delta``.
         mass_floor: nodes with less stationary mass are left out (and do not count in the distance).
-        tol: a family is claimed when its distance is below ``tol``.
+        tol, max_tol: a family is claimed when its distance is below ``tol`` and its largest row distance below ``max_tol``.
     """
     from tasks import TwoHypothesis
 
     if not isinstance(policy, Policy):
         raise TypeError(f"policy must be a fsc.Policy, got {type(policy).__name__}")
-    for name, value in (("delta", delta), ("mass_floor", mass_floor), ("tol", tol)):
+    for name, value in (("delta", delta), ("mass_floor", mass_floor), ("tol", tol), ("max_tol", max_tol)):
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 1:
             raise ValueError(f"{name} must be a number in [0, 1), got {value!r}")
     world = TwoHypothesis(mu) if world is None else world
@@ -196,10 +220,10 @@ def anatomy(
     family = nearest = None
     distance, parameters, details = math.inf, {}, {}
     if isinstance(arch, (RAM, Chain, Column)) and arch.arms == 2 and arch.observations == 2:
-        nearest, distance, parameters, details = _ccp_family(arch, probs, init, visited, split_tol=0.05, eps_tol=0.02)
+        nearest, distance, parameters, details = _ccp_family(arch, probs, init, visited, mass, split_tol=0.05, eps_tol=0.02)
     elif isinstance(arch, Memento) and arch.arms == 2 and arch.observations == 2 and arch.m >= 2:
         nearest, distance, parameters, details = _necklace_family(arch, probs, init, visited, mass)
-    if nearest is not None and distance < tol:
+    if nearest is not None and distance < tol and details["max_distance"] < max_tol:
         family = nearest
     return Anatomy(
         architecture=repr(arch),
@@ -223,7 +247,7 @@ def describe(a: Anatomy, *, top: int = 12) -> str:
         params = ", ".join(f"{k} = {v:.4g}" for k, v in a.parameters.items())
         lines.append(f"family: {a.family} ({params}); distance {a.distance:.3g}")
     elif a.nearest is not None:
-        lines.append(f"family: none; nearest {a.nearest} at distance {a.distance:.3g}")
+        lines.append(f"family: none; nearest {a.nearest} at distance {a.distance:.3g} (largest row distance {a.details['max_distance']:.3g})")
     else:
         lines.append("family: none known for this architecture")
     lines.append(f"stationary mass (top {min(top, len(a.mass))} of {len(a.mass)} visited nodes):")
@@ -231,6 +255,10 @@ def describe(a: Anatomy, *, top: int = 12) -> str:
         choice = a.skeleton[label]
         what = choice if isinstance(choice, str) else ", ".join(f"{c} {p:.3g}" for c, p in list(choice.items())[:4])
         lines.append(f"  {label:<12} {value:10.4g}  -> {what}")
+    if a.details.get("deviations"):
+        lines.append(f"where it differs from the nearest family ({a.nearest}), by mass x distance:")
+        for d in a.details["deviations"][:6]:
+            lines.append(f"  {d['node']:<12} mass {d['mass']:.3g}, distance {d['tv']:.3g}: plays {d['policy']}, family {d['family']}")
     if "mass_by_necklace" in a.details:
         lines.append("mass by necklace of the arms played: " + ", ".join(f"{k} {v:.3g}" for k, v in list(a.details["mass_by_necklace"].items())[:8]))
     return "\n".join(lines)
