@@ -248,12 +248,20 @@ def section_training(out: Path, log: Callable[[str], None]) -> Section:
     return Section("Training from each initialisation", body, commands, numbers)
 
 
+def section_beyond_the_paper(out: Path, log: Callable[[str], None]) -> Section:
+    """Beyond the paper: asymmetric CCP, anatomy of learned policies, the Memento question."""
+    from .beyond import section
+
+    return section(out, log)
+
+
 SECTIONS: list[Callable[[Path, Callable[[str], None]], Section]] = [
     section_exact_vs_monte_carlo,
     section_ccp_closed_form,
     section_necklaces,
     section_drawings,
     section_training,
+    section_beyond_the_paper,
 ]
 
 _STYLE = """
