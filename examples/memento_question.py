@@ -1,6 +1,6 @@
 """The Memento question: is the necklace policy what training finds?
 
-Reads the finished runs of the sweep examples/sweeps/memento-question.json
+Reads the finished runs of the sweep examples/memento_question.json
 (Memento m = 3, 4; r = 1e-3, 1e-5, 1e-7; random, cycles and near-necklace
 starts; native convention), and for each (m, r) compares the best learned q
 with the necklace policy optimised over (eps0, eps1) at the same r
@@ -9,7 +9,7 @@ the anatomy (policies.anatomy).  Writes OUT/table.csv, OUT/runs.csv,
 OUT/anatomy-m{m}-r{r}.json / .txt, the best policies OUT/best-m{m}-r{r}.npz and
 their diagrams OUT/best-m{m}-r{r}.svg (viz.memory_graph).
 
-    fsc sweep examples/sweeps/memento-question.json --out sweeps/memento-question --workers 1
+    fsc sweep examples/memento_question.json --out sweeps/memento-question --workers 1
     python examples/memento_question.py --sweep sweeps/memento-question --out results/memento
 """
 

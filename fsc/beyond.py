@@ -77,6 +77,6 @@ def section(out: Path, log: Callable[[str], None]):
         "fsc closed-form asymmetric-ccp --mu 0.1 --M 8 --reset 1e-3 --json",
         "python examples/asymmetric_ccp.py --out results/asymmetric",
         "fsc train --memory ram:8 --init near-ccp --reset 1e-3 --until-t 1e8 --out results/ram8 && fsc inspect results/ram8/policy.npz --reset 1e-3",
-        "fsc sweep examples/sweeps/memento-question.json --workers 1 && python examples/memento_question.py --out results/memento",
+        "fsc sweep examples/memento_question.json --workers 1 && python examples/memento_question.py --out results/memento",
     )
     return Section("Beyond the paper: asymmetric CCP, policy anatomy, the Memento question", "".join(body), commands, json.loads(json.dumps(numbers)))
