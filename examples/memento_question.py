@@ -21,6 +21,7 @@ import json
 import math
 from pathlib import Path
 
+import numpy as np
 import torch
 
 
@@ -34,8 +35,14 @@ def main() -> None:
     torch.set_num_threads(1)
     torch.set_default_dtype(torch.float64)
     import fsc
+    from policies import necklace_probs
     from policies.anatomy import anatomy, describe
     from policies.reference import necklace_optimum
+    from tasks import TwoHypothesis
+
+    def exact_q(arch, probs, init, reset) -> float:
+        policy = fsc.Policy.from_probs(arch, probs, init)
+        return float(fsc.evaluate(TwoHypothesis(args.mu), arch, policy, reset=reset).metrics["q"])
 
     runs = []
     for result in sorted(args.sweep.glob("runs/**/result.json")):
@@ -73,19 +80,34 @@ def main() -> None:
                            args.out / f"best-{tag}.svg")  # fmt: skip
             except Exception as error:  # graphviz missing or too slow: the table still stands
                 print(f"no diagram for {tag}: {error}")
+        # Where does the difference come from?  Swap the rows of the partial histories (length < m: the
+        # steps right after a reset) between the learned policy and the optimised necklace policy.
+        arch = policy.architecture
+        neck_probs, neck_init = necklace_probs(arch, eps0, eps1)
+        learned_probs = policy.probs().detach().numpy()
+        partial = np.array([len(label) != 2 * m for label in arch.node_labels])
+        mixed = neck_probs.copy()
+        mixed[partial] = learned_probs[partial]
+        q_neck_learned_start = exact_q(arch, mixed, neck_init, reset)
+        mixed = learned_probs.copy()
+        mixed[partial] = neck_probs[partial]
+        q_learned_neck_start = exact_q(arch, mixed, policy.init_probs().detach().numpy(), reset)
         rows.append({"m": m, "reset": reset, "runs": len(group), "best_learned_q": best["q"], "best_init": f"{best['init']}:{best['seed']}",
                      "median_learned_q": sorted(r["q"] for r in group)[len(group) // 2], "necklace_q_at_r": q_neck, "necklace_eps0": eps0,
                      "necklace_eps1": eps1, "learned_minus_necklace": best["q"] - q_neck,
                      "family_found": a.family or f"none (nearest {a.nearest} at {a.distance:.2f})",
-                     "distance_to_necklace": a.distance, "t": best["t"]})  # fmt: skip
+                     "distance_to_necklace": a.distance, "t": best["t"],
+                     "necklace_with_learned_start_q": q_neck_learned_start, "learned_with_necklace_start_q": q_learned_neck_start})  # fmt: skip
     with open(args.out / "table.csv", "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=list(rows[0]))
         writer.writeheader()
         writer.writerows(rows)
-    print(f"{'m':>2} {'r':>7} {'runs':>4} {'best learned q':>15} {'from':>14} {'necklace q at r':>16} {'learned - necklace':>19}  family found")
+    print(f"{'m':>2} {'r':>7} {'runs':>4} {'best learned q':>15} {'from':>16} {'necklace q at r':>16} {'learned - necklace':>19} "
+          f"{'necklace+learned start':>23} {'learned+necklace start':>23}  family found")  # fmt: skip
     for row in rows:
-        print(f"{row['m']:>2} {row['reset']:>7g} {row['runs']:>4} {row['best_learned_q']:>15.7g} {row['best_init']:>14} {row['necklace_q_at_r']:>16.7g} "
-              f"{row['learned_minus_necklace']:>19.3g}  {row['family_found']}")  # fmt: skip
+        print(f"{row['m']:>2} {row['reset']:>7g} {row['runs']:>4} {row['best_learned_q']:>15.7g} {row['best_init']:>16} {row['necklace_q_at_r']:>16.7g} "
+              f"{row['learned_minus_necklace']:>19.3g} {row['necklace_with_learned_start_q']:>23.7g} {row['learned_with_necklace_start_q']:>23.7g}  "
+              f"{row['family_found']}")  # fmt: skip
 
 
 if __name__ == "__main__":
