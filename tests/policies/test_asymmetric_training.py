@@ -1,8 +1,6 @@
-"""Training from near-CCP reaches the asymmetric CCP (slow: t ~ 1e7 of gradient flow)."""
+"""Training from near-CCP reaches the asymmetric CCP (t ~ 1.6e7 of gradient flow, 80,000 steps: about 10 s on one idle core)."""
 
 import time
-
-import pytest
 
 import fsc
 import policies
@@ -12,7 +10,6 @@ from policies.reference import reference_lines
 from tasks import TwoHypothesis
 
 
-@pytest.mark.slow
 def test_training_reaches_the_asymmetric_ccp(one_thread):
     """RAM 8, mu = 0.1, r = 1e-3, native convention: gradient flow from pi_CCP + 1e-4 goes below the symmetric CCP
     (a saddle) and gets within 1e-5 of the asymmetric optimum, with the reset sent to 1A."""
