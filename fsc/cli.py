@@ -195,11 +195,12 @@ def cmd_closed_form(args) -> int:
 
         _emit(args, cmd_asymmetric_ccp(args))
         return 0
+    from policies.asymmetric import to_convention
 
     eps_opt = closed_form.ccp_eps_opt(args.mu, args.M, args.reset)
     eps = min(1.0, eps_opt) if args.eps is None else args.eps
     record = {
-        "q": closed_form.ccp_q(args.mu, args.M, args.reset, eps),
+        "q": to_convention(closed_form.ccp_q(args.mu, args.M, args.reset, eps), args.reset, args.convention),
         "eps": eps,
         "eps_opt": eps_opt,
         "q_limit": closed_form.ccp_q_limit(args.mu, args.M),
@@ -218,7 +219,7 @@ def _closed_form_options(p):
     p.add_argument("--M", type=_positive_int, required=True, help="memory size")
     p.add_argument("--reset", type=_number, default=1e-3, help="reset probability r (default 1e-3)")
     p.add_argument("--eps", type=_number, default=None, help="exit probability at the top (default: the optimum, capped at 1)")
-    p.add_argument("--convention", choices=CONVENTIONS, default="native", help="asymmetric-ccp: the convention of q (native default, or paper)")
+    p.add_argument("--convention", choices=CONVENTIONS, default="native", help="the convention of q: native (default) or paper, (1 - r) q + r/2")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
 

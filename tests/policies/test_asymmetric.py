@@ -131,6 +131,8 @@ def test_cli(capsys):
     assert main(["closed-form", "asymmetric-ccp", "--M", "8", "--reset", "1e-3", "--convention", "paper", "--json"]) == 0
     paper = json.loads(capsys.readouterr().out)
     assert paper["q"] == pytest.approx(0.999 * record["q"] + 5e-4, rel=1e-12)
+    assert main(["closed-form", "ccp", "--M", "8", "--reset", "1e-3", "--convention", "paper", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["q"] == pytest.approx(paper["q_symmetric"], rel=1e-13)
     assert main(["closed-form", "asymmetric-ccp", "--M", "8", "--reset", "0"]) == 2
     assert "0.0" in capsys.readouterr().err
 
