@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import html
 import json
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 
@@ -52,6 +53,10 @@ def section(out: Path, log: Callable[[str], None]):
         anatomies.append(title)
         numbers[f"anatomy {title}"] = {"q": a.q, "family": a.family, "nearest": a.nearest, "distance": a.distance, **a.parameters}
         body.append(f"<h3>Anatomy: {html.escape(title)}</h3><pre>{html.escape(describe(a, top=10))}</pre>")
+        diagram = path.with_suffix(".svg")
+        if diagram.is_file():  # the diagram drawn with the results (viz.memory_graph)
+            shutil.copyfile(diagram, out / "figures" / diagram.name)
+            body.append(f"<img src='figures/{html.escape(diagram.name)}' alt='diagram of the {html.escape(title)} policy'>")
     log(f"  anatomy of {len(anatomies)} learned policies")
     memento = RESULTS / "memento" / "table.csv"
     if memento.is_file():

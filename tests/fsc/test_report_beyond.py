@@ -6,6 +6,7 @@ from fsc.report import section_beyond_the_paper
 
 
 def test_section(tmp_path):
+    (tmp_path / "figures").mkdir()  # as build_report makes it
     section = section_beyond_the_paper(tmp_path, lambda message: None)
     numbers = section.numbers
     assert all(numbers[f"gain M={M} r={r:g}"] > 0 for M in (4, 8, 20) for r in (1e-2, 1e-3, 1e-4, 1e-6))
@@ -18,3 +19,4 @@ def test_section(tmp_path):
     # the necklace policy with the learned after-reset rows is below the optimised necklace everywhere
     assert all(float(r["necklace_with_learned_start_q"]) < float(r["necklace_q_at_r"]) for r in rows.values())
     assert "The Memento question" in section.body and "asymmetric CCP" in section.body
+    assert (tmp_path / "figures" / "best-m3-r1e-05.svg").is_file() and "figures/best-m3-r1e-05.svg" in section.body
