@@ -4,8 +4,9 @@ Six panels (mu = 0.1): A-B RAM M = 8 and 20 from random, linear, columns and
 near-CCP starts; C-D Memento m = 3 and 4 from random, cycles and
 near-necklace starts; E-F random starts on RAM and Memento memories of the
 same effective size (M = 16 vs m = 3, M = 64 vs m = 4).  Each seed faint, the
-median bold; dashed: the closed form of the CCP (at the run's r) or the
-necklace policy's q* (r -> 0).  Runs go to OUT/runs/ (resumable: a finished
+median bold; dashed: the reference lines of policies.reference_lines in the
+runs' convention (RAM: symmetric and asymmetric CCP at the run's r; Memento:
+the necklace policy optimised at r, and q* for r -> 0).  Runs go to OUT/runs/ (resumable: a finished
 run is not recomputed) and the numbers to OUT/figure4.csv.
 
     python examples/figure4.py --seeds 3 --until-t 1e3 --out out/figure4      # minutes on 2 cores
@@ -41,15 +42,11 @@ def run_one(job: dict) -> dict:
             "curve": (trajectory["t"], trajectory["q"])}  # fmt: skip
 
 
-def reference(memory: str, reset: float, mu: float) -> dict[str, float]:
-    from policies import closed_form
+def reference(memory: str, reset: float, mu: float, convention: str) -> dict[str, float]:
+    """The dashed lines, in the curves' convention (policies.reference.reference_lines)."""
+    from policies.reference import reference_lines
 
-    kind, size = memory.split(":")
-    size = int(size)
-    if kind == "ram":
-        eps = min(1.0, closed_form.ccp_eps_opt(mu, size, reset))
-        return {f"CCP, M = {size}": closed_form.ccp_q(mu, size, reset, eps)}
-    return {f"necklace q*, m = {size}": closed_form.necklace_q_star(mu, size)}
+    return reference_lines(memory, mu, reset, convention)
 
 
 def main() -> None:
@@ -94,7 +91,7 @@ def main() -> None:
         for memory, init in spec["runs"]:
             label = init if panel in "ABCD" else f"{memory} {init}"
             curves[label] = [r["curve"] for r in by_key[(memory, init, spec["reset"])]]
-            refs.update(reference(memory, spec["reset"], args.mu))
+            refs.update(reference(memory, spec["reset"], args.mu, args.convention))
         viz.q_curves(curves, ax=ax, reference=refs, title=f"{panel}: {spec['title']}, r = {spec['reset']:g}")
     for ax in list(axes.flat)[len(panels) :]:
         ax.remove()

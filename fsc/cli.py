@@ -251,10 +251,17 @@ def _simulate_options(p):
 def cmd_closed_form(args) -> int:
     from policies import closed_form
 
+    if args.policy == "asymmetric-ccp":
+        from policies.asymmetric import cmd_asymmetric_ccp
+
+        _emit(args, cmd_asymmetric_ccp(args))
+        return 0
+    from policies.asymmetric import to_convention
+
     eps_opt = closed_form.ccp_eps_opt(args.mu, args.M, args.reset)
     eps = min(1.0, eps_opt) if args.eps is None else args.eps
     record = {
-        "q": closed_form.ccp_q(args.mu, args.M, args.reset, eps),
+        "q": to_convention(closed_form.ccp_q(args.mu, args.M, args.reset, eps), args.reset, args.convention),
         "eps": eps,
         "eps_opt": eps_opt,
         "q_limit": closed_form.ccp_q_limit(args.mu, args.M),
@@ -268,11 +275,12 @@ def cmd_closed_form(args) -> int:
 
 
 def _closed_form_options(p):
-    p.add_argument("policy", choices=["ccp"], help="the policy whose closed form to print (ccp: appendix C)")
+    p.add_argument("policy", choices=["ccp", "asymmetric-ccp"], help="ccp (appendix C) or asymmetric-ccp (optimum over two exits and the reset split)")
     p.add_argument("--mu", type=_number, default=0.1, help="gap between the arms, in (0, 1) (default 0.1)")
     p.add_argument("--M", type=_positive_int, required=True, help="memory size")
     p.add_argument("--reset", type=_number, default=1e-3, help="reset probability r (default 1e-3)")
     p.add_argument("--eps", type=_number, default=None, help="exit probability at the top (default: the optimum, capped at 1)")
+    p.add_argument("--convention", choices=CONVENTIONS, default="native", help="the convention of q: native (default) or paper, (1 - r) q + r/2")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
 
@@ -398,6 +406,9 @@ def _register_sweep() -> None:
     from . import sweep
 
     COMMANDS["sweep"] = (sweep.run, sweep.add_options, sweep.HELP)
+    from policies import anatomy
+
+    COMMANDS["inspect"] = (anatomy.run, anatomy.add_options, anatomy.HELP)
 
 
 def _register_pomdp() -> None:

@@ -208,12 +208,12 @@ def section_training(out: Path, log: Callable[[str], None]) -> Section:
     import numpy as np
 
     import viz
-    from policies import closed_form
+    from policies.reference import reference_lines
 
     from .train import run_training
 
     panels = (("ram:4", 1e-2, ("random", "linear", "columns", "near-ccp")), ("memento:3", 1e-3, ("random", "cycles", "near-necklace")))
-    seeds, until_t = 3, 1e5
+    seeds, until_t, convention = 3, 1e5, "paper"
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
     rows, numbers = [], {}
     for ax, (memory, reset, inits) in zip(axes, panels, strict=True):
@@ -222,25 +222,22 @@ def section_training(out: Path, log: Callable[[str], None]) -> Section:
             finals = []
             for seed in range(seeds if init in ("random", "linear", "columns") else 1):
                 run = out / "runs" / f"{memory.replace(':', '')}-{init}-{seed}"
-                result = run_training(memory=memory, init=init, seed=seed, reset=reset, until_t=until_t, out=run, convention="paper", quiet=True)
+                result = run_training(memory=memory, init=init, seed=seed, reset=reset, until_t=until_t, out=run, convention=convention, quiet=True)
                 data = np.genfromtxt(run / "trajectory.csv", delimiter=",", names=True)
                 curves.setdefault(init, []).append((data["t"], data["q"]))
                 finals.append(result.q)
             rows.append([memory, reset, init, len(finals), float(np.median(finals)), min(finals), max(finals)])
             numbers[f"{memory} {init}"] = float(np.median(finals))
             log(f"  {memory} {init}: median q = {np.median(finals):.5f} over {len(finals)} run(s)")
-        kind, size = memory.split(":")
-        if kind == "ram":
-            ref = {"optimal CCP": closed_form.ccp_q(0.1, int(size), reset, min(1.0, closed_form.ccp_eps_opt(0.1, int(size), reset)))}
-        else:
-            ref = {"necklace q* (r -> 0)": closed_form.necklace_q_star(0.1, int(size))}
+        ref = reference_lines(memory, 0.1, reset, convention)  # the curves' convention
         viz.q_curves(curves, ax=ax, reference=ref, title=f"{memory}, r = {reset:g}, mu = 0.1")
     fig.tight_layout()
     fig.savefig(out / "figures" / "training.png", dpi=110)
     plt.close(fig)
     body = (
         f"<p>Gradient flow (paper convention, adaptive step of DESIGN section 4) to t = {until_t:g}; random starts with "
-        f"{seeds} seeds, deterministic starts once. Each seed faint, median bold, dashed: closed form.</p>"
+        f"{seeds} seeds, deterministic starts once. Each seed faint, median bold, dashed: the reference lines in the curves' convention "
+        "(symmetric and asymmetric CCP at r; necklace policy optimised at r, and q* for r -> 0).</p>"
         + table(["memory", "r", "initialisation", "runs", "median q", "min q", "max q"], rows)
         + "<img src='figures/training.png' alt='q(t) during training'>"
     )
@@ -252,12 +249,20 @@ def section_training(out: Path, log: Callable[[str], None]) -> Section:
     return Section("Training from each initialisation", body, commands, numbers)
 
 
+def section_beyond_the_paper(out: Path, log: Callable[[str], None]) -> Section:
+    """Beyond the paper: asymmetric CCP, anatomy of learned policies, the Memento question."""
+    from .beyond import section
+
+    return section(out, log)
+
+
 SECTIONS: list[Callable[[Path, Callable[[str], None]], Section]] = [
     section_exact_vs_monte_carlo,
     section_ccp_closed_form,
     section_necklaces,
     section_drawings,
     section_training,
+    section_beyond_the_paper,
 ]
 
 _STYLE = """

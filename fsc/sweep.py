@@ -851,29 +851,26 @@ def _clip(t: list[float], q: list[float], until_t: float) -> tuple[list[float], 
 
 
 def _references(points: Sequence[Point]) -> dict[str, float]:
-    """Closed forms for a panel whose points share ``memory``, ``mu`` and ``reset`` (default 0.1 and 1e-3).
+    """Reference lines for a panel whose points share ``memory``, ``mu``, ``reset`` and ``convention``.
 
-    RAM and Column: the column of confidence policy at ``r`` with the optimal
-    eps (appendix C); Memento: the necklace bound q* for ``r -> 0``
-    (Theorem 4.3).  None when the values differ or there is no closed form.
+    Decided by :func:`policies.reference.reference_lines`, in the points'
+    convention (default ``native``, as ``fsc train``): RAM and Column the
+    symmetric and asymmetric CCP at ``r``; Memento the necklace policy
+    optimised at ``r`` and Theorem 4.3's ``q*``.  None when the values differ
+    or there is no known family.
     """
-    shared = {key: {_text(p.arguments.get(key, default)) for p in points} for key, default in (("memory", None), ("mu", 0.1), ("reset", 1e-3))}
+    defaults = (("memory", None), ("mu", 0.1), ("reset", 1e-3), ("convention", "native"))
+    shared = {key: {_text(p.arguments.get(key, default)) for p in points} for key, default in defaults}
     if any(len(values) != 1 for values in shared.values()):
         return {}
     first = points[0].arguments
-    kind, _, size = str(first["memory"]).lower().partition(":")
     mu, reset = float(first.get("mu", 0.1)), float(first.get("reset", 1e-3))
-    from policies import closed_form
+    from policies.reference import reference_lines
 
     try:
-        if kind in ("ram", "column"):
-            eps = min(1.0, closed_form.ccp_eps_opt(mu, int(size), reset))
-            return {f"CCP, closed form (r={reset:g})": closed_form.ccp_q(mu, int(size), reset, eps)}
-        if kind == "memento" and int(size) <= 5:
-            return {"necklace q* (r -> 0)": closed_form.necklace_q_star(mu, int(size))}
+        return reference_lines(str(first["memory"]), mu, reset, str(first.get("convention", "native")))
     except (ValueError, TypeError):  # a size or value the closed forms do not take: no line
         return {}
-    return {}
 
 
 def _median_rows(sweep: Sweep, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:

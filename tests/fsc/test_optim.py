@@ -334,7 +334,8 @@ def test_paper_starts_match_the_published_code_at_t0(memory, init, reset, publis
 
 def test_figure4_ordering_of_initialisations():
     """Figure 4 (RAM M = 8, r = 1e-3, paper convention): median q at t = 1e5 over 5 seeds is
-    random > linear > columns > near-CCP, and near-CCP does not beat the optimal CCP by more than 1e-6."""
+    random > linear > columns > near-CCP, and near-CCP stays above the asymmetric CCP (policies.asymmetric), the local
+    optimum it moves to when run long (t ~ 1e7, test_training_reaches_the_asymmetric_ccp); the symmetric CCP is a saddle."""
     policies = _policies()
     arch, world, reset = fsc.RAM(8), tasks.TwoHypothesis(0.1), 1e-3
     medians = {}
@@ -346,9 +347,10 @@ def test_figure4_ordering_of_initialisations():
             finals.append(last.q)
         medians[init] = statistics.median(finals)
         if init == "near-ccp":
-            ccp = policies.named_policy("ccp", arch, mu=0.1, reset=reset)  # optimal eps, no 1e-4 noise
-            q_ccp = fsc.evaluate(world, arch, ccp, reset=reset, convention="paper").metrics["q"].item()
-            assert min(finals) >= q_ccp - 1e-6, (finals, q_ccp)
+            from policies.asymmetric import asymmetric_ccp_optimum
+
+            q_asymmetric = asymmetric_ccp_optimum(0.1, 8, reset, convention="paper").q
+            assert min(finals) >= q_asymmetric - 1e-9, (finals, q_asymmetric)
     assert medians["random"] > medians["linear"] > medians["columns"] > medians["near-ccp"], medians
 
 
