@@ -58,6 +58,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+try:
+    import fcntl
+except ImportError:  # Windows: no lock
+    fcntl = None
+
 import attrs
 import numpy as np
 import torch
@@ -556,14 +561,41 @@ def run_training(
 
     # Checks every remaining argument (engine, ...) before anything is written; runs nothing yet.
     records = optimize(world, policy, reset=reset, optimizer=opt, convention=convention, engine=engine, target=target, state=state, **attrs.asdict(rule))
+    seen = _snapshot(out)
+    lock = _own(out)  # one owner per run directory
     previous_threads = torch.get_num_threads()
     if threads is not None:
         torch.set_num_threads(threads)
     try:
+        if _snapshot(out) != seen:  # another run wrote here between our checks and the lock
+            raise ValueError(f"{str(out)!r} changed while this run started (another fsc train?); start it again")
         return _train(records, arch, policy, rule, out, state is not None, trajectory, meta, quiet, checkpoint_seconds, reset)
     finally:
+        os.close(lock)
         if threads is not None:
             torch.set_num_threads(previous_threads)
+
+
+LOCK = ".lock"
+
+
+def _snapshot(out: Path) -> tuple:
+    """What a run directory holds that decides whether a run may continue there."""
+    files = ("run.json", "checkpoint.json", "initial_policy.npz")
+    return tuple((name, (out / name).stat().st_mtime_ns if (out / name).exists() else None) for name in files)
+
+
+def _own(out: Path) -> int:
+    """Take the run directory's lock (``out/.lock``, held until the file descriptor closes), or refuse."""
+    out.mkdir(parents=True, exist_ok=True)
+    fd = os.open(out / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+    if fcntl is not None:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise ValueError(f"{str(out)!r} is in use by another fsc train; wait for it or use another out directory") from None
+    return fd
 
 
 def _check_same_run(out: Path, saved: dict, arguments: dict) -> None:

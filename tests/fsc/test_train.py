@@ -39,7 +39,7 @@ def small_run(out, **kwargs):
 def test_run_directory(tmp_path):
     out = tmp_path / "run"
     result = small_run(out)
-    names = {"run.json", "result.json", "trajectory.csv", "policy.npz", "initial_policy.npz", "checkpoint.npz", "checkpoint.json"}
+    names = {"run.json", "result.json", "trajectory.csv", "policy.npz", "initial_policy.npz", "checkpoint.npz", "checkpoint.json", ".lock"}
     assert {p.name for p in out.iterdir()} == names
     assert json.loads((out / "result.json").read_text()) == result.summary()
     assert result.stop == "until_t" and result.t >= 200.0 and result.steps > 10
@@ -300,3 +300,36 @@ def test_max_steps_zero_is_refused_like_the_command_line(tmp_path):
     with pytest.raises(ValueError, match="max_steps must be an int >= 1, got 0"):
         small_run(tmp_path / "run", max_steps=0)
     assert not (tmp_path / "run").exists()
+
+
+def test_a_run_directory_has_one_owner(tmp_path):
+    """While one fsc train holds a run directory, another is refused in one line and writes nothing there."""
+    import fcntl
+
+    out = tmp_path / "run"
+    out.mkdir()
+    fd = os.open(out / ".lock", os.O_RDWR | os.O_CREAT)
+    fcntl.flock(fd, fcntl.LOCK_EX)  # the other owner
+    try:
+        with pytest.raises(ValueError, match="is in use by another fsc train"):
+            small_run(out)
+        assert [p.name for p in out.iterdir()] == [".lock"]
+    finally:
+        os.close(fd)
+    assert small_run(out).stop == "until_t"  # free again
+
+
+def test_two_trainers_at_once_on_one_directory(tmp_path):
+    """Two fsc train processes with different seeds on one --out: one runs, the other is refused; no mixed directory."""
+    out = tmp_path / "run"
+    command = [sys.executable, "-m", "fsc.cli", "train", "--memory", "ram:4", "--init", "random", "--until-t", "3e4", "--reset", "0.01", "--out", str(out), "--quiet"]
+    processes = [subprocess.Popen([*command, "--seed", str(seed)], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for seed in (1, 2)]
+    results = [(p.wait(timeout=300), p.stderr.read()) for p in processes]
+    codes = sorted(code for code, _ in results)
+    assert codes == [0, 2], results
+    refused = next(err for code, err in results if code == 2)
+    assert "in use by another fsc train" in refused or "holds a run with other arguments" in refused or "changed while this run started" in refused
+    run = json.loads((out / "run.json").read_text())
+    winner = run["arguments"]["seed"]
+    start = fsc.Policy.load(out / "initial_policy.npz")
+    assert torch.equal(start.logits, fsc.Policy.random(fsc.RAM(4), winner).logits)
