@@ -322,7 +322,8 @@ def test_a_run_directory_has_one_owner(tmp_path):
 def test_two_trainers_at_once_on_one_directory(tmp_path):
     """Two fsc train processes with different seeds on one --out: one runs, the other is refused; no mixed directory."""
     out = tmp_path / "run"
-    command = [sys.executable, "-m", "fsc.cli", "train", "--memory", "ram:4", "--init", "random", "--until-t", "3e4", "--reset", "0.01", "--out", str(out), "--quiet"]
+    command = [sys.executable, "-m", "fsc.cli", "train", "--memory", "ram:4", "--init", "random", "--until-t", "3e4", "--reset", "0.01"]
+    command += ["--out", str(out), "--quiet"]
     processes = [subprocess.Popen([*command, "--seed", str(seed)], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for seed in (1, 2)]
     results = [(p.wait(timeout=300), p.stderr.read()) for p in processes]
     codes = sorted(code for code, _ in results)
