@@ -236,7 +236,8 @@ class _Reader:
         self.S, self.A, self.O = S, A, O
         self.transition = np.zeros((S, A, S))
         self.observation = np.zeros((A, S, O))
-        self.reward = np.zeros((S, A, S, O))
+        # Kept compact, (S, A, 1, 1), until an entry depends on the end state or the observation.
+        self.reward = np.zeros((S, A, 1, 1))
         self.initial = np.full(S, 1.0 / S)
         self.start_line = 0
         # Line of the last entry that touched each row (0: never set).
@@ -386,6 +387,12 @@ class _Reader:
         a = a if isinstance(a, slice) else slice(a, a + 1)
         s = s if isinstance(s, slice) else slice(s, s + 1)
         sign = -1.0 if self.cost else 1.0
+        everything = slice(None)
+        if len(rest) == 2 and rest[0] == everything and rest[1] == everything and self.reward.shape[2:] == (1, 1):
+            self.reward[s, a, :, :] = sign * self.data(st, data, lines, (1,), probability=False, entry=True)[0]
+            return
+        if self.reward.shape[2:] == (1, 1):
+            self.reward = np.broadcast_to(self.reward, (S, self.A, S, O)).copy()
         if len(rest) == 2:
             s2, o = rest
             self.reward[s, a, s2, o] = sign * self.data(st, data, lines, (1,), probability=False, entry=True)[0]

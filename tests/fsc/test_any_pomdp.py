@@ -186,6 +186,7 @@ def test_bad_controllers(call, message):
 
 def test_tiger_file_is_the_task():
     world, task = fsc.read_pomdp(DATA / "tiger.pomdp"), tasks.Tiger().pomdp
+    assert world.reward.strides[2:] == (0, 0)  # rewards of (s, a) only are read compactly, as a broadcast view
     for name in ("transition", "observation", "reward", "initial"):
         assert np.array_equal(np.asarray(getattr(world, name)), np.asarray(getattr(task, name))), name
     assert (world.state_labels, world.action_labels, world.observation_labels, world.discount) == (
