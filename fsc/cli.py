@@ -248,8 +248,15 @@ def _simulate_options(p):
     p.add_argument("--walkers", type=_positive_int, default=256, help="independent walkers (default 256)")
 
 
+#: Largest M of the closed forms (their recursions run over the M memories).
+MAX_CLOSED_FORM_M = 10**6
+
+
 def cmd_closed_form(args) -> int:
     from policies import closed_form
+
+    if args.M > MAX_CLOSED_FORM_M:
+        raise UsageError(f"argument --M: expected at most {MAX_CLOSED_FORM_M:.0e} memories, got {args.M}")
 
     if args.policy == "asymmetric-ccp":
         from policies.asymmetric import cmd_asymmetric_ccp

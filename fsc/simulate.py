@@ -28,6 +28,9 @@ from .memory import MemoryArchitecture
 from .policy import Policy
 from .pomdp import POMDP, Task, as_pomdp
 
+#: Most walkers a simulation runs side by side (their state is allocated at once).
+MAX_WALKERS = 10**7
+
 __all__ = ["Simulation", "simulate"]
 
 
@@ -105,6 +108,8 @@ def simulate(
     for name, value in (("steps", steps), ("walkers", walkers)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+    if walkers > MAX_WALKERS:  # each walker holds a few hundred bytes of state, allocated up front
+        raise ValueError(f"walkers must be at most {MAX_WALKERS:.0e} (fsc.simulate.MAX_WALKERS), got {walkers!r}")
     if policy.architecture != architecture:
         raise ValueError(f"policy is for {policy.architecture!r}, not {architecture!r}")
     pomdp = as_pomdp(world)

@@ -145,6 +145,9 @@ ARGUMENTS: dict[str, str] = {
     "threads": "integer",
 }
 
+#: Most points a spec may expand to (each is a run directory).
+MAX_POINTS = 10**6
+
 #: Arguments every point needs (``fsc train`` requires them).
 REQUIRED = ("memory", "init", "until_t")
 
@@ -354,6 +357,9 @@ def _expand(block: object, fixed: dict[str, Any], source: str, where: str) -> li
             raise ValueError(f"{source}: {key!r} in {where!r} repeats a value: {values!r}")
         axes[name] = values
     keys = tuple(axes)
+    count = math.prod(len(values) for values in axes.values())
+    if count > MAX_POINTS:  # counted before anything is expanded
+        raise ValueError(f"{source}: {where!r} expands to {count:.3g} points, more than the limit of {MAX_POINTS:.0e} (fsc.sweep.MAX_POINTS)")
     points = []
     for combo in itertools.product(*axes.values()):
         varying = dict(zip(keys, combo, strict=True))
@@ -606,6 +612,8 @@ def run_sweep(
         raise ValueError("give at most one of executor, workers and scheduler")
     if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
         raise ValueError(f"workers must be an integer >= 1, got {workers!r}")
+    if workers is not None and workers > 8 * (os.cpu_count() or 1):  # each is a trainer process: more only thrash
+        raise ValueError(f"--workers must be at most 8 times the CPUs ({8 * (os.cpu_count() or 1)}), got {workers!r}")
     out = Path(out).resolve()
     if out.exists() and not out.is_dir():
         raise ValueError(f"out must be a directory, got the file {str(out)!r}")

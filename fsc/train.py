@@ -511,6 +511,8 @@ def run_training(
     checkpoint_seconds = _number("checkpoint_seconds", checkpoint_seconds)
     if not checkpoint_seconds >= 0:
         raise ValueError(f"checkpoint_seconds must be >= 0, got {checkpoint_seconds!r}")
+    if threads is not None and not isinstance(threads, bool) and isinstance(threads, int) and threads > 8 * (os.cpu_count() or 1):
+        raise ValueError(f"threads must be at most 8 times the CPUs ({8 * (os.cpu_count() or 1)}), got {threads!r}")
     if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
         raise ValueError(f"threads must be an int >= 1 or None, got {threads!r}")
     if not isinstance(out, (str, os.PathLike)):
