@@ -11,7 +11,7 @@ the largest with states that have no mass and loop on themselves).
     P[(s_2, n_2), (s, n)] = \\sum_c \\pi[n, c] \\, T[s, a(c), s_2] \\,
         O[a(c), s_2, o] \\, [n_2 = \\mathrm{next}(n, c, o)]
 
-(DESIGN section 3; note the axis order: ``P[x2, x]`` is the probability of
+(docs/model.md; note the axis order: ``P[x2, x]`` is the probability of
 ``x -> x2``, so columns sum to 1.)
 
 The nonzeros are stored once per (world, architecture), sorted by part, then

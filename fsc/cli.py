@@ -82,7 +82,7 @@ def _add_controller_options(p: argparse.ArgumentParser, *, policy: bool = True) 
         p.add_argument("--eps1", type=_number, default=None, help="necklace: exit probability between necklaces")
     p.add_argument("--seed", type=int, default=0, help="seed of random policies and of sampling (default 0)")
     _add_reset_options(p)
-    p.add_argument("--convention", choices=CONVENTIONS, default="native", help="native (default) or paper (DESIGN section 4)")
+    p.add_argument("--convention", choices=CONVENTIONS, default="native", help="native (default) or paper (docs/model.md)")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
 
@@ -370,14 +370,14 @@ def _train_options(p):
     p.add_argument("--seed", type=int, default=0, help="seed of the initialisation (default 0)")
     _add_reset_options(p)
     until_t = (
-        "algorithm time to reach (t of dw/dt = d gain / dw, DESIGN section 4; on paper eq. (4)'s G = gain / r, t is r times smaller); "
+        "algorithm time to reach (t of dw/dt = d gain / dw, docs/model.md; on paper eq. (4)'s G = gain / r, t is r times smaller); "
         "without it, train until converged (the gain changes by less than 1e-9 of its size over a decade of t) or another limit"
     )
     p.add_argument("--until-t", type=_number, default=None, help=until_t)
     p.add_argument("--max-dgrad", type=_number, default=None, help="flow: largest change of the gradient per step (default 1e-4)")
     p.add_argument("--max-seconds", type=_number, default=None, help="stop after this much wall time (over all sessions)")
     p.add_argument("--max-steps", type=_positive_int, default=None, help="stop after this many accepted steps")
-    p.add_argument("--convention", choices=CONVENTIONS, default="native", help="native (default) or paper (DESIGN section 4)")
+    p.add_argument("--convention", choices=CONVENTIONS, default="native", help="native (default) or paper (docs/model.md)")
     p.add_argument("--optimizer", choices=("flow", "adam", "ascent"), default="flow", help="gradient flow (default), adam, or plain ascent")
     p.add_argument("--lr", type=_number, default=None, help="adam / ascent learning rate")
     p.add_argument("--engine", default="auto", help="evaluation engine (default auto)")

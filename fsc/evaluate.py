@@ -36,7 +36,7 @@ class Evaluation:
             each part sums to 1.
         part_weights: ``(K,)`` initial mass of each part.
         engine: the engine that ran; residual: its ``max |p - (1-r) P p - r p0|``.
-        convention: ``native`` or ``paper`` (DESIGN section 4).
+        convention: ``native`` or ``paper`` (docs/model.md).
         seconds: wall time of the evaluation.
     """
 

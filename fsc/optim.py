@@ -1,7 +1,7 @@
 """Training a controller: gradient flow with an adaptive step, Adam, plain ascent.
 
 All optimisers climb the gain of :func:`fsc.evaluate` (the expected reward per
-step, as DESIGN section 4 specifies), or with ``target="return"`` the
+step, as docs/model.md specifies), or with ``target="return"`` the
 discounted return ``G = gain / r`` that paper eq. (4) writes (the same flow,
 with time running ``1 / r`` times more slowly), on both sets of free
 parameters of a :class:`fsc.Policy`: the
@@ -10,7 +10,7 @@ policy logits ``w_pi`` (shape ``(N, C)``) and the initial-node logits ``w_0``
 shorthand :func:`flow`) is a generator of :class:`Record` objects, one per
 accepted step, starting with the record of the initial point (step 0).
 
-Gradient flow (paper eq. (4), DESIGN section 4) integrates
+Gradient flow (paper eq. (4), docs/model.md) integrates
 
 .. math::
 
@@ -34,10 +34,10 @@ step of the same flow, so its ``t`` is comparable with the flow's; for Adam it
 is only a step counter in those units).
 
 Time scale.  Paper eq. (4) writes the flow on the discounted return
-``G = gain / r``; DESIGN section 4, which describes the published code, on
-the gain.  On ``G`` the same curve q(t) is traversed with ``t`` smaller by the
+``G = gain / r``; we flow, like the published code, on the gain
+(docs/model.md).  On ``G`` the same curve q(t) is traversed with ``t`` smaller by the
 factor ``r`` (near-CCP, RAM M = 8, r = 1e-3: q = 0.10952 at t = 1e5 here and
-at t = 1e2 on ``G``).  We follow DESIGN, and the range where the curves are
+at t = 1e2 on ``G``).  We follow the published code, and the range where the curves are
 compared with the published ones (t = 1e2 .. 1e6) agrees: on the gain, q(t)
 moves over that range (0.162 to 0.1083 from near-CCP) and near-CCP is still
 above the optimal CCP at t = 1e5, while on ``G`` it is nearly flat there and
@@ -146,7 +146,7 @@ class Objective:
       :func:`fsc.evaluate` and one backward pass by autograd.
 
     ``target``: what is climbed, hence the gradient returned: ``gain`` (the
-    expected reward per step, DESIGN section 4) or ``return``, the expected
+    expected reward per step, docs/model.md) or ``return``, the expected
     discounted return ``G = gain / r`` of paper eq. (4) (the same landscape,
     gradients ``1 / r`` times larger: the same flow with ``t`` measured ``1 / r``
     times more slowly, but a different adaptive path, since ``max_dgrad``
@@ -464,7 +464,7 @@ class Optimizer(abc.ABC):
 
 @attrs.frozen(kw_only=True)
 class GradientFlow(Optimizer):
-    """Euler steps with the adaptive ``dt`` of the published code (DESIGN section 4).
+    """Euler steps with the adaptive ``dt`` of the published code (docs/model.md).
 
     Args:
         max_dgrad: a step is rejected when ``dpi + dp0 >= max_dgrad``.
@@ -703,7 +703,7 @@ def optimize(
         convention: ``native`` or ``paper`` (:func:`fsc.evaluate`).
         engine: ``auto``, ``adjoint`` or an engine of :func:`fsc.evaluate`
             (see :class:`Objective`).
-        target: ``gain`` (default, DESIGN section 4) or ``return`` (``gain / r``,
+        target: ``gain`` (default, docs/model.md) or ``return`` (``gain / r``,
             paper eq. (4)); see :class:`Objective`.
         until_t, max_steps, max_seconds, min_grad_norm: see :class:`StopRule`.
         lr, max_dgrad: hyperparameters when ``optimizer`` is a name
@@ -775,7 +775,7 @@ def flow(
     target: str = "gain",
     state: State | None = None,
 ) -> Iterator[Record]:
-    """Gradient flow ``dw/dt = d gain / dw`` with the adaptive step (DESIGN section 4).
+    """Gradient flow ``dw/dt = d gain / dw`` with the adaptive step (docs/model.md).
 
     Shorthand for ``optimize(..., optimizer="flow", max_dgrad=max_dgrad)``;
     yields the trajectory ``(t, step, dt, gain, q, grad_norm, seconds)`` as

@@ -235,7 +235,7 @@ def section_training(out: Path, log: Callable[[str], None]) -> Section:
     fig.savefig(out / "figures" / "training.png", dpi=110)
     plt.close(fig)
     body = (
-        f"<p>Gradient flow (paper convention, adaptive step of DESIGN section 4) to t = {until_t:g}; random starts with "
+        f"<p>Gradient flow (paper convention, adaptive step of docs/model.md) to t = {until_t:g}; random starts with "
         f"{seeds} seeds, deterministic starts once. Each seed faint, median bold, dashed: the reference lines in the curves' convention "
         "(symmetric and asymmetric CCP at r; necklace policy optimised at r, and q* for r -> 0).</p>"
         + table(["memory", "r", "initialisation", "runs", "median q", "min q", "max q"], rows)

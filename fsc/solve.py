@@ -12,7 +12,7 @@ that resets to ``p0`` with probability ``r`` each step), differentiably in
 
 An engine is a function ``(chain, probs, init_probs, reset) -> Solution``;
 :data:`ENGINES` maps the names used by :func:`fsc.evaluate` and the command
-line to them (DESIGN section 5):
+line to them (docs/model.md):
 
 - ``dense``: LU of the dense ``(K, X, X)`` matrix by torch, gradient by autograd;
 - ``power``: the paper's repeated squaring (appendix B), the reference;

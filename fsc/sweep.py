@@ -1,4 +1,4 @@
-"""Sweeps: many ``fsc train`` runs, on a laptop or on a cluster (DESIGN section 7).
+"""Sweeps: many ``fsc train`` runs, on a laptop or on a cluster (docs/model.md).
 
 A sweep is a JSON (or TOML) file that names a grid of ``fsc train`` arguments::
 

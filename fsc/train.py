@@ -465,12 +465,12 @@ def run_training(
         out: the run directory.
         max_dgrad: flow only (default 1e-4).
         max_seconds: also stop after this much wall time (over all sessions).
-        convention: ``native`` or ``paper`` (DESIGN section 4).
+        convention: ``native`` or ``paper`` (docs/model.md).
         optimizer: ``flow`` (gradient flow), ``adam`` or ``ascent``.
         lr: Adam / ascent only (defaults 1e-2 / 1).
         engine: ``auto``, ``adjoint`` or an engine of :func:`fsc.evaluate`
             (see :class:`fsc.optim.Objective`).
-        target: climb the ``gain`` per step (default, DESIGN section 4) or the
+        target: climb the ``gain`` per step (default, docs/model.md) or the
             discounted ``return`` ``gain / r`` (paper eq. (4)).
         max_steps: also stop after this many accepted steps.
         quiet: no progress bar (there is none either when stderr is not a terminal).

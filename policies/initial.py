@@ -3,7 +3,7 @@
 Names: ``random``, ``linear``, ``columns``, ``near-ccp`` (RAM-like
 memories), ``cycles``, ``near-necklace`` (Memento).  Except ``random``,
 each is given as probabilities ``pi`` and turned into logits
-``log(pi + 1e-4)`` (DESIGN section 4), so that nothing starts at exactly
+``log(pi + 1e-4)`` (docs/model.md), so that nothing starts at exactly
 zero probability and gradient flow can move every weight; under the
 ``native`` convention the architecture's mask still holds.
 """

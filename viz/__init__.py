@@ -1,4 +1,4 @@
-"""viz: pictures of controllers (DESIGN section 8).
+"""viz: pictures of controllers (docs/model.md).
 
 - :func:`memory_graph`: the memory transition diagram of a policy, a
   :class:`graphviz.Digraph` (two columns for the column of confidence policy,

@@ -1,4 +1,4 @@
-"""Memory transition diagrams drawn with graphviz (DESIGN section 8).
+"""Memory transition diagrams drawn with graphviz (docs/model.md).
 
 A diagram is built in two steps:
 

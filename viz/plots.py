@@ -1,4 +1,4 @@
-"""Figures with matplotlib (DESIGN section 8): policy heat map, q(t), q against r and M.
+"""Figures with matplotlib (docs/model.md): policy heat map, q(t), q against r and M.
 
 Every function draws on ``ax`` when given, else on a new
 :class:`matplotlib.figure.Figure` made without pyplot (no display, no global

@@ -1,4 +1,4 @@
-"""Training optimisers (fsc.optim): the adaptive gradient flow of DESIGN section 4, Adam, ascent."""
+"""Training optimisers (fsc.optim): the adaptive gradient flow of docs/model.md, Adam, ascent."""
 
 import math
 import statistics
@@ -93,7 +93,7 @@ def test_auto_engine_uses_the_adjoint_path_where_evaluate_would_use_dense():
 
 
 # ---------------------------------------------------------------------------
-# The adaptive step, checked against a direct transcription of DESIGN section 4.
+# The adaptive step, checked against a direct transcription of docs/model.md.
 
 
 def reference_flow(world, arch, policy, reset, convention, max_dgrad, steps):
