@@ -104,11 +104,7 @@ def _world(args, *, allow_zero: bool = True):
 
         args.mu = 0.1 if args.mu is None else args.mu
         world = tasks.TwoHypothesis(args.mu)
-    from .pomdp import as_pomdp
-
-    if args.reset is None and args.discount is None and as_pomdp(world).discount is None:
-        args.reset = 1e-3  # the two-hypothesis default
-    args.reset = resolve_reset(world, args.reset, args.discount, allow_zero=allow_zero)
+    args.reset = resolve_reset(world, args.reset, args.discount, allow_zero=allow_zero, default=1e-3)
     return world
 
 
@@ -127,14 +123,11 @@ def _architecture(args, world=None) -> MemoryArchitecture:
     return arch
 
 
-def _world_record(args, world, result) -> dict:
+def _world_record(result) -> dict:
     """``q`` where the world defines it, then ``gain`` and ``value``."""
-    record = {}
-    if "q" in result.metrics:
-        record["q"] = float(result.metrics["q"].detach()) if hasattr(result.metrics["q"], "detach") else float(result.metrics["q"])
-    gain = result.gain
-    record["gain"] = float(gain.detach()) if hasattr(gain, "detach") else float(gain)
-    record["value"] = record["gain"] / args.reset if args.reset > 0 else None
+    record = {"q": float(result.metrics["q"].detach())} if "q" in result.metrics else {}
+    record["gain"] = float(result.gain.detach())
+    record["value"] = None if result.value is None else float(result.value.detach())
     return record
 
 
@@ -179,7 +172,7 @@ def cmd_evaluate(args) -> int:
         policy = policy.requires_grad_()
     start = time.perf_counter()
     result = evaluate(world, arch, policy, reset=args.reset, engine=args.engine, convention=args.convention)
-    record = _world_record(args, world, result)
+    record = _world_record(result)
     if args.grad:
         result.gain.backward()
         grads = [g for g in (policy.logits.grad, policy.init_logits.grad) if g is not None]
@@ -338,7 +331,7 @@ def cmd_draw(args) -> int:
         "nodes": built.num_nodes,
         "edges": built.num_edges,
         "threshold": args.threshold,
-        **_world_record(args, world, result),
+        **_world_record(result),
         "memory": args.memory,
         "policy": args.policy,
     }

@@ -78,8 +78,10 @@ def check_reset(reset: object, *, allow_zero: bool = False) -> float:
     return reset
 
 
-def resolve_reset(world: POMDP | Task, reset: object = None, discount: object = None, *, allow_zero: bool = True) -> float:
-    """The reset ``r`` from ``reset``, or ``discount`` (``r = 1 - discount``), or the world's discount.
+def resolve_reset(
+    world: POMDP | Task, reset: object = None, discount: object = None, *, allow_zero: bool = True, default: float | None = None
+) -> float:
+    """The reset ``r`` from ``reset``, or ``discount`` (``r = 1 - discount``), or the world's discount, or ``default``.
 
     ``reset`` and ``discount`` are two names for one parameter: give at most one.
 
@@ -96,9 +98,11 @@ def resolve_reset(world: POMDP | Task, reset: object = None, discount: object = 
         return check_reset(1.0 - float(discount), allow_zero=allow_zero)
     if reset is None:
         declared = as_pomdp(world).discount
-        if declared is None:
+        if declared is not None:
+            return 1.0 - declared
+        if default is None:
             raise ValueError("give reset= or discount=: the world declares no discount")
-        return 1.0 - declared
+        reset = default
     return check_reset(reset, allow_zero=allow_zero)
 
 

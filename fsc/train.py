@@ -215,18 +215,12 @@ def _world(mu: object, pomdp: object) -> tuple[POMDP | Task, dict[str, Any]]:
         raise TypeError(f"pomdp must be a path to a .POMDP file, got {pomdp!r}")
     import hashlib
 
-    from .pomdp_file import parse_pomdp
+    from .pomdp_file import read_pomdp
 
-    path = Path(pomdp)
     try:
-        data = path.read_bytes()
+        return read_pomdp(pomdp), {"pomdp": hashlib.sha256(Path(pomdp).read_bytes()).hexdigest()}
     except OSError as error:
-        raise ValueError(f"pomdp: cannot read {str(path)!r}: {error.strerror or error}") from None
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise ValueError(f"pomdp: {str(path)!r} is not a text file") from None
-    return parse_pomdp(text, source=str(path)), {"pomdp": hashlib.sha256(data).hexdigest()}
+        raise ValueError(f"pomdp: cannot read {str(pomdp)!r}: {error.strerror or error}") from None
 
 
 def converged(t: Sequence[float], gain: Sequence[float], tolerance: float = CONVERGED) -> bool:
@@ -493,9 +487,7 @@ def run_training(
         raise TypeError(f"init must be an initialisation name or a policy file, got {init!r}")
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise TypeError(f"seed must be an int, got {seed!r}")
-    if reset is None and discount is None and as_pomdp(world).discount is None:
-        reset = 1e-3
-    reset = resolve_reset(world, reset, discount, allow_zero=False)
+    reset = resolve_reset(world, reset, discount, allow_zero=False, default=1e-3)
     if until_t is not None:
         until_t = _number("until_t", until_t)
         if not (math.isfinite(until_t) and until_t >= 0):

@@ -99,8 +99,8 @@ class Tiger(Task):
         )
 
 
-def _maze(cells: list[tuple[int, int]], ends: list[int], slip: float, observe, reward_step: float, end_rewards: list[float]):
-    """Transition, observation and reward tables of a grid maze that restarts after its ends.
+def _maze(cells: list[tuple[int, int]], ends: list[int], slip: float, observe, reward_step: float, end_rewards: list[float], discount: float) -> POMDP:
+    """The world of a grid maze that restarts after its ends (states ``s0, s1, ...``, actions ``N S E W``).
 
     ``cells[s] = (row, column)``; moving into a missing cell leaves the agent
     where it is; the intended direction is taken with probability
@@ -131,7 +131,16 @@ def _maze(cells: list[tuple[int, int]], ends: list[int], slip: float, observe, r
         reward[end] = value
     initial = np.zeros(S)
     initial[ordinary] = 1 / len(ordinary)
-    return transition, observation, reward, initial, tuple(names)
+    return POMDP(
+        transition=transition,
+        observation=observation,
+        reward=reward,
+        initial=initial,
+        state_labels=tuple(f"s{s}" for s in range(S)),
+        action_labels=tuple(MOVES),
+        observation_labels=tuple(names),
+        discount=discount,
+    )
 
 
 def _walls(cells: list[tuple[int, int]], s: int, directions: str) -> str:
@@ -173,24 +182,9 @@ class CheeseMaze(Task):
         goal = 10
 
         def observe(s: int) -> str:
-            return "cheese" if s == goal else _wall_name(cells, s)
+            return "cheese" if s == goal else _walls(cells, s, "NEWS")  # walls in the order N, E, W, S: NW, EWS, ...
 
-        transition, observation, reward, initial, names = _maze(cells, [goal], 0.0, observe, 0.0, [self.reward])
-        return POMDP(
-            transition=transition,
-            observation=observation,
-            reward=reward,
-            initial=initial,
-            state_labels=tuple(f"s{s}" for s in range(len(cells))),
-            action_labels=tuple(MOVES),
-            observation_labels=names,
-            discount=self.discount,
-        )
-
-
-def _wall_name(cells: list[tuple[int, int]], s: int) -> str:
-    """The walls around cell ``s`` in the order N, E, W, S (``NW``, ``EWS``, ...)."""
-    return _walls(cells, s, "NEWS")
+        return _maze(cells, [goal], 0.0, observe, 0.0, [self.reward], self.discount)
 
 
 @attrs.frozen
@@ -234,14 +228,4 @@ class Grid4x3(Task):
             walls = _walls(cells, s, "WE")
             return {"W": "left", "E": "right", "WE": "both", "": "neither"}[walls]
 
-        transition, observation, reward, initial, names = _maze(cells, [good, bad], self.slip, observe, -self.step_cost, [1.0, -1.0])
-        return POMDP(
-            transition=transition,
-            observation=observation,
-            reward=reward,
-            initial=initial,
-            state_labels=tuple(f"s{s}" for s in range(len(cells))),
-            action_labels=tuple(MOVES),
-            observation_labels=names,
-            discount=self.discount,
-        )
+        return _maze(cells, [good, bad], self.slip, observe, -self.step_cost, [1.0, -1.0], self.discount)
