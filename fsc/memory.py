@@ -356,6 +356,11 @@ class Memento(MemoryArchitecture):
     arms: int = attrs.field(default=2, validator=[_check_not_bool, *_arms], kw_only=True)
     observations: int = attrs.field(default=2, validator=[_check_not_bool, *_arms], kw_only=True)
 
+    def __attrs_post_init__(self) -> None:
+        from .limits import check_memento_nodes
+
+        check_memento_nodes(self.m, self.arms, self.observations)
+
     @property
     def num_actions(self) -> int:
         return self.arms

@@ -9,6 +9,7 @@ import json
 import math
 import os
 import tempfile
+import zipfile
 from pathlib import Path
 
 import attrs
@@ -208,8 +209,24 @@ class Policy:
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> Policy:
-        """Read a policy written by :meth:`save`."""
+        """Read a policy written by :meth:`save`.
+
+        Any unreadable file (missing, empty, truncated, not a zip, a key missing, absurd numbers, JSON nested
+        too deep) raises ``ValueError`` naming the file.
+        """
         path = Path(path)
+        try:
+            return cls._load(path)
+        except (OSError, EOFError, KeyError, IndexError, OverflowError, RecursionError, zipfile.BadZipFile,
+                json.JSONDecodeError) as error:
+            raise ValueError(f"cannot read the policy file {str(path)!r}: {type(error).__name__}: {error}") from None
+        except (ValueError, TypeError) as error:
+            if str(path) in str(error):
+                raise
+            raise ValueError(f"cannot read the policy file {str(path)!r}: {error}") from None
+
+    @classmethod
+    def _load(cls, path: Path) -> Policy:
         if path.suffix == ".npz":
             with np.load(path, allow_pickle=False) as data:
                 spec = json.loads(str(data["architecture"]))

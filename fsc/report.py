@@ -20,6 +20,8 @@ from pathlib import Path
 
 import attrs
 
+from .policy import _UMASK
+
 __all__ = ["Section", "build_report"]
 
 
@@ -278,6 +280,32 @@ _IMAGE_CHECK = (
 )
 
 
+REPORT_MARKER = ".fsc-report"
+
+
+def check_report_target(out: Path) -> None:
+    """Refuse an ``--out`` that is not ours to replace.
+
+    ``fsc report`` replaces only a missing directory, an empty one, or a previous report (one holding the
+    marker file ``.fsc-report``); it never deletes files it did not write, nor the current directory or one
+    of its ancestors.
+    """
+    resolved = out.resolve()
+    cwd = Path.cwd().resolve()
+    if resolved == cwd or resolved in cwd.parents:
+        raise ValueError(f"--out {str(out)!r} is the current directory or above it; give a new directory")
+    if not out.exists():
+        return
+    if not out.is_dir():
+        raise ValueError(f"--out must be a directory, got the file {str(out)!r}")
+    if (out / REPORT_MARKER).is_file() or not any(out.iterdir()):
+        return
+    raise ValueError(
+        f"--out {str(out)!r} already holds files that are not an fsc report (no {REPORT_MARKER}); "
+        "give a new or empty directory"
+    )
+
+
 def build_report(out: str | Path, *, quiet: bool = False) -> dict:
     """Run every section and write ``out/index.html`` (and ``out/report.json``).
 
@@ -288,6 +316,7 @@ def build_report(out: str | Path, *, quiet: bool = False) -> dict:
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise ValueError(f"--out must be a directory, got the file {str(out)!r}")
+    check_report_target(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
 
@@ -317,6 +346,9 @@ def build_report(out: str | Path, *, quiet: bool = False) -> dict:
         (work / "index.html").write_text(page)
         numbers = {s.title: s.numbers for s in sections}
         (work / "report.json").write_text(json.dumps({"seconds": seconds, "sections": numbers}, indent=1))
+        (work / REPORT_MARKER).write_text("written by fsc report; fsc report --out may replace this directory\n")
+        work.chmod(0o777 & ~_UMASK)  # mkdtemp makes it 0o700
+        check_report_target(out)
         if out.exists():
             shutil.rmtree(out)
         work.rename(out)

@@ -425,6 +425,8 @@ def run_training(
         raise ValueError(f"convention must be one of {CONVENTIONS}, got {convention!r}")
     if not isinstance(optimizer, str) or optimizer not in OPTIMIZERS:
         raise ValueError(f"optimizer must be one of {sorted(OPTIMIZERS)}, got {optimizer!r}")
+    if max_steps is not None and (isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 1):
+        raise ValueError(f"max_steps must be an int >= 1 or None, got {max_steps!r}")
     rule = StopRule(until_t=until_t, max_steps=max_steps, max_seconds=max_seconds)
     opt = make_optimizer(optimizer, lr=lr, max_dgrad=max_dgrad)
     checkpoint_seconds = _number("checkpoint_seconds", checkpoint_seconds)
