@@ -18,6 +18,7 @@ from pathlib import Path
 import torch
 
 from .evaluate import CONVENTIONS, evaluate
+from .limits import seed_arg, threads_arg, walkers_arg
 from .memory import MemoryArchitecture, parse_memory
 from .policy import Policy
 from .simulate import simulate
@@ -70,7 +71,7 @@ def _add_controller_options(p: argparse.ArgumentParser, *, policy: bool = True) 
         p.add_argument("--eps", type=_number, default=None, help="CCP exit probability (default: optimal at --reset)")
         p.add_argument("--eps0", type=_number, default=None, help="necklace: exit probability of the end necklaces")
         p.add_argument("--eps1", type=_number, default=None, help="necklace: exit probability between necklaces")
-    p.add_argument("--seed", type=int, default=0, help="seed of random policies and of sampling (default 0)")
+    p.add_argument("--seed", type=seed_arg, default=0, help="seed of random policies and of sampling (default 0)")
     p.add_argument("--reset", type=_number, default=1e-3, help="reset probability r per step (default 1e-3)")
     p.add_argument("--convention", choices=CONVENTIONS, default="native", help="native (default) or paper (DESIGN section 4)")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
@@ -184,7 +185,7 @@ def _evaluate_options(p):
 def _simulate_options(p):
     _add_controller_options(p)
     p.add_argument("--steps", type=_positive_int, default=1_000_000, help="step budget (default 1e6)")
-    p.add_argument("--walkers", type=_positive_int, default=256, help="independent walkers (default 256)")
+    p.add_argument("--walkers", type=walkers_arg, default=256, help="independent walkers (default 256)")
 
 
 def cmd_closed_form(args) -> int:
@@ -290,7 +291,7 @@ def _train_options(p):
     p.add_argument("--mu", type=_number, default=0.1, help="gap between the arms, in (0, 1) (default 0.1)")
     p.add_argument("--memory", required=True, help="ram:M, chain:M, column:M, memento:m, or FILE.py:NAME for an architecture of your own")
     p.add_argument("--init", required=True, help="random, linear, columns, near-ccp, cycles, near-necklace, or a policy file")
-    p.add_argument("--seed", type=int, default=0, help="seed of the initialisation (default 0)")
+    p.add_argument("--seed", type=seed_arg, default=0, help="seed of the initialisation (default 0)")
     p.add_argument("--reset", type=_number, default=1e-3, help="reset probability r (default 1e-3)")
     until_t = "algorithm time to reach (t of dw/dt = d gain / dw, DESIGN section 4; on paper eq. (4)'s G = gain / r, t is r times smaller)"
     p.add_argument("--until-t", type=_number, required=True, help=until_t)
@@ -302,7 +303,7 @@ def _train_options(p):
     p.add_argument("--lr", type=_number, default=None, help="adam / ascent learning rate")
     p.add_argument("--engine", default="auto", help="evaluation engine (default auto)")
     p.add_argument("--checkpoint-seconds", type=_number, default=60.0, help="wall time between checkpoints (default 60)")
-    p.add_argument("--threads", type=_positive_int, default=1, help="torch threads (default 1: bit-for-bit resumes)")
+    p.add_argument("--threads", type=threads_arg, default=1, help="torch threads (default 1: bit-for-bit resumes)")
     p.add_argument("--out", required=True, help="run directory; started again, the run resumes from its checkpoint")
     p.add_argument("--quiet", action="store_true", help="no progress bar (none either when stderr is not a terminal)")
     p.add_argument("--json", action="store_true", help="print the final q, t, steps, seconds as JSON")

@@ -7,12 +7,39 @@ estimate and the limit.
 
 from __future__ import annotations
 
-__all__ = ["MAX_NODES", "check_memento_nodes", "memento_nodes"]
+import argparse
+import os
+
+__all__ = [
+    "MAX_NODES",
+    "MAX_TABLE_ENTRIES",
+    "MAX_THREADS",
+    "MAX_WORKERS",
+    "check_memento_nodes",
+    "check_table_entries",
+    "memento_nodes",
+    "seed_arg",
+    "threads_arg",
+    "walkers_arg",
+    "workers_arg",
+]
 
 #: The largest memory (number of nodes) any architecture may have. A policy alone holds ``N * C`` float64
 #: logits and every engine several vectors of length ``N * states``; ``memento:11`` (5.6 million nodes) is
 #: the first Memento above this limit.
 MAX_NODES = 2**22
+
+#: The largest node-by-choice table (``N * C`` entries): a float64 copy is 512 MB. ``ram:1000`` has 10 million
+#: entries; ``ram:3000`` (90 million) is refused.
+MAX_TABLE_ENTRIES = 2**26
+
+#: Torch threads and pool workers beyond these are refused (the machine cannot use them; torch crashes on
+#: 100,000 threads, and 1,000,000 forked workers bring any machine down).
+MAX_THREADS = 256
+MAX_WORKERS = 256
+
+#: Seeds are stored as signed 64-bit integers by torch and in run files.
+MAX_SEED = 2**63 - 1
 
 
 def memento_nodes(m: int, symbols: int, *, stop_above: int | None = None) -> int:
@@ -36,3 +63,59 @@ def check_memento_nodes(m: int, arms: int, observations: int, *, limit: int = MA
         f"memory memento:{m} would have {shown} nodes (estimate), over the limit of {limit:,} nodes; "
         "choose a smaller m"
     )
+
+
+def check_table_entries(name: str, nodes: int, choices: int, *, limit: int = MAX_TABLE_ENTRIES) -> None:
+    """Raise ``ValueError`` when the ``nodes x choices`` tables of memory ``name`` exceed ``limit`` entries."""
+    if nodes > MAX_NODES or nodes * choices > limit:
+        raise ValueError(
+            f"memory {name} would have {nodes:,} nodes x {choices:,} choices = {nodes * choices:,} table entries "
+            f"(estimate {8 * nodes * choices / 2**30:.3g} GiB per float64 table), over the limit of {limit:,} "
+            f"entries; choose a smaller size"
+        )
+
+
+def machine_memory_bytes() -> int:
+    """Physical memory of this machine (bytes), or 4 GiB when the system does not say."""
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
+    except (ValueError, OSError, AttributeError):
+        return 4 * 2**30
+
+
+def _bounded_int(text: str, low: int, high: int, why: str) -> int:
+    text = text.strip()
+    if len(text) > 40:  # int() of a 10**5-digit string is slow and the value is out of range anyway
+        raise argparse.ArgumentTypeError(f"expected an integer in [{low}, {high}], got {text[:20]!r}... ({len(text)} characters)")
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer in [{low}, {high}], got {text!r}") from None
+    if not low <= value <= high:
+        raise argparse.ArgumentTypeError(f"expected an integer in [{low}, {high}]{why}, got {text!r}")
+    return value
+
+
+def seed_arg(text: str) -> int:
+    """``--seed``: an integer in ``[0, 2**63 - 1]``."""
+    return _bounded_int(text, 0, MAX_SEED, " (a signed 64-bit seed)")
+
+
+def threads_arg(text: str) -> int:
+    """``--threads``: an integer in ``[1, MAX_THREADS]``."""
+    return _bounded_int(text, 1, MAX_THREADS, f" (this machine has {os.cpu_count()} CPUs)")
+
+
+def workers_arg(text: str) -> int:
+    """``--workers``: an integer in ``[1, MAX_WORKERS]``."""
+    return _bounded_int(text, 1, MAX_WORKERS, f" (this machine has {os.cpu_count()} CPUs)")
+
+
+#: Bytes of state per Monte Carlo walker (a generous bound on simulate's per-walker arrays).
+BYTES_PER_WALKER = 256
+
+
+def walkers_arg(text: str) -> int:
+    """``--walkers``: at least 1, and the walkers' state must fit in half the machine's memory."""
+    limit = machine_memory_bytes() // 2 // BYTES_PER_WALKER
+    return _bounded_int(text, 1, limit, f" ({BYTES_PER_WALKER} bytes each must fit in half of this machine's memory)")

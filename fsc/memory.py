@@ -218,6 +218,12 @@ class _MemoryWithLastObservation:
     arms: int
     observations: int
 
+    def __attrs_post_init__(self) -> None:
+        from .limits import check_table_entries
+
+        name = f"{type(self).__name__.lower()}:{self.M}"
+        check_table_entries(name, self.M * (1 + self.arms * self.observations), self.M * self.arms)
+
     @functools.cached_property
     def _last(self) -> tuple[np.ndarray, np.ndarray]:
         """Per node: memory (0-based) and last arm (-1 for blank nodes)."""

@@ -919,12 +919,12 @@ HELP = "run a sweep of fsc train points (local pool or Dask cluster); --summary 
 
 def add_options(p: argparse.ArgumentParser) -> None:
     """Add the ``fsc sweep`` options to ``p``."""
-    from .cli import _positive_int
+    from .limits import workers_arg
 
     p.add_argument("spec", help="sweep spec, a .json or .toml file (e.g. examples/sweeps/fig4-small.json)")
     p.add_argument("--out", default=None, metavar="DIR", help="sweep directory (default: the spec's 'out'); points go to DIR/runs/NAME")
     where = p.add_mutually_exclusive_group()
-    where.add_argument("--workers", type=_positive_int, default=None, metavar="N", help="local process pool size (default: the number of CPUs)")
+    where.add_argument("--workers", type=workers_arg, default=None, metavar="N", help="local process pool size (default: the number of CPUs)")
     where.add_argument("--scheduler", default=None, metavar="ADDRESS", help="run on the Dask cluster of this scheduler (tcp://host:8786)")
     p.add_argument(
         "--summary", action="store_true", help="train nothing: collect the finished points into DIR/summary.csv and DIR/summary.png, print the table"

@@ -417,6 +417,8 @@ def run_training(
         raise TypeError(f"init must be an initialisation name or a policy file, got {init!r}")
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise TypeError(f"seed must be an int, got {seed!r}")
+    if not 0 <= seed <= 2**63 - 1:
+        raise ValueError(f"seed must be in [0, 2**63 - 1], got {seed!r}")
     reset = check_reset(reset)
     until_t = _number("until_t", until_t)
     if not (math.isfinite(until_t) and until_t >= 0):
