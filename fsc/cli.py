@@ -18,7 +18,7 @@ from pathlib import Path
 import torch
 
 from .evaluate import CONVENTIONS, evaluate
-from .limits import seed_arg, threads_arg, walkers_arg
+from .limits import check_necklace_work, closed_form_M_arg, seed_arg, threads_arg, walkers_arg
 from .memory import MemoryArchitecture, parse_memory
 from .policy import Policy
 from .simulate import simulate
@@ -210,7 +210,7 @@ def cmd_closed_form(args) -> int:
 def _closed_form_options(p):
     p.add_argument("policy", choices=["ccp"], help="the policy whose closed form to print (ccp: appendix C)")
     p.add_argument("--mu", type=_number, default=0.1, help="gap between the arms, in (0, 1) (default 0.1)")
-    p.add_argument("--M", type=_positive_int, required=True, help="memory size")
+    p.add_argument("--M", type=closed_form_M_arg, required=True, help="memory size")
     p.add_argument("--reset", type=_number, default=1e-3, help="reset probability r (default 1e-3)")
     p.add_argument("--eps", type=_number, default=None, help="exit probability at the top (default: the optimum, capped at 1)")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
@@ -219,6 +219,7 @@ def _closed_form_options(p):
 def cmd_necklace(args) -> int:
     from policies import closed_form, necklaces
 
+    check_necklace_work(args.m, args.time_budget)
     chain = necklaces.gray_chain(args.m, time_budget=args.time_budget)
     record = {
         "m": args.m,

@@ -119,3 +119,40 @@ def walkers_arg(text: str) -> int:
     """``--walkers``: at least 1, and the walkers' state must fit in half the machine's memory."""
     limit = machine_memory_bytes() // 2 // BYTES_PER_WALKER
     return _bounded_int(text, 1, limit, f" ({BYTES_PER_WALKER} bytes each must fit in half of this machine's memory)")
+
+
+#: ``closed-form --M``: the closed forms sum over the ``M`` memory states; about 2.3 microseconds per state
+#: here (``--M 1000000`` takes 2.3 s), so 10**7 is about half a minute.
+MAX_CLOSED_FORM_M = 10**7
+SECONDS_PER_CLOSED_FORM_STATE = 2.3e-6
+
+
+def closed_form_M_arg(text: str) -> int:
+    """``closed-form --M``: an integer in ``[1, MAX_CLOSED_FORM_M]``."""
+    return _bounded_int(
+        text, 1, MAX_CLOSED_FORM_M, f" (work grows like M: about {SECONDS_PER_CLOSED_FORM_STATE * 1e6:.1f} s per million)"
+    )
+
+
+#: ``necklace``: building the necklace graph takes about ``2**m * 8e-6`` seconds and ``2**m * 300`` bytes here
+#: (measured: m = 18, 19, 20 take 1.8, 4.0, 8.4 s and m = 20 uses 300 MB beyond the interpreter).
+NECKLACE_SECONDS_PER_WORD = 8e-6
+NECKLACE_BYTES_PER_WORD = 300
+
+
+def check_necklace_work(m: int, time_budget: float) -> None:
+    """Raise ``ValueError`` when building the graph of ``--m`` would not fit ``--time-budget`` or the memory."""
+    if m > 64:
+        raise ValueError(f"--m {m} is over the limit of 64 (2**m binary words)")
+    seconds = 2**m * NECKLACE_SECONDS_PER_WORD
+    if seconds > time_budget:
+        raise ValueError(
+            f"--m {m}: building the necklace graph takes about {seconds:.3g} s (estimate), more than "
+            f"--time-budget {time_budget:g}; give a larger --time-budget or a smaller --m"
+        )
+    need, have = 2**m * NECKLACE_BYTES_PER_WORD, machine_memory_bytes() // 2
+    if need > have:
+        raise ValueError(
+            f"--m {m}: the necklace graph needs about {need / 2**30:.3g} GiB (estimate), "
+            f"over the limit of {have / 2**30:.3g} GiB (half this machine's memory)"
+        )
