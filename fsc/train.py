@@ -64,6 +64,7 @@ from .evaluate import CONVENTIONS, check_reset
 from .memory import MemoryArchitecture, parse_memory
 from .optim import OPTIMIZERS, Point, Record, State, StopRule, make_optimizer, optimize
 from .policy import Policy, atomic_write
+from .rundir import RunLock, read_run_json
 
 __all__ = ["CSV_HEADER", "TrainingResult", "load_checkpoint", "main", "read_trajectory", "run_training"]
 
@@ -473,7 +474,7 @@ def run_training(
     # An existing run must be this one.
     state, trajectory = None, _Trajectory()
     if (out / "run.json").exists():
-        previous = json.loads((out / "run.json").read_text())
+        previous = read_run_json(out / "run.json")
         _check_same_run(out, previous.get("arguments", {}), arguments)
         if (out / "initial_policy.npz").exists() and not _same_policy(Policy.load(out / "initial_policy.npz"), policy):
             raise ValueError(f"{str(out)!r} holds a run that started from another initial policy; use another out directory")
@@ -488,7 +489,10 @@ def run_training(
     if threads is not None:
         torch.set_num_threads(threads)
     try:
-        return _train(records, arch, policy, rule, out, state is not None, trajectory, meta, quiet, checkpoint_seconds)
+        with RunLock(out):  # one owner; then check again what another owner may have written meanwhile
+            if (out / "run.json").exists():
+                _check_same_run(out, read_run_json(out / "run.json").get("arguments", {}), arguments)
+            return _train(records, arch, policy, rule, out, state is not None, trajectory, meta, quiet, checkpoint_seconds)
     finally:
         if threads is not None:
             torch.set_num_threads(previous_threads)
