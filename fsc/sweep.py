@@ -296,7 +296,7 @@ def load_spec(path: str | os.PathLike) -> Sweep:
     else:
         try:
             doc = json.loads(text)
-        except json.JSONDecodeError as error:
+        except (json.JSONDecodeError, RecursionError) as error:
             raise ValueError(f"sweep spec {str(path)!r} is not valid JSON: {error}") from None
     return Sweep.from_dict(doc, name=path.stem, source=str(path))
 
