@@ -53,6 +53,7 @@ import os
 import platform
 import sys
 import time
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -110,7 +111,10 @@ class _Trajectory:
         return self.columns[name][-1] if len(self) else None
 
     def arrays(self) -> dict[str, np.ndarray]:
-        return {name: np.array(column, dtype=_COLUMNS[name]) for name, column in self.columns.items()}
+        # A consistent snapshot: an interrupt between two columns' appends leaves one column a row longer;
+        # only whole rows are saved.
+        rows = min(len(column) for column in self.columns.values())
+        return {name: np.array(column[:rows], dtype=_COLUMNS[name]) for name, column in self.columns.items()}
 
 
 @attrs.frozen(kw_only=True)
@@ -284,6 +288,22 @@ def load_checkpoint(path: str | os.PathLike) -> tuple[State, dict[str, np.ndarra
     path = Path(path)
     if path.is_dir():
         path = path / "checkpoint.npz"
+    try:
+        state, columns, meta = _load_checkpoint(path)
+    except (OSError, EOFError, KeyError, IndexError, OverflowError, RecursionError, TypeError, AttributeError,
+            zipfile.BadZipFile, json.JSONDecodeError) as error:
+        raise ValueError(f"{str(path)!r} is not a usable checkpoint ({type(error).__name__}: {error})") from None
+    except ValueError as error:
+        if str(path) in str(error):
+            raise
+        raise ValueError(f"{str(path)!r} is not a usable checkpoint ({error})") from None
+    lengths = {len(column) for column in columns.values()}
+    if len(lengths) != 1 or (lengths and min(lengths) < 1) or not isinstance(meta.get("arguments"), dict):
+        raise ValueError(f"{str(path)!r} is not a usable checkpoint (trajectory columns of unequal lengths or no arguments)")
+    return state, columns, meta
+
+
+def _load_checkpoint(path: Path) -> tuple[State, dict[str, np.ndarray], dict[str, Any]]:
     with np.load(path, allow_pickle=False) as data:
         meta = json.loads(str(data["meta"]))
         if meta.get("format") != _FORMAT:
@@ -479,9 +499,14 @@ def run_training(
         if (out / "initial_policy.npz").exists() and not _same_policy(Policy.load(out / "initial_policy.npz"), policy):
             raise ValueError(f"{str(out)!r} holds a run that started from another initial policy; use another out directory")
         if (out / "checkpoint.npz").exists():
-            state, columns, saved = load_checkpoint(out)
-            trajectory = _Trajectory(columns)
-            _check_same_run(out, saved["arguments"], arguments)
+            try:
+                state, columns, saved = load_checkpoint(out)
+            except ValueError as error:  # every detected corruption: restart the run from its start, say so
+                print(f"fsc: warning: {error}; restarting the run from the start", file=sys.stderr, flush=True)
+                state = None
+            else:
+                trajectory = _Trajectory(columns)
+                _check_same_run(out, saved["arguments"], arguments)
 
     # Checks every remaining argument (engine, ...) before anything is written; runs nothing yet.
     records = optimize(world, policy, reset=reset, optimizer=opt, convention=convention, engine=engine, target=target, state=state, **attrs.asdict(rule))

@@ -272,3 +272,68 @@ def test_report_target_rules(tmp_path, monkeypatch):
 
 def test_sweep_spec_loading_errors_name_the_file(workdir):
     assert json.loads((workdir / "list.json").read_text()) == [1, 2]  # the fixture is what the case says
+
+
+# Checkpoints: consistent when written, validated when read, a corrupt one restarts the run.
+
+RUN = dict(memory="ram:2", init="random", seed=3, until_t=5.0, quiet=True, checkpoint_seconds=0.0)
+DETERMINISTIC = ("t", "step", "q", "gain", "dt", "grad_norm", "evaluations")
+
+
+def _final(out: Path):
+    from fsc.train import load_checkpoint
+
+    state, columns, _ = load_checkpoint(out)
+    return state.point.logits.numpy().copy(), {k: columns[k] for k in DETERMINISTIC}
+
+
+def _same(a, b) -> bool:
+    return np.array_equal(a[0], b[0]) and all(np.array_equal(a[1][k], b[1][k]) for k in DETERMINISTIC)
+
+
+def test_snapshot_saves_whole_rows_only():
+    from fsc.train import _COLUMNS, _Trajectory
+
+    trajectory = _Trajectory()
+    trajectory.append(dict.fromkeys(_COLUMNS, 1))
+    first = next(iter(trajectory.columns.values()))
+    first.append(2)  # as if interrupted after the first column of the next row
+    assert {len(c) for c in trajectory.arrays().values()} == {1}
+
+
+@pytest.mark.parametrize("damage", ["truncate", "empty", "garbage", "uneven"])
+def test_corrupt_checkpoint_restarts_to_the_identical_result(tmp_path, capfd, damage):
+    from fsc.train import run_training
+
+    run_training(**RUN, out=tmp_path / "whole")
+    reference = _final(tmp_path / "whole")
+    out = tmp_path / "cut"
+    run_training(**RUN, max_steps=3, out=out)
+    path = out / "checkpoint.npz"
+    data = path.read_bytes()
+    if damage == "truncate":
+        path.write_bytes(data[: len(data) // 2])
+    elif damage == "empty":
+        path.write_bytes(b"")
+    elif damage == "garbage":
+        path.write_bytes(b"PK\x03\x04" + b"\x00" * 100)
+    else:
+        with np.load(path, allow_pickle=False) as z:
+            arrays = dict(z)
+        arrays["trajectory_q"] = np.append(arrays["trajectory_q"], 0.5)
+        np.savez(path, **arrays)
+    capfd.readouterr()
+    run_training(**RUN, out=out)
+    err = capfd.readouterr().err.splitlines()
+    assert len(err) == 1 and "checkpoint.npz" in err[0] and "restarting" in err[0]
+    assert _same(_final(out), reference)
+
+
+def test_resume_after_max_steps_is_bit_identical(tmp_path):
+    from fsc.train import run_training
+
+    run_training(**RUN, out=tmp_path / "whole")
+    for k in (1, 2, 5):
+        run_training(**RUN, max_steps=k, out=tmp_path / f"cut{k}")
+        run_training(**RUN, out=tmp_path / f"cut{k}")
+        assert _same(_final(tmp_path / f"cut{k}"), _final(tmp_path / "whole"))
