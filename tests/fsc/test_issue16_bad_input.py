@@ -276,7 +276,7 @@ def test_sweep_spec_loading_errors_name_the_file(workdir):
 
 # Checkpoints: consistent when written, validated when read, a corrupt one restarts the run.
 
-RUN = dict(memory="ram:2", init="random", seed=3, until_t=5.0, quiet=True, checkpoint_seconds=0.0)
+RUN = dict(memory="ram:2", init="random", seed=3, until_t=50.0, quiet=True, checkpoint_seconds=0.0)
 DETERMINISTIC = ("t", "step", "q", "gain", "dt", "grad_norm", "evaluations")
 
 
@@ -337,3 +337,72 @@ def test_resume_after_max_steps_is_bit_identical(tmp_path):
         run_training(**RUN, max_steps=k, out=tmp_path / f"cut{k}")
         run_training(**RUN, out=tmp_path / f"cut{k}")
         assert _same(_final(tmp_path / f"cut{k}"), _final(tmp_path / "whole"))
+
+
+# Kills at random moments: every run resumes to the bit-identical result.
+
+
+def _sigint_in_process(tmp_path: Path, kills: int) -> tuple[int, int]:
+    import random
+    import signal
+    import threading
+
+    from fsc.train import run_training
+
+    run_training(**RUN, out=tmp_path / "whole")
+    reference = _final(tmp_path / "whole")
+    rng = random.Random(16)
+    identical = 0
+    for i in range(kills):
+        out = tmp_path / f"int{i}"
+        timer = threading.Timer(rng.uniform(0.0, 0.25), lambda: os.kill(os.getpid(), signal.SIGINT))
+        timer.start()
+        try:
+            run_training(**RUN, out=out)
+            time.sleep(0.3)  # a late signal must arrive here, not in the next run
+        except KeyboardInterrupt:
+            pass
+        timer.cancel()
+        run_training(**RUN, out=out)
+        identical += _same(_final(out), reference)
+    return kills, identical
+
+
+def _sigkill_cli(tmp_path: Path, kills: int) -> tuple[int, int]:
+    import random
+
+    argv = ["--memory", "ram:2", "--init", "random", "--seed", "3", "--until-t", "50", "--quiet",
+            "--checkpoint-seconds", "0"]
+    whole = tmp_path / "whole"
+    subprocess.run([sys.executable, "-m", "fsc.cli", "train", *argv, "--out", str(whole)], check=True, capture_output=True)
+    reference = _final(whole)
+    rng = random.Random(61)
+    identical = 0
+    for i in range(kills):
+        out = tmp_path / f"kill{i}"
+        process = subprocess.Popen([sys.executable, "-m", "fsc.cli", "train", *argv, "--out", str(out)],
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(rng.uniform(0.5, 3.0))
+        process.kill()
+        process.wait()
+        subprocess.run([sys.executable, "-m", "fsc.cli", "train", *argv, "--out", str(out)], check=True, capture_output=True)
+        identical += _same(_final(out), reference)
+    return kills, identical
+
+
+def test_sigint_in_process_resumes_bit_identical(tmp_path):
+    kills, identical = _sigint_in_process(tmp_path, 8)
+    assert identical == kills
+
+
+def test_sigkill_cli_resumes_bit_identical(tmp_path):
+    kills, identical = _sigkill_cli(tmp_path, 3)
+    assert identical == kills
+
+
+@pytest.mark.slow
+def test_many_kills_resume_bit_identical(tmp_path):
+    a = _sigint_in_process(tmp_path / "a", 300)
+    b = _sigkill_cli(tmp_path / "b", 100)
+    print(f"SIGINT in-process: {a[1]}/{a[0]} bit-identical; SIGKILL CLI: {b[1]}/{b[0]} bit-identical")
+    assert a[0] == a[1] and b[0] == b[1]
