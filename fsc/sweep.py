@@ -420,6 +420,9 @@ def _same_number(a: object, b: object) -> bool:
 
 #: Trainers running in this (pool worker) process, for the driver watchdog.
 _CHILDREN: set[subprocess.Popen] = set()
+#: Set by the watchdog when the driver is gone; with _START_LOCK, no trainer starts after that (issue 16).
+_DRIVER_GONE = threading.Event()
+_START_LOCK = threading.Lock()
 
 
 def run_point(
@@ -459,10 +462,13 @@ def run_point(
             return {"status": "skipped", "seconds": time.monotonic() - start}
         trainer = list(command) if command is not None else [sys.executable, "-m", "fsc.cli", "train"]
         full = [*trainer, *argv, f"--out={run_dir}", "--quiet", "--json"]
-        process = subprocess.Popen(
-            full, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, pass_fds=() if fd is None else (fd,)
-        )
-        _CHILDREN.add(process)
+        with _START_LOCK:  # nothing starts once the watchdog has seen the driver gone
+            if _DRIVER_GONE.is_set():
+                return {"status": "failed", "exit": None, "error": "the sweep driver is gone", "seconds": time.monotonic() - start}
+            process = subprocess.Popen(
+                full, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, pass_fds=() if fd is None else (fd,)
+            )
+            _CHILDREN.add(process)
         try:
             stdout, stderr = process.communicate()
         finally:
@@ -505,8 +511,10 @@ def _init_pool_worker(driver_pid: int) -> None:
 def _watch_driver(driver_pid: int, parent: int, interval: float = 0.25, grace: float = 60.0) -> None:
     while os.getppid() == parent and _alive(driver_pid):
         time.sleep(interval)
-    # The driver is gone: let the trainers checkpoint (SIGINT), then leave.
-    children = list(_CHILDREN)
+    # The driver is gone: start nothing more, let the trainers checkpoint (SIGINT), then leave.
+    with _START_LOCK:
+        _DRIVER_GONE.set()
+        children = list(_CHILDREN)
     for process in children:
         try:
             process.send_signal(signal.SIGINT)
