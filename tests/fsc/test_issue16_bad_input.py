@@ -52,6 +52,9 @@ def _fixtures(root: Path) -> None:
     (root / "badrun").mkdir()
     (root / "badrun" / "run.json").write_text("{not json")
     os.symlink(root / "nowhere" / "x", root / "dangling")
+    grid = {"fixed": {"memory": "ram:2", "until_t": 1, "init": "random"}, "grid": {"seed": [0]}}
+    (root / "escape.json").write_text(json.dumps({**grid, "out": "../../etc/fsc"}))
+    (root / "absolute.json").write_text(json.dumps({**grid, "out": str(root.parent / "elsewhere")}))
 
 
 BAD_POLICY_FILES = ["empty.npz", "truncated.npz", "notzip.npz", "nokey.npz", "empty.json", "list.json", "deep.json",
@@ -97,6 +100,8 @@ for out in ("keep", ".", "..", "afile"):
     CASES.append((["report", "--quiet", "--out", out], "--out"))
 for workers in ("1000000", "0", "x", BIG):
     CASES.append((["sweep", "spec.json", "--workers", workers], "--workers"))
+for spec in ("escape.json", "absolute.json"):
+    CASES.append((["sweep", spec], spec))
 for spec in ("missing.json", "empty.json", "list.json", "deep.json"):
     CASES.append((["sweep", spec], spec))
 for m, budget in (("22", "1"), ("30", "10"), ("100", "10"), ("0", "1"), ("x", "1"), (BIG, "1")):
