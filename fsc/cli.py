@@ -18,6 +18,7 @@ from pathlib import Path
 import torch
 
 from .evaluate import CONVENTIONS, evaluate
+from .limits import check_necklace_work, closed_form_M_arg, seed_arg, threads_arg, walkers_arg
 from .memory import MemoryArchitecture, parse_memory
 from .policy import Policy
 from .simulate import simulate
@@ -80,7 +81,7 @@ def _add_controller_options(p: argparse.ArgumentParser, *, policy: bool = True) 
         p.add_argument("--eps", type=_number, default=None, help="CCP exit probability (default: optimal at --reset)")
         p.add_argument("--eps0", type=_number, default=None, help="necklace: exit probability of the end necklaces")
         p.add_argument("--eps1", type=_number, default=None, help="necklace: exit probability between necklaces")
-    p.add_argument("--seed", type=int, default=0, help="seed of random policies and of sampling (default 0)")
+    p.add_argument("--seed", type=seed_arg, default=0, help="seed of random policies and of sampling (default 0)")
     _add_reset_options(p)
     p.add_argument("--convention", choices=CONVENTIONS, default="native", help="native (default) or paper (docs/model.md)")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
@@ -238,18 +239,11 @@ def _evaluate_options(p):
 def _simulate_options(p):
     _add_controller_options(p)
     p.add_argument("--steps", type=_positive_int, default=1_000_000, help="step budget (default 1e6)")
-    p.add_argument("--walkers", type=_positive_int, default=256, help="independent walkers (default 256)")
-
-
-#: Largest M of the closed forms (their recursions run over the M memories).
-MAX_CLOSED_FORM_M = 10**6
+    p.add_argument("--walkers", type=walkers_arg, default=256, help="independent walkers (default 256)")
 
 
 def cmd_closed_form(args) -> int:
     from policies import closed_form
-
-    if args.M > MAX_CLOSED_FORM_M:
-        raise UsageError(f"argument --M: expected at most {MAX_CLOSED_FORM_M:.0e} memories, got {args.M}")
 
     if args.policy == "asymmetric-ccp":
         from policies.asymmetric import cmd_asymmetric_ccp
@@ -277,7 +271,7 @@ def cmd_closed_form(args) -> int:
 def _closed_form_options(p):
     p.add_argument("policy", choices=["ccp", "asymmetric-ccp"], help="ccp (appendix C) or asymmetric-ccp (optimum over two exits and the reset split)")
     p.add_argument("--mu", type=_number, default=0.1, help="gap between the arms, in (0, 1) (default 0.1)")
-    p.add_argument("--M", type=_positive_int, required=True, help="memory size")
+    p.add_argument("--M", type=closed_form_M_arg, required=True, help="memory size")
     p.add_argument("--reset", type=_number, default=1e-3, help="reset probability r (default 1e-3)")
     p.add_argument("--eps", type=_number, default=None, help="exit probability at the top (default: the optimum, capped at 1)")
     p.add_argument("--convention", choices=CONVENTIONS, default="native", help="the convention of q: native (default) or paper, (1 - r) q + r/2")
@@ -287,6 +281,7 @@ def _closed_form_options(p):
 def cmd_necklace(args) -> int:
     from policies import closed_form, necklaces
 
+    check_necklace_work(args.m, args.time_budget)
     chain = necklaces.gray_chain(args.m, time_budget=args.time_budget)
     record = {
         "m": args.m,
@@ -360,7 +355,7 @@ def _train_options(p):
     _add_world_options(p)
     p.add_argument("--memory", required=True, help="ram:M, chain:M, column:M, memento:m, or FILE.py:NAME for an architecture of your own")
     p.add_argument("--init", required=True, help="random, linear, columns, near-ccp, cycles, near-necklace, or a policy file")
-    p.add_argument("--seed", type=int, default=0, help="seed of the initialisation (default 0)")
+    p.add_argument("--seed", type=seed_arg, default=0, help="seed of the initialisation (default 0)")
     _add_reset_options(p)
     until_t = (
         "algorithm time to reach (t of dw/dt = d gain / dw, docs/model.md; on paper eq. (4)'s G = gain / r, t is r times smaller); "
@@ -375,7 +370,7 @@ def _train_options(p):
     p.add_argument("--lr", type=_number, default=None, help="adam / ascent learning rate")
     p.add_argument("--engine", default="auto", help="evaluation engine (default auto)")
     p.add_argument("--checkpoint-seconds", type=_number, default=60.0, help="wall time between checkpoints (default 60)")
-    p.add_argument("--threads", type=_positive_int, default=1, help="torch threads (default 1: bit-for-bit resumes)")
+    p.add_argument("--threads", type=threads_arg, default=1, help="torch threads (default 1: bit-for-bit resumes)")
     p.add_argument("--out", required=True, help="run directory; started again, the run resumes from its checkpoint")
     p.add_argument("--quiet", action="store_true", help="no progress bar (none either when stderr is not a terminal)")
     p.add_argument("--json", action="store_true", help="print the final q, t, steps, seconds as JSON")

@@ -15,6 +15,8 @@ from typing import Any, ClassVar
 import attrs
 import numpy as np
 
+from .limits import check_memento_nodes, check_table_entries
+
 __all__ = [
     "RAM",
     "Chain",
@@ -206,22 +208,6 @@ def _check_not_bool(instance, attribute, value):
         raise TypeError(f"{attribute.name} must be an int, got {value!r}")
 
 
-#: The largest architectures built: beyond them the tables and the joint chain do not fit a
-#: workstation (Memento 11, 5.6 M nodes, needs about 1.3 GB for its chain; RAM 5000 has 2.5e8
-#: node-choice pairs, 2 GB of logits alone).
-MAX_NODES = 8_000_000
-MAX_PAIRS = 2**28
-
-
-def _affordable(arch: object, nodes: int, choices: int) -> None:
-    """Refuse, before any table is built, an architecture too large to hold."""
-    if nodes > MAX_NODES or nodes * choices > MAX_PAIRS:
-        raise ValueError(
-            f"{arch!r} would have {nodes:.3g} nodes and {nodes * choices:.3g} node-choice pairs; "
-            f"the limits are {MAX_NODES:.3g} nodes and {MAX_PAIRS:.3g} pairs (fsc.memory.MAX_NODES, MAX_PAIRS)"
-        )
-
-
 class _MemoryWithLastObservation:
     """Shared tables of RAM, Chain and Column (a mixin of pure functions).
 
@@ -235,7 +221,8 @@ class _MemoryWithLastObservation:
     observations: int
 
     def __attrs_post_init__(self) -> None:
-        _affordable(self, self.M * (1 + self.arms * self.observations), self.M * self.arms)
+        name = f"{type(self).__name__.lower()}:{self.M}"
+        check_table_entries(name, self.M * (1 + self.arms * self.observations), self.M * self.arms)
 
     @functools.cached_property
     def _last(self) -> tuple[np.ndarray, np.ndarray]:
@@ -376,8 +363,7 @@ class Memento(MemoryArchitecture):
     observations: int = attrs.field(default=2, validator=[_check_not_bool, *_arms], kw_only=True)
 
     def __attrs_post_init__(self) -> None:
-        K = self.arms * self.observations
-        _affordable(self, sum(K**length for length in range(self.m + 1)) if self.m < 64 else K**self.m, self.arms)
+        check_memento_nodes(self.m, self.arms, self.observations)
 
     @property
     def num_actions(self) -> int:

@@ -240,18 +240,19 @@ class Policy:
     def load(cls, path: str | os.PathLike) -> Policy:
         """Read a policy written by :meth:`save`.
 
-        Raises:
-            ValueError: a file that is not a readable policy (naming it and what is wrong).
-            OSError: a file that cannot be opened.
+        Any unreadable file (missing, empty, truncated, not a zip, a key missing, absurd numbers, JSON nested
+        too deep) raises ``ValueError`` naming the file.
         """
         path = Path(path)
         try:
             return cls._load(path)
-        except (zipfile.BadZipFile, KeyError, EOFError, RecursionError, json.JSONDecodeError, UnicodeDecodeError) as error:
-            raise ValueError(f"{str(path)!r} is not a readable policy file ({type(error).__name__}: {str(error)[:200]})") from None
-        except ValueError as error:
-            message = str(error)
-            raise ValueError(message if str(path) in message else f"{str(path)!r}: {message[:300]}") from None
+        except (OSError, EOFError, KeyError, IndexError, OverflowError, RecursionError, zipfile.BadZipFile,
+                json.JSONDecodeError) as error:
+            raise ValueError(f"cannot read the policy file {str(path)!r}: {type(error).__name__}: {error}") from None
+        except (ValueError, TypeError) as error:
+            if str(path) in str(error):
+                raise
+            raise ValueError(f"cannot read the policy file {str(path)!r}: {error}") from None
 
     @classmethod
     def _load(cls, path: Path) -> Policy:

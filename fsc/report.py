@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import html
 import json
-import os
 import shutil
 import sys
 import tempfile
@@ -20,6 +19,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import attrs
+
+from .policy import _UMASK
 
 __all__ = ["Section", "build_report"]
 
@@ -284,27 +285,30 @@ _IMAGE_CHECK = (
 )
 
 
-#: The file that marks a directory as a report of ours: only such a directory is replaced.
-MARKER = ".fsc-report"
+REPORT_MARKER = ".fsc-report"
 
 
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
+def check_report_target(out: Path) -> None:
+    """Refuse an ``--out`` that is not ours to replace.
 
-
-def _check_replaceable(out: Path) -> None:
-    """Refuse an ``--out`` that is a file, holds the current directory, or holds anything but a report of ours."""
-    if out.exists() and not out.is_dir():
-        raise ValueError(f"--out must be a directory, got the file {str(out)!r}")
+    ``fsc report`` replaces only a missing directory, an empty one, or a previous report (one holding the
+    marker file ``.fsc-report``); it never deletes files it did not write, nor the current directory or one
+    of its ancestors.
+    """
+    resolved = out.resolve()
+    cwd = Path.cwd().resolve()
+    if resolved == cwd or resolved in cwd.parents:
+        raise ValueError(f"--out {str(out)!r} is the current directory or above it; give a new directory")
     if not out.exists():
         return
-    here, target = Path.cwd().resolve(), out.resolve()
-    if target == here or target in here.parents:
-        raise ValueError(f"--out {str(out)!r} holds the current directory; give a new directory for the report")
-    if any(out.iterdir()) and not (out / MARKER).is_file():
-        raise ValueError(f"--out {str(out)!r} holds files that are not an fsc report; give a new or empty directory (nothing was deleted)")
+    if not out.is_dir():
+        raise ValueError(f"--out must be a directory, got the file {str(out)!r}")
+    if (out / REPORT_MARKER).is_file() or not any(out.iterdir()):
+        return
+    raise ValueError(
+        f"--out {str(out)!r} already holds files that are not an fsc report (no {REPORT_MARKER}); "
+        "give a new or empty directory"
+    )
 
 
 def build_report(out: str | Path, *, quiet: bool = False) -> dict:
@@ -319,7 +323,9 @@ def build_report(out: str | Path, *, quiet: bool = False) -> dict:
     import fsc
 
     out = Path(out)
-    _check_replaceable(out)
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"--out must be a directory, got the file {str(out)!r}")
+    check_report_target(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
 
@@ -349,9 +355,9 @@ def build_report(out: str | Path, *, quiet: bool = False) -> dict:
         (work / "index.html").write_text(page)
         numbers = {s.title: s.numbers for s in sections}
         (work / "report.json").write_text(json.dumps({"seconds": seconds, "sections": numbers}, indent=1))
-        (work / MARKER).write_text("written by fsc report: fsc report --out may replace this directory\n")
-        os.chmod(work, 0o777 & ~_umask())  # mkdtemp's 0700 is for the work in progress only
-        _check_replaceable(out)  # again: the directory may have changed while the report ran
+        (work / REPORT_MARKER).write_text("written by fsc report; fsc report --out may replace this directory\n")
+        work.chmod(0o777 & ~_UMASK)  # mkdtemp makes it 0o700
+        check_report_target(out)
         if out.exists():
             shutil.rmtree(out)
         work.rename(out)

@@ -24,12 +24,10 @@ import attrs
 import numpy as np
 
 from .evaluate import CONVENTIONS, check_reset
+from .limits import MAX_WALKERS
 from .memory import MemoryArchitecture
 from .policy import Policy
 from .pomdp import POMDP, Task, as_pomdp
-
-#: Most walkers a simulation runs side by side (their state is allocated at once).
-MAX_WALKERS = 10**7
 
 __all__ = ["Simulation", "simulate"]
 
@@ -109,7 +107,7 @@ def simulate(
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
     if walkers > MAX_WALKERS:  # each walker holds a few hundred bytes of state, allocated up front
-        raise ValueError(f"walkers must be at most {MAX_WALKERS:.0e} (fsc.simulate.MAX_WALKERS), got {walkers!r}")
+        raise ValueError(f"walkers must be at most {MAX_WALKERS:.0e} (fsc.limits.MAX_WALKERS), got {walkers!r}")
     if policy.architecture != architecture:
         raise ValueError(f"policy is for {policy.architecture!r}, not {architecture!r}")
     pomdp = as_pomdp(world)

@@ -104,6 +104,8 @@ from typing import Any
 
 import attrs
 
+from .limits import MAX_WORKERS, workers_arg
+
 try:  # the per-point lock; absent on Windows
     import fcntl
 except ImportError:  # pragma: no cover
@@ -301,7 +303,7 @@ def load_spec(path: str | os.PathLike) -> Sweep:
     else:
         try:
             doc = json.loads(text)
-        except json.JSONDecodeError as error:
+        except (json.JSONDecodeError, RecursionError) as error:
             raise ValueError(f"sweep spec {str(path)!r} is not valid JSON: {error}") from None
     return Sweep.from_dict(doc, name=path.stem, source=str(path))
 
@@ -428,6 +430,9 @@ def _same_number(a: object, b: object) -> bool:
 
 #: Trainers running in this (pool worker) process, for the driver watchdog.
 _CHILDREN: set[subprocess.Popen] = set()
+#: Set by the watchdog when the driver is gone; with _START_LOCK, no trainer starts after that (issue 16).
+_DRIVER_GONE = threading.Event()
+_START_LOCK = threading.Lock()
 
 
 def run_point(
@@ -467,10 +472,13 @@ def run_point(
             return {"status": "skipped", "seconds": time.monotonic() - start}
         trainer = list(command) if command is not None else [sys.executable, "-m", "fsc.cli", "train"]
         full = [*trainer, *argv, f"--out={run_dir}", "--quiet", "--json"]
-        process = subprocess.Popen(
-            full, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, pass_fds=() if fd is None else (fd,)
-        )
-        _CHILDREN.add(process)
+        with _START_LOCK:  # nothing starts once the watchdog has seen the driver gone
+            if _DRIVER_GONE.is_set():
+                return {"status": "failed", "exit": None, "error": "the sweep driver is gone", "seconds": time.monotonic() - start}
+            process = subprocess.Popen(
+                full, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, pass_fds=() if fd is None else (fd,)
+            )
+            _CHILDREN.add(process)
         try:
             stdout, stderr = process.communicate()
         finally:
@@ -513,8 +521,10 @@ def _init_pool_worker(driver_pid: int) -> None:
 def _watch_driver(driver_pid: int, parent: int, interval: float = 0.25, grace: float = 60.0) -> None:
     while os.getppid() == parent and _alive(driver_pid):
         time.sleep(interval)
-    # The driver is gone: let the trainers checkpoint (SIGINT), then leave.
-    children = list(_CHILDREN)
+    # The driver is gone: start nothing more, let the trainers checkpoint (SIGINT), then leave.
+    with _START_LOCK:
+        _DRIVER_GONE.set()
+        children = list(_CHILDREN)
     for process in children:
         try:
             process.send_signal(signal.SIGINT)
@@ -612,8 +622,8 @@ def run_sweep(
         raise ValueError("give at most one of executor, workers and scheduler")
     if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
         raise ValueError(f"workers must be an integer >= 1, got {workers!r}")
-    if workers is not None and workers > 8 * (os.cpu_count() or 1):  # each is a trainer process: more only thrash
-        raise ValueError(f"--workers must be at most 8 times the CPUs ({8 * (os.cpu_count() or 1)}), got {workers!r}")
+    if workers is not None and workers > MAX_WORKERS:  # each is a trainer process: more only thrash
+        raise ValueError(f"--workers must be at most {MAX_WORKERS}, got {workers!r}")
     out = Path(out).resolve()
     if out.exists() and not out.is_dir():
         raise ValueError(f"out must be a directory, got the file {str(out)!r}")
@@ -927,12 +937,10 @@ HELP = "run a sweep of fsc train points (local pool or Dask cluster); --summary 
 
 def add_options(p: argparse.ArgumentParser) -> None:
     """Add the ``fsc sweep`` options to ``p``."""
-    from .cli import _positive_int
-
     p.add_argument("spec", help="sweep spec, a .json or .toml file (e.g. examples/sweeps/fig4-small.json)")
     p.add_argument("--out", default=None, metavar="DIR", help="sweep directory (default: the spec's 'out'); points go to DIR/runs/NAME")
     where = p.add_mutually_exclusive_group()
-    where.add_argument("--workers", type=_positive_int, default=None, metavar="N", help="local process pool size (default: the number of CPUs)")
+    where.add_argument("--workers", type=workers_arg, default=None, metavar="N", help="local process pool size (default: the number of CPUs)")
     where.add_argument("--scheduler", default=None, metavar="ADDRESS", help="run on the Dask cluster of this scheduler (tcp://host:8786)")
     p.add_argument(
         "--summary", action="store_true", help="train nothing: collect the finished points into DIR/summary.csv and DIR/summary.png, print the table"
@@ -947,6 +955,9 @@ def run(args: argparse.Namespace) -> int:
     out = args.out if args.out is not None else sweep.out
     if out is None:
         raise ValueError(f"no output directory: give --out DIR, or an 'out' key in {args.spec!r}")
+    if args.out is None and (Path(out).is_absolute() or ".." in Path(out).parts):  # a spec writes under the cwd only
+        raise ValueError(f"the 'out' of {args.spec!r} ({out!r}) must be a relative path under the current directory "
+                         "without '..'; give --out DIR to write elsewhere")
     if args.summary:
         if args.workers is not None or args.scheduler is not None:
             raise ValueError("--summary trains nothing: drop --workers / --scheduler")

@@ -54,24 +54,22 @@ import os
 import platform
 import sys
 import time
+import zipfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
-
-try:
-    import fcntl
-except ImportError:  # Windows: no lock
-    fcntl = None
 
 import attrs
 import numpy as np
 import torch
 
 from .evaluate import CONVENTIONS, resolve_reset
+from .limits import MAX_THREADS
 from .memory import MemoryArchitecture, parse_memory
 from .optim import OPTIMIZERS, Point, Record, State, StopRule, make_optimizer, optimize
 from .policy import Policy, atomic_write
 from .pomdp import POMDP, Task, as_pomdp
+from .rundir import RunLock, read_run_json
 
 __all__ = ["CSV_HEADER", "TrainingResult", "load_checkpoint", "main", "read_trajectory", "run_training"]
 
@@ -124,7 +122,10 @@ class _Trajectory:
         del self.lines[rows:]
 
     def arrays(self) -> dict[str, np.ndarray]:
-        return {name: np.array(column, dtype=_COLUMNS[name]) for name, column in self.columns.items()}
+        # A consistent snapshot: an interrupt between two columns' appends leaves one column a row longer;
+        # only whole rows are saved.
+        rows = min(len(column) for column in self.columns.values())
+        return {name: np.array(column[:rows], dtype=_COLUMNS[name]) for name, column in self.columns.items()}
 
 
 @attrs.frozen(kw_only=True)
@@ -343,6 +344,22 @@ def load_checkpoint(path: str | os.PathLike) -> tuple[State, dict[str, np.ndarra
     path = Path(path)
     if path.is_dir():
         path = path / "checkpoint.npz"
+    try:
+        state, columns, meta = _load_checkpoint(path)
+    except (OSError, EOFError, KeyError, IndexError, OverflowError, RecursionError, TypeError, AttributeError,
+            zipfile.BadZipFile, json.JSONDecodeError) as error:
+        raise ValueError(f"{str(path)!r} is not a usable checkpoint ({type(error).__name__}: {error})") from None
+    except ValueError as error:
+        if str(path) in str(error):
+            raise
+        raise ValueError(f"{str(path)!r} is not a usable checkpoint ({error})") from None
+    lengths = {len(column) for column in columns.values()}
+    if len(lengths) != 1 or (lengths and min(lengths) < 1) or not isinstance(meta.get("arguments"), dict):
+        raise ValueError(f"{str(path)!r} is not a usable checkpoint (trajectory columns of unequal lengths or no arguments)")
+    return state, columns, meta
+
+
+def _load_checkpoint(path: Path) -> tuple[State, dict[str, np.ndarray], dict[str, Any]]:
     with np.load(path, allow_pickle=False) as data:
         meta = json.loads(str(data["meta"]))
         if meta.get("format") != _FORMAT:
@@ -487,6 +504,8 @@ def run_training(
         raise TypeError(f"init must be an initialisation name or a policy file, got {init!r}")
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise TypeError(f"seed must be an int, got {seed!r}")
+    if not 0 <= seed <= 2**63 - 1:
+        raise ValueError(f"seed must be in [0, 2**63 - 1], got {seed!r}")
     reset = resolve_reset(world, reset, discount, allow_zero=False, default=1e-3)
     if until_t is not None:
         until_t = _number("until_t", until_t)
@@ -496,17 +515,15 @@ def run_training(
         raise ValueError(f"convention must be one of {CONVENTIONS}, got {convention!r}")
     if not isinstance(optimizer, str) or optimizer not in OPTIMIZERS:
         raise ValueError(f"optimizer must be one of {sorted(OPTIMIZERS)}, got {optimizer!r}")
-    if max_steps is not None and not isinstance(max_steps, bool) and isinstance(max_steps, int) and max_steps < 1:
-        raise ValueError(f"max_steps must be an int >= 1, got {max_steps!r}")  # as fsc train --max-steps
+    if max_steps is not None and (isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 1):
+        raise ValueError(f"max_steps must be an int >= 1 or None, got {max_steps!r}")
     rule = StopRule(until_t=until_t, max_steps=max_steps, max_seconds=max_seconds)
     opt = make_optimizer(optimizer, lr=lr, max_dgrad=max_dgrad)
     checkpoint_seconds = _number("checkpoint_seconds", checkpoint_seconds)
     if not checkpoint_seconds >= 0:
         raise ValueError(f"checkpoint_seconds must be >= 0, got {checkpoint_seconds!r}")
-    if threads is not None and not isinstance(threads, bool) and isinstance(threads, int) and threads > 8 * (os.cpu_count() or 1):
-        raise ValueError(f"threads must be at most 8 times the CPUs ({8 * (os.cpu_count() or 1)}), got {threads!r}")
-    if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
-        raise ValueError(f"threads must be an int >= 1 or None, got {threads!r}")
+    if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or not 1 <= threads <= MAX_THREADS):
+        raise ValueError(f"threads must be an int in [1, {MAX_THREADS}] or None, got {threads!r}")
     if not isinstance(out, (str, os.PathLike)):
         raise TypeError(f"out must be a directory path, got {out!r}")
     out = Path(out)
@@ -544,52 +561,35 @@ def run_training(
     # An existing run must be this one.
     state, trajectory = None, _Trajectory()
     if (out / "run.json").exists():
-        previous = json.loads((out / "run.json").read_text())
+        previous = read_run_json(out / "run.json")
         _check_same_run(out, previous.get("arguments", {}), arguments)
         if (out / "initial_policy.npz").exists() and not _same_policy(Policy.load(out / "initial_policy.npz"), policy):
             raise ValueError(f"{str(out)!r} holds a run that started from another initial policy; use another out directory")
         if (out / "checkpoint.npz").exists():
-            state, columns, saved = load_checkpoint(out)
-            trajectory = _Trajectory(columns)
-            _check_same_run(out, saved["arguments"], arguments)
+            try:
+                state, columns, saved = load_checkpoint(out)
+            except ValueError as error:  # every detected corruption: restart the run from its start, say so
+                print(f"fsc: warning: {error}; restarting the run from the start", file=sys.stderr, flush=True)
+                state = None
+            else:
+                trajectory = _Trajectory(columns)
+                _check_same_run(out, saved["arguments"], arguments)
 
     # Checks every remaining argument (engine, ...) before anything is written; runs nothing yet.
     records = optimize(world, policy, reset=reset, optimizer=opt, convention=convention, engine=engine, target=target, state=state, **attrs.asdict(rule))
-    seen = _snapshot(out)
-    lock = _own(out)  # one owner per run directory
     previous_threads = torch.get_num_threads()
     if threads is not None:
         torch.set_num_threads(threads)
     try:
-        if _snapshot(out) != seen:  # another run wrote here between our checks and the lock
-            raise ValueError(f"{str(out)!r} changed while this run started (another fsc train?); start it again")
-        return _train(records, arch, policy, rule, out, state is not None, trajectory, meta, quiet, checkpoint_seconds, reset)
+        with RunLock(out):  # one owner; then check again what another owner may have written meanwhile
+            if (out / "run.json").exists():
+                _check_same_run(out, read_run_json(out / "run.json").get("arguments", {}), arguments)
+            if (out / "initial_policy.npz").exists() and not _same_policy(Policy.load(out / "initial_policy.npz"), policy):
+                raise ValueError(f"{str(out)!r} holds a run that started from another initial policy; use another out directory")
+            return _train(records, arch, policy, rule, out, state is not None, trajectory, meta, quiet, checkpoint_seconds, reset)
     finally:
-        os.close(lock)
         if threads is not None:
             torch.set_num_threads(previous_threads)
-
-
-LOCK = ".lock"
-
-
-def _snapshot(out: Path) -> tuple:
-    """What a run directory holds that decides whether a run may continue there."""
-    files = ("run.json", "checkpoint.json", "initial_policy.npz")
-    return tuple((name, (out / name).stat().st_mtime_ns if (out / name).exists() else None) for name in files)
-
-
-def _own(out: Path) -> int:
-    """Take the run directory's lock (``out/.lock``, held until the file descriptor closes), or refuse."""
-    out.mkdir(parents=True, exist_ok=True)
-    fd = os.open(out / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
-    if fcntl is not None:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            raise ValueError(f"{str(out)!r} is in use by another fsc train; wait for it or use another out directory") from None
-    return fd
 
 
 def _check_same_run(out: Path, saved: dict, arguments: dict) -> None:

@@ -1,0 +1,70 @@
+"""Killing the sweep driver leaves no process behind on the local pool, and the restarted sweep equals an
+uninterrupted one."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+SPEC = {
+    "name": "kill",
+    "fixed": {"mu": 0.1, "reset": 1e-3, "init": "random", "memory": "ram:2", "until_t": 20_000, "convention": "paper"},
+    "grid": {"seed": [0, 1, 2, 3, 4, 5]},
+}
+
+
+def _ours(marker: str) -> list[int]:
+    """Processes whose command line mentions ``marker`` (the driver, pool workers, trainers)."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and int(entry.name) != os.getpid():
+            try:
+                if marker in (entry / "cmdline").read_bytes().decode(errors="replace"):
+                    pids.append(int(entry.name))
+            except OSError:
+                pass
+    return pids
+
+
+def _sweep(spec: Path, out: Path, *extra: str) -> subprocess.CompletedProcess:
+    workers = [] if "--summary" in extra else ["--workers", "2"]
+    return subprocess.run([sys.executable, "-m", "fsc.cli", "sweep", str(spec), "--out", str(out), *workers,
+                           "--quiet", *extra], capture_output=True, text=True, timeout=300)
+
+
+def _summary(spec: Path, out: Path) -> list[dict]:
+    done = _sweep(spec, out, "--summary")
+    assert done.returncode == 0, done.stderr
+    with open(out / "summary.csv", newline="") as f:
+        return [{k: v for k, v in row.items() if k != "seconds"} for row in csv.DictReader(f)]
+
+
+@pytest.mark.skipif(not Path("/proc/self/cmdline").exists(), reason="counts processes through /proc")
+@pytest.mark.slow
+@pytest.mark.parametrize("delay", [1.5, 3.0, 6.0])
+def test_killed_driver_leaves_nothing_and_resumes_equal(tmp_path, delay):
+    spec = tmp_path / "kill.json"
+    spec.write_text(json.dumps(SPEC))
+    reference = tmp_path / "reference"
+    assert _sweep(spec, reference).returncode == 0
+    out = tmp_path / "killed"
+    driver = subprocess.Popen([sys.executable, "-m", "fsc.cli", "sweep", str(spec), "--out", str(out), "--workers", "2",
+                               "--quiet"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(delay)
+    assert len(_ours(str(out))) >= 2  # the driver and its workers were running
+    driver.send_signal(signal.SIGKILL)
+    driver.wait()
+    deadline = time.monotonic() + 30
+    while _ours(str(out)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert _ours(str(out)) == []  # no worker, no trainer outlives the driver
+    assert _sweep(spec, out).returncode == 0
+    assert _summary(spec, out) == _summary(spec, reference)
