@@ -436,6 +436,10 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, TypeError) as error:
         print(f"fsc: error: {error}", file=sys.stderr)
         return 2
+    except OSError as error:  # the machine, not the input (a full disk): one line, and what was written is consistent
+        where = f"{error.filename}: " if error.filename else ""
+        print(f"fsc: error: {where}{error.strerror or error}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print("fsc: interrupted", file=sys.stderr)
         return 130

@@ -31,12 +31,14 @@ def _read_umask() -> int:
 _UMASK = _read_umask()
 
 
-def atomic_write(path: str | os.PathLike, write) -> None:
+def atomic_write(path: str | os.PathLike, write, *, previous: str | os.PathLike | None = None) -> None:
     """Call ``write(file_object)`` on a temporary file, then rename it to ``path``.
 
     A reader never sees a half-written file; on error nothing is left behind.
     The file gets the permissions of an ordinary ``open(path, "w")`` (``0o666``
-    less the umask), not the private ``0o600`` of a temporary file.
+    less the umask), not the private ``0o600`` of a temporary file.  With
+    ``previous``, the file that ``path`` held is kept under that name (renamed
+    just before the new one takes its place).
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -47,7 +49,14 @@ def atomic_write(path: str | os.PathLike, write) -> None:
             write(f)
             f.flush()
             os.fsync(f.fileno())
+        if previous is not None and path.exists():
+            os.replace(path, previous)
         os.replace(tmp, path)
+    except OSError as error:  # a full disk, a vanished directory: say which file could not be written
+        Path(tmp).unlink(missing_ok=True)
+        if error.filename is None:
+            raise OSError(error.errno, error.strerror, str(path)) from None
+        raise
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise

@@ -361,6 +361,11 @@ def build_report(out: str | Path, *, quiet: bool = False) -> dict:
         if out.exists():
             shutil.rmtree(out)
         work.rename(out)
+    except OSError as error:  # a full disk: nothing of this report is left, the previous one is untouched
+        shutil.rmtree(work, ignore_errors=True)
+        if error.filename is None:
+            raise OSError(error.errno, error.strerror, f"--out {out}") from None
+        raise
     except BaseException:
         shutil.rmtree(work, ignore_errors=True)
         raise

@@ -23,6 +23,9 @@
     ``dt``, Adam's moments) and the whole trajectory so far, written every
     ``checkpoint_seconds`` of wall time and at the end.  There is no random
     state to keep: training is deterministic once the initial policy exists.
+``checkpoint.previous.npz``
+    the checkpoint before the latest: a run resumes from it (saying so on one
+    line) when the latest is unusable, and starts again when both are.
 
 Every file is written atomically (:func:`fsc.policy.atomic_write`): a reader
 never sees half a file.  Started again with the same arguments, a run resumes
@@ -305,6 +308,37 @@ def read_trajectory(path: str | os.PathLike) -> dict[str, np.ndarray]:
     return {name: np.array([r[i] for r in rows], dtype=np.int64 if name == "step" else np.float64) for i, name in enumerate(names)}
 
 
+#: The latest checkpoint of a run directory, and the one before it (the fallback when the latest is unusable).
+CHECKPOINT = "checkpoint.npz"
+PREVIOUS_CHECKPOINT = "checkpoint.previous.npz"
+
+
+def _resume(out: Path, arguments: dict[str, Any]) -> tuple[State | None, _Trajectory]:
+    """The state and trajectory of the latest usable checkpoint of ``out``.
+
+    The latest checkpoint, else the previous one, else none (the run starts
+    again from its initial policy); a fallback or a restart is said on one
+    line of stderr.  Training with one thread is deterministic, so every
+    choice ends in the same result.
+    """
+    problems = []
+    for path in (out / CHECKPOINT, out / PREVIOUS_CHECKPOINT):
+        if not path.exists():
+            continue
+        try:
+            state, columns, saved = load_checkpoint(path)
+        except ValueError as error:  # every detected corruption
+            problems.append(str(error))
+            continue
+        _check_same_run(out, saved["arguments"], arguments)
+        if problems:
+            print(f"fsc: warning: {problems[0]}; resuming from the previous checkpoint (step {state.step})", file=sys.stderr, flush=True)
+        return state, _Trajectory(columns)
+    if problems:
+        print(f"fsc: warning: {'; '.join(problems)}; restarting the run from the start", file=sys.stderr, flush=True)
+    return None, _Trajectory()
+
+
 def _save_checkpoint(out: Path, state: State, trajectory: _Trajectory, meta: dict[str, Any]) -> None:
     trajectory.trim()  # whole rows only, whenever the checkpoint is written
     point = state.point
@@ -329,7 +363,7 @@ def _save_checkpoint(out: Path, state: State, trajectory: _Trajectory, meta: dic
         arrays[f"trajectory_{name}"] = column
     meta = {**meta, "format": _FORMAT, "step": state.step, "t": state.t, "rows": len(trajectory), "slots": sorted(state.slots)}
     arrays["meta"] = np.array(json.dumps(meta))
-    atomic_write(out / "checkpoint.npz", lambda f: np.savez(f, **arrays))
+    atomic_write(out / CHECKPOINT, lambda f: np.savez(f, **arrays), previous=out / PREVIOUS_CHECKPOINT)
     _write_json(out / "checkpoint.json", meta)
 
 
@@ -565,15 +599,7 @@ def run_training(
         _check_same_run(out, previous.get("arguments", {}), arguments)
         if (out / "initial_policy.npz").exists() and not _same_policy(Policy.load(out / "initial_policy.npz"), policy):
             raise ValueError(f"{str(out)!r} holds a run that started from another initial policy; use another out directory")
-        if (out / "checkpoint.npz").exists():
-            try:
-                state, columns, saved = load_checkpoint(out)
-            except ValueError as error:  # every detected corruption: restart the run from its start, say so
-                print(f"fsc: warning: {error}; restarting the run from the start", file=sys.stderr, flush=True)
-                state = None
-            else:
-                trajectory = _Trajectory(columns)
-                _check_same_run(out, saved["arguments"], arguments)
+        state, trajectory = _resume(out, arguments)
 
     # Checks every remaining argument (engine, ...) before anything is written; runs nothing yet.
     records = optimize(world, policy, reset=reset, optimizer=opt, convention=convention, engine=engine, target=target, state=state, **attrs.asdict(rule))

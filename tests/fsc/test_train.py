@@ -39,7 +39,7 @@ def small_run(out, **kwargs):
 def test_run_directory(tmp_path):
     out = tmp_path / "run"
     result = small_run(out)
-    names = {"run.json", "result.json", "trajectory.csv", "policy.npz", "initial_policy.npz", "checkpoint.npz", "checkpoint.json"}
+    names = {"run.json", "result.json", "trajectory.csv", "policy.npz", "initial_policy.npz", "checkpoint.npz", "checkpoint.previous.npz", "checkpoint.json"}
     assert {p.name for p in out.iterdir()} == names
     assert json.loads((out / "result.json").read_text()) == result.summary()
     assert result.stop == "until_t" and result.t >= 200.0 and result.steps > 10

@@ -306,15 +306,7 @@ def test_snapshot_saves_whole_rows_only():
     assert {len(c) for c in trajectory.arrays().values()} == {1}
 
 
-@pytest.mark.parametrize("damage", ["truncate", "empty", "garbage", "uneven"])
-def test_corrupt_checkpoint_restarts_to_the_identical_result(tmp_path, capfd, damage):
-    from fsc.train import run_training
-
-    run_training(**RUN, out=tmp_path / "whole")
-    reference = _final(tmp_path / "whole")
-    out = tmp_path / "cut"
-    run_training(**RUN, max_steps=3, out=out)
-    path = out / "checkpoint.npz"
+def _damage(path: Path, damage: str) -> None:
     data = path.read_bytes()
     if damage == "truncate":
         path.write_bytes(data[: len(data) // 2])
@@ -327,11 +319,55 @@ def test_corrupt_checkpoint_restarts_to_the_identical_result(tmp_path, capfd, da
             arrays = dict(z)
         arrays["trajectory_q"] = np.append(arrays["trajectory_q"], 0.5)
         np.savez(path, **arrays)
+
+
+@pytest.mark.parametrize("damage", ["truncate", "empty", "garbage", "uneven"])
+def test_corrupt_checkpoint_falls_back_to_the_previous_one_and_ends_identical(tmp_path, capfd, damage):
+    from fsc.train import run_training
+
+    run_training(**RUN, out=tmp_path / "whole")
+    reference = _final(tmp_path / "whole")
+    out = tmp_path / "cut"
+    run_training(**RUN, max_steps=3, out=out)
+    previous_step = int(np.load(out / "checkpoint.previous.npz")["step"])
+    assert previous_step < int(np.load(out / "checkpoint.npz")["step"])
+    _damage(out / "checkpoint.npz", damage)
     capfd.readouterr()
     run_training(**RUN, out=out)
     err = capfd.readouterr().err.splitlines()
-    assert len(err) == 1 and "checkpoint.npz" in err[0] and "restarting" in err[0]
+    assert len(err) == 1 and "checkpoint.npz" in err[0] and f"resuming from the previous checkpoint (step {previous_step})" in err[0]
     assert _same(_final(out), reference)
+
+
+@pytest.mark.parametrize("damage", ["truncate", "garbage"])
+def test_both_checkpoints_corrupt_restart_to_the_identical_result(tmp_path, capfd, damage):
+    from fsc.train import run_training
+
+    run_training(**RUN, out=tmp_path / "whole")
+    reference = _final(tmp_path / "whole")
+    out = tmp_path / "cut"
+    run_training(**RUN, max_steps=3, out=out)
+    _damage(out / "checkpoint.npz", damage)
+    _damage(out / "checkpoint.previous.npz", damage)
+    capfd.readouterr()
+    run_training(**RUN, out=out)
+    err = capfd.readouterr().err.splitlines()
+    assert len(err) == 1 and "checkpoint.npz" in err[0] and "checkpoint.previous.npz" in err[0] and "restarting" in err[0]
+    assert _same(_final(out), reference)
+
+
+def test_a_kill_between_the_two_renames_resumes_from_the_previous_checkpoint(tmp_path, capfd):
+    """Only checkpoint.previous.npz is left (the latest was being renamed into place): the run resumes from it."""
+    from fsc.train import run_training
+
+    run_training(**RUN, out=tmp_path / "whole")
+    out = tmp_path / "cut"
+    run_training(**RUN, max_steps=3, out=out)
+    (out / "checkpoint.npz").unlink()
+    capfd.readouterr()
+    run_training(**RUN, out=out)
+    assert capfd.readouterr().err == ""
+    assert _same(_final(out), _final(tmp_path / "whole"))
 
 
 def test_resume_after_max_steps_is_bit_identical(tmp_path):
