@@ -110,7 +110,7 @@ def run_case(spec: dict) -> dict:
         for _ in range(spec.get("repeats", 20)):
             leaf = policy.requires_grad_()
             start = time.perf_counter()
-            ev = fsc.evaluate(world, arch, leaf, reset=spec["reset"], engine=spec["engine"])
+            ev = fsc.evaluate(world, leaf, reset=spec["reset"], engine=spec["engine"])
             ev.metrics["q"].backward()
             times.append(time.perf_counter() - start)
             if time.perf_counter() - start_all > budget:
@@ -258,7 +258,7 @@ def qstar(records=None) -> list[dict]:
                 eps0 = eps1 * ratio
                 arch, policy = necklace_policy(m, eps0, eps1)
                 start = time.perf_counter()
-                ev = fsc.evaluate(world, arch, policy, reset=0, engine="accurate")
+                ev = fsc.evaluate(world, policy, reset=0, engine="accurate")
                 q = float(ev.metrics["q"])
                 seconds = time.perf_counter() - start
                 records.append({"m": m, "eps1": eps1, "eps0": eps0, "q": q, "q_star": q_star, "seconds": seconds})
@@ -278,8 +278,8 @@ def lu_accuracy(records=None) -> list[dict]:
     for m in (5, 7):
         for reset in (1e-8, 1e-12, 1e-14):
             arch, policy = necklace_policy(m, 1e-16, 1e-4)
-            qa = float(fsc.evaluate(world, arch, policy, reset=reset, engine="accurate").metrics["q"])
-            ql = float(fsc.evaluate(world, arch, policy, reset=reset, engine="sparse").metrics["q"])
+            qa = float(fsc.evaluate(world, policy, reset=reset, engine="accurate").metrics["q"])
+            ql = float(fsc.evaluate(world, policy, reset=reset, engine="sparse").metrics["q"])
             records.append({"m": m, "reset": reset, "q_accurate": qa, "q_lu": ql})
             print(f"{m:>2} {reset:>7.0e} {qa:>22.15e} {ql:>22.15e} {abs(ql - qa) / qa:>10.1e}", flush=True)
     return records
@@ -299,7 +299,7 @@ def fd_check(records=None, m: int = 8) -> list[dict]:
         for reset in (1e-3, 1e-5):
             arch, policy = _policy(f"memento:{m}", kind, reset)
             leaf = policy.requires_grad_()
-            ev = fsc.evaluate(world, arch, leaf, reset=reset, engine="iterative")
+            ev = fsc.evaluate(world, leaf, reset=reset, engine="iterative")
             ev.metrics["q"].backward()
             generator = torch.Generator().manual_seed(7)
             for trial in range(3):
@@ -309,7 +309,7 @@ def fd_check(records=None, m: int = 8) -> list[dict]:
                 values = []
                 for sign in (1, -1):
                     moved = attrs.evolve(policy.detach(), logits=policy.logits.detach() + sign * h * direction)
-                    values.append(float(fsc.evaluate(world, arch, moved, reset=reset, engine="iterative").metrics["q"]))
+                    values.append(float(fsc.evaluate(world, moved, reset=reset, engine="iterative").metrics["q"]))
                 fd = (values[0] - values[1]) / (2 * h)
                 ad = float((leaf.logits.grad * direction).sum())
                 records.append({"m": m, "policy": kind, "reset": reset, "trial": trial, "adjoint": ad, "fd": fd})

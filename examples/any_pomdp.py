@@ -100,7 +100,7 @@ def hand_built(discount: float) -> list[dict]:
     for name, (action, next_node) in cases.items():
         N = len(action)
         arch = fsc.RAM(N, arms=3, observations=2)
-        exact = float(fsc.evaluate(world, arch, fsc.Policy.from_controller(arch, action, next_node, initial=N // 2)).value)
+        exact = float(fsc.evaluate(world, fsc.Policy.from_controller(arch, action, next_node, initial=N // 2)).value)
         after = next_node[np.arange(N), action]  # (N, O): the next node after each observation
         independent = controller_values(world.pomdp, action, after[None], discount, start=N // 2)[0]
         rows.append(dict(discount=discount, controller=name, nodes=N, value_fsc=exact, value_independent=float(independent), diff=abs(exact - independent)))

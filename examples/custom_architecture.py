@@ -69,8 +69,8 @@ def main() -> None:
     print(f"{arch}: nodes {arch.node_names}")
     for seed, switch in enumerate((1.0, 0.5, 0.2, 0.05)):
         policy = sticky(arch, switch)
-        exact = fsc.evaluate(world, arch, policy, reset=args.reset)
-        sim = fsc.simulate(world, arch, policy, reset=args.reset, steps=500_000, seed=seed)
+        exact = fsc.evaluate(world, policy, reset=args.reset)
+        sim = fsc.simulate(world, policy, reset=args.reset, steps=500_000, seed=seed)
         print(
             f"switch after a loss with probability {switch}: q = {float(exact.metrics['q']):.6f} (Monte Carlo {sim.metrics['q']:.6f} +- {sim.stderrs['q']:.1g})"
         )

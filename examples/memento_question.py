@@ -42,7 +42,7 @@ def main() -> None:
 
     def exact_q(arch, probs, init, reset) -> float:
         policy = fsc.Policy.from_probs(arch, probs, init)
-        return float(fsc.evaluate(TwoHypothesis(args.mu), arch, policy, reset=reset).metrics["q"])
+        return float(fsc.evaluate(TwoHypothesis(args.mu), policy, reset=reset).metrics["q"])
 
     runs = []
     for result in sorted(args.sweep.glob("runs/**/result.json")):

@@ -57,9 +57,9 @@ def main() -> None:
             for r in (1e-2, 1e-3, 1e-4):
                 eps = star_eps_opt(args.mu, M, r, k)
                 arch, policy = star(M, k, eps)
-                exact = float(fsc.evaluate(world, arch, policy, reset=r).metrics["q"])
+                exact = float(fsc.evaluate(world, policy, reset=r).metrics["q"])
                 closed = star_q(args.mu, M, r, eps, k)
-                sim = fsc.simulate(world, arch, policy, reset=r, steps=args.steps, seed=M * k)
+                sim = fsc.simulate(world, policy, reset=r, steps=args.steps, seed=M * k)
                 row = dict(k=k, M=M, r=r, eps=eps, q_closed_form=closed, q_exact=exact, q_monte_carlo=sim.metrics["q"], stderr=sim.stderrs["q"])
                 table.append(row)
                 print(

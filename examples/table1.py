@@ -28,7 +28,7 @@ def necklace_row(task, m: int, eps1: float) -> dict:
     eps1 = min(eps1, closed)
     eps0 = eps1 * 1e-4 * closed
     arch, policy = policies.necklace_policy(m, eps0, eps1)
-    exact = float(fsc.evaluate(task, arch, policy, reset=0, engine="accurate").metrics["q"])
+    exact = float(fsc.evaluate(task, policy, reset=0, engine="accurate").metrics["q"])
     return {
         "policy": "necklace",
         "size": m,
@@ -46,7 +46,7 @@ def ccp_row(task, M: int, reset: float) -> dict:
     closed = closed_form.ccp_q_limit_general(task.k_A, task.k_B, M)
     eps = 1e-6 * closed
     arch, policy = policies.ccp(M, eps)
-    exact = float(fsc.evaluate(task, arch, policy, reset=0, engine="accurate").metrics["q"])
+    exact = float(fsc.evaluate(task, policy, reset=0, engine="accurate").metrics["q"])
     reset = 0.0
     return {
         "policy": "ccp",

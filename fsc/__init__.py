@@ -11,7 +11,7 @@ from .automaton import Automaton, product
 from .chain import JointChain, joint_chain
 from .evaluate import CONVENTIONS, Evaluation, evaluate
 from .iterative import ConvergenceError
-from .memory import RAM, Chain, Column, Memento, MemoryArchitecture, parse_memory
+from .memory import RAM, Chain, Column, Memento, MemoryArchitecture, architecture_kind, parse_memory, register_architecture
 from .optim import Adam, Ascent, GradientFlow, Objective, Record, State, flow, optimize
 from .policy import Policy
 from .pomdp import POMDP, Task, as_pomdp
@@ -37,6 +37,8 @@ __all__ = [
     "Chain",
     "Column",
     "Evaluation",
+    "architecture_kind",
+    "register_architecture",
     "JointChain",
     "Memento",
     "MemoryArchitecture",

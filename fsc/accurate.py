@@ -50,6 +50,7 @@ import scipy.sparse.linalg as spla
 import torch
 
 from .chain import JointChain
+from .errors import InputError
 from .sparse import Backend, Solution, SparseLU, solve_with
 
 __all__ = ["Accurate", "gth", "recurrent_class", "solve_accurate"]
@@ -79,7 +80,7 @@ def _gth_dense(A: np.ndarray, block: int = 128) -> np.ndarray:
         for k in range(end - 1, lo - 1, -1):
             s = A[k, :k].sum()
             if not s > 0:
-                raise ValueError("the chain is not irreducible: a state has no way out to the states before it")
+                raise InputError("the chain is not irreducible: a state has no way out to the states before it")
             A[:k, k] /= s
             col = A[:k, k]
             # Rows of B still there (lo..k-1): every column < k.
@@ -139,7 +140,7 @@ def gth(R: sp.spmatrix, *, dense_size: int = 1500, max_density: float = 0.05, se
     while R.shape[0] > dense_size and R.nnz < max_density * R.shape[0] ** 2:
         s = np.asarray(R.sum(axis=1)).ravel()
         if not (s > 0).all():
-            raise ValueError("the chain is not irreducible: a state has no way out")
+            raise InputError("the chain is not irreducible: a state has no way out")
         out_deg = np.diff(R.indptr)
         in_deg = np.bincount(R.indices, minlength=R.shape[0])
         cost = out_deg.astype(np.float64) * in_deg
@@ -194,7 +195,7 @@ def recurrent_class(P: sp.spmatrix, p0: np.ndarray) -> np.ndarray:
     classes = np.flatnonzero(closed & reachable)
     if len(classes) != 1:
         sizes = [int((label == c).sum()) for c in classes]
-        raise ValueError(
+        raise InputError(
             f"reset = 0 needs a single recurrent class reachable from the reset distribution, got {len(classes)} (sizes {sizes[:10]}); use reset > 0"
         )
     return np.flatnonzero(label == classes[0])

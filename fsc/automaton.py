@@ -28,7 +28,8 @@ from typing import Any
 
 import numpy as np
 
-from .memory import MemoryArchitecture
+from .errors import InputError, InputTypeError
+from .memory import MemoryArchitecture, register_architecture
 
 __all__ = ["Automaton", "label_text", "product", "rule_mask"]
 
@@ -68,20 +69,20 @@ def _index(kind: str, labels: Iterable[object]) -> tuple[tuple[Hashable, ...], d
     for i, label in enumerate(labels):
         try:
             if label in index:
-                raise ValueError(f"{kind} labels must be distinct, got {label!r} twice")
+                raise InputError(f"{kind} labels must be distinct, got {label!r} twice")
         except TypeError:
-            raise TypeError(f"{kind} labels must be hashable, got {label!r}") from None
+            raise InputTypeError(f"{kind} labels must be hashable, got {label!r}") from None
         index[label] = i
     if not labels:
-        raise ValueError(f"an automaton needs at least one {kind}")
+        raise InputError(f"an automaton needs at least one {kind}")
     return labels, index
 
 
 def _count(name: str, value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name} must be an int >= 1, got {value!r}")
+        raise InputTypeError(f"{name} must be an int >= 1, got {value!r}")
     if value < 1:
-        raise ValueError(f"{name} must be >= 1, got {value!r}")
+        raise InputError(f"{name} must be >= 1, got {value!r}")
     return int(value)
 
 
@@ -95,6 +96,7 @@ def rule_mask(arch: MemoryArchitecture, rule: Callable[[Any, Any], object]) -> n
     return np.array([[bool(rule(node, choice)) for choice in choices] for node in arch.node_values], dtype=bool).reshape(arch.num_nodes, arch.num_choices)
 
 
+@register_architecture(kind="Automaton")
 class Automaton(MemoryArchitecture):
     """A memory architecture from rules over labels.
 
@@ -147,16 +149,16 @@ class Automaton(MemoryArchitecture):
         for c, choice in enumerate(choices):
             a = action(choice)
             if isinstance(a, bool) or not isinstance(a, (int, np.integer)):
-                raise TypeError(f"action({choice!r}) must be an int in [0, {A}), got {a!r}")
+                raise InputTypeError(f"action({choice!r}) must be an int in [0, {A}), got {a!r}")
             if not 0 <= a < A:
-                raise ValueError(f"action({choice!r}) must be in [0, {A}), got {a!r}")
+                raise InputError(f"action({choice!r}) must be in [0, {A}), got {a!r}")
             choice_action[c] = a
         starts = [nodes[0]] if reset is None else list(reset)
         if not starts:
-            raise ValueError("reset must name at least one node")
+            raise InputError("reset must name at least one node")
         for label in starts:
             if not isinstance(label, Hashable) or label not in node_index:
-                raise ValueError(f"reset node {label!r} is not a declared node")
+                raise InputError(f"reset node {label!r} is not a declared node")
         if allowed is None:
             mask = np.ones((N, C), dtype=bool)
             allowed_choices = [list(range(C))] * N
@@ -178,7 +180,7 @@ class Automaton(MemoryArchitecture):
             n = queue.popleft()
             node = nodes[n]
             if not allowed_choices[n]:
-                raise ValueError(f"node {node!r} has no allowed choice")
+                raise InputError(f"node {node!r} has no allowed choice")
             for c in allowed_choices[n]:
                 choice = choices[c]
                 base = (n * C + c) * O
@@ -187,7 +189,7 @@ class Automaton(MemoryArchitecture):
                     try:
                         n2 = node_index[target]
                     except (KeyError, TypeError):
-                        raise ValueError(f"step({node!r}, {choice!r}, {o}) returned {target!r}, which is not a declared node") from None
+                        raise InputError(f"step({node!r}, {choice!r}, {o}) returned {target!r}, which is not a declared node") from None
                     successor[base + o] = n2
                     if not reached[n2]:
                         reached[n2] = 1
@@ -250,19 +252,19 @@ class Automaton(MemoryArchitecture):
             ("reset_mask", reset_mask, (N,)),
         ):
             if array.shape != shape:
-                raise ValueError(f"{name} must have shape {shape}, got {array.shape}")
+                raise InputError(f"{name} must have shape {shape}, got {array.shape}")
         if next_node.size and not ((next_node >= 0) & (next_node < N)).all():
-            raise ValueError(f"next_node must be in [0, {N}), got values from {next_node.min()} to {next_node.max()}")
+            raise InputError(f"next_node must be in [0, {N}), got values from {next_node.min()} to {next_node.max()}")
         if not ((choice_action >= 0) & (choice_action < A)).all():
-            raise ValueError(f"choice_action must be in [0, {A}), got values from {choice_action.min()} to {choice_action.max()}")
+            raise InputError(f"choice_action must be in [0, {A}), got values from {choice_action.min()} to {choice_action.max()}")
         dead = np.flatnonzero(~allowed.any(axis=1))
         if len(dead):
-            raise ValueError(f"node {node_labels[dead[0]]!r} has no allowed choice")
+            raise InputError(f"node {node_labels[dead[0]]!r} has no allowed choice")
         if not reset_mask.any():
-            raise ValueError("reset_mask must mark at least one node")
+            raise InputError("reset_mask must mark at least one node")
         for name, values, size in (("node_values", node_values, N), ("choice_values", choice_values, C)):
             if values is not None and len(values) != size:
-                raise ValueError(f"{name} must have {size} entries, got {len(values)}")
+                raise InputError(f"{name} must have {size} entries, got {len(values)}")
         self = object.__new__(cls)
         self._set(
             node_values=node_labels if node_values is None else tuple(node_values),
@@ -358,7 +360,7 @@ class Automaton(MemoryArchitecture):
         if self._choice_values != self._choice_labels:
             values["choice_values"] = [_json_label(v) for v in self._choice_values]
         return {
-            "kind": "Automaton",
+            "kind": "Automaton",  # a subclass is saved as its tables: it loads as a plain Automaton
             "nodes": [_json_label(label) for label in self._node_labels],
             "choices": [_json_label(label) for label in self._choice_labels],
             "allowed": self._allowed.astype(int).tolist(),
@@ -388,7 +390,7 @@ class Automaton(MemoryArchitecture):
                 choice_values=[_from_json_label(v) for v in spec["choice_values"]] if "choice_values" in spec else None,
             )
         except (KeyError, IndexError) as error:
-            raise ValueError(f"not an Automaton description: missing or bad {error}") from None
+            raise InputError(f"not an Automaton description: missing or bad {error}") from None
 
 
 def _json_label(label: object) -> object:
@@ -398,7 +400,7 @@ def _json_label(label: object) -> object:
         return label
     if isinstance(label, np.integer):
         return int(label)
-    raise TypeError(f"an Automaton saved to a file needs labels made of strings, numbers, None and tuples, got {label!r}")
+    raise InputTypeError(f"an Automaton saved to a file needs labels made of strings, numbers, None and tuples, got {label!r}")
 
 
 def _from_json_label(value: object) -> Hashable:
@@ -420,9 +422,9 @@ def product(a: MemoryArchitecture, b: MemoryArchitecture) -> Automaton:
     """
     for name, arch in (("a", a), ("b", b)):
         if not isinstance(arch, MemoryArchitecture):
-            raise TypeError(f"product({name}=...) needs a fsc.MemoryArchitecture, got {type(arch).__name__}")
+            raise InputTypeError(f"product({name}=...) needs a fsc.MemoryArchitecture, got {type(arch).__name__}")
     if a.num_actions != b.num_actions or a.num_observations != b.num_observations:
-        raise ValueError(
+        raise InputError(
             f"a product needs the same actions and observations, got {a.num_actions} and {b.num_actions} actions, "
             f"{a.num_observations} and {b.num_observations} observations"
         )
@@ -438,7 +440,7 @@ def product(a: MemoryArchitecture, b: MemoryArchitecture) -> Automaton:
         na, nb = divmod(order[i], Nb)
         allowed = a.allowed[na, ca] & b.allowed[nb, cb]
         if not allowed.any():
-            raise ValueError(f"node {(a.node_labels[na], b.node_labels[nb])!r} of the product has no allowed choice")
+            raise InputError(f"node {(a.node_labels[na], b.node_labels[nb])!r} of the product has no allowed choice")
         codes = a.next_node[na, ca] * Nb + b.next_node[nb, cb]  # (C, O)
         codes = np.where(allowed[:, None], codes, order[i])
         row = np.empty(codes.shape, dtype=np.int64)

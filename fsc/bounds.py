@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .errors import InputError
 from .pomdp import as_pomdp
 
 __all__ = ["informed_bound", "mdp_bound", "two_state_bound"]
@@ -27,7 +28,7 @@ __all__ = ["informed_bound", "mdp_bound", "two_state_bound"]
 def _tables(world, discount: float):
     pomdp = as_pomdp(world)
     if not 0 < discount < 1:
-        raise ValueError(f"discount must be in (0, 1), got {discount!r}")
+        raise InputError(f"discount must be in (0, 1), got {discount!r}")
     rbar = np.einsum("sat,ato,sato->sa", pomdp.transition, pomdp.observation, np.asarray(pomdp.reward))
     return pomdp, rbar
 
@@ -69,9 +70,9 @@ def two_state_bound(world, discount: float, points: int = 200_001, tolerance: fl
     """
     pomdp, rbar = _tables(world, discount)
     if pomdp.num_states != 2:
-        raise ValueError(f"two_state_bound needs a world with two states, got {pomdp.num_states}")
+        raise InputError(f"two_state_bound needs a world with two states, got {pomdp.num_states}")
     if isinstance(points, bool) or not isinstance(points, int) or points < 2:
-        raise ValueError(f"points must be an int >= 2, got {points!r}")
+        raise InputError(f"points must be an int >= 2, got {points!r}")
     xs = np.linspace(0.0, 1.0, points)
     beliefs = np.stack([1 - xs, xs], axis=1)
     # Per action and observation: probability of o and the next belief's x.

@@ -23,6 +23,7 @@ sorting.  Index arrays are int32 when the chain fits (about 11 M nonzeros and
 
 from __future__ import annotations
 
+import collections
 import functools
 
 import attrs
@@ -30,6 +31,7 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 
+from .errors import InputError
 from .memory import MemoryArchitecture
 from .pomdp import POMDP
 
@@ -91,9 +93,27 @@ class JointChain:
     # Cached derived tables.
 
     @functools.cached_property
-    def cache(self) -> dict:
-        """A per-chain scratch dict for the engines' structural tables (computed once per chain)."""
-        return {}
+    def system_pattern(self) -> tuple[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int], ...]:
+        """Per part, the CSC pattern of ``A = I - (1 - r) P``: ``(indptr, indices, slot, diag_slot, nnz)``.
+
+        ``slot[e]`` is where nonzero ``e`` of the part goes in ``A.data``,
+        ``diag_slot[x]`` where the diagonal entry of ``x`` is; duplicates share
+        a slot (the sparse engines fill ``A.data`` from the policy's values).
+        """
+        X = self.size
+        out = []
+        for sl in self.part_slices:
+            rows = self.rows[sl].astype(np.int64)
+            cols = self.cols[sl].astype(np.int64)
+            diag = np.arange(X, dtype=np.int64)
+            keys = np.concatenate([cols * X + rows, diag * X + diag])
+            unique, inverse = np.unique(keys, return_inverse=True)
+            index = np.int32 if len(unique) < 2**31 - 1 else np.int64
+            indptr = np.zeros(X + 1, dtype=np.int64)
+            np.cumsum(np.bincount(unique // X, minlength=X), out=indptr[1:])
+            nP = len(rows)
+            out.append((indptr.astype(index), (unique % X).astype(index), inverse[:nP].astype(index), inverse[nP:].astype(index), len(unique)))
+        return tuple(out)
 
     @functools.cached_property
     def _torch_node_choice(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -172,17 +192,32 @@ class JointChain:
         return per_node.reshape(self.num_parts, self.size)
 
 
-@functools.lru_cache(maxsize=8)
+#: The joint chains kept for reuse, most recent last, while their nonzeros add up to at most
+#: ``MAX_CACHED_NONZEROS`` (the latest is always kept): a few large chains are not held alive for nothing
+#: (Memento 10's alone is 11 M nonzeros, about 300 MB), many small ones are.
+MAX_CACHED_NONZEROS = 4_000_000
+_CHAINS: collections.OrderedDict[tuple[POMDP, MemoryArchitecture], JointChain] = collections.OrderedDict()
+
+
 def _cached(world: POMDP, architecture: MemoryArchitecture) -> JointChain:
-    return _build(world, architecture)
+    key = (world, architecture)
+    chain = _CHAINS.pop(key, None)
+    if chain is None:
+        chain = _build(world, architecture)
+    _CHAINS[key] = chain
+    total = sum(c.nnz for c in _CHAINS.values())
+    while len(_CHAINS) > 1 and total > MAX_CACHED_NONZEROS:
+        _, dropped = _CHAINS.popitem(last=False)
+        total -= dropped.nnz
+    return chain
 
 
 def joint_chain(world: POMDP, architecture: MemoryArchitecture) -> JointChain:
     """The index tables of the joint chain of ``world`` and ``architecture`` (cached)."""
     if architecture.num_actions != world.num_actions:
-        raise ValueError(f"{architecture!r} plays {architecture.num_actions} actions but the world has {world.num_actions}")
+        raise InputError(f"{architecture!r} plays {architecture.num_actions} actions but the world has {world.num_actions}")
     if architecture.num_observations != world.num_observations:
-        raise ValueError(f"{architecture!r} reads {architecture.num_observations} observations but the world has {world.num_observations}")
+        raise InputError(f"{architecture!r} reads {architecture.num_observations} observations but the world has {world.num_observations}")
     return _cached(world, architecture)
 
 

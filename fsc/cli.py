@@ -17,6 +17,7 @@ from pathlib import Path
 
 import torch
 
+from .errors import InputError
 from .evaluate import CONVENTIONS, evaluate
 from .limits import check_necklace_work, closed_form_M_arg, seed_arg, threads_arg, walkers_arg
 from .memory import MemoryArchitecture, parse_memory
@@ -26,7 +27,7 @@ from .simulate import simulate
 __all__ = ["main"]
 
 
-class UsageError(Exception):
+class UsageError(InputError):
     """Bad command-line input: reported in one line, exit status 2."""
 
 
@@ -99,7 +100,7 @@ def _world(args, *, allow_zero: bool = True):
         try:
             world = read_pomdp(args.pomdp)
         except OSError as error:
-            raise ValueError(f"--pomdp: cannot read {args.pomdp!r}: {error.strerror or error}") from None
+            raise InputError(f"--pomdp: cannot read {args.pomdp!r}: {error.strerror or error}") from None
     else:
         import tasks
 
@@ -117,7 +118,7 @@ def _architecture(args, world=None) -> MemoryArchitecture:
     pomdp = as_pomdp(world)
     arch = parse_memory(args.memory, arms=pomdp.num_actions, observations=pomdp.num_observations)
     if arch.num_actions != pomdp.num_actions or arch.num_observations != pomdp.num_observations:
-        raise ValueError(
+        raise InputError(
             f"--memory {args.memory} has {arch.num_actions} actions and {arch.num_observations} observations, "
             f"the world {pomdp.num_actions} and {pomdp.num_observations}"
         )
@@ -138,10 +139,10 @@ def build_policy(args, arch: MemoryArchitecture) -> Policy:
     path = Path(name)
     if path.suffix in (".npz", ".json"):
         if not path.is_file():
-            raise ValueError(f"policy file {name!r} does not exist")
+            raise InputError(f"policy file {name!r} does not exist")
         policy = Policy.load(path)
         if policy.architecture != arch:
-            raise ValueError(f"policy file {name!r} is for {policy.architecture!r}, but --memory gives {arch!r}")
+            raise InputError(f"policy file {name!r} is for {policy.architecture!r}, but --memory gives {arch!r}")
         return policy
     if name == "uniform":
         return Policy.uniform(arch)
@@ -172,7 +173,7 @@ def cmd_evaluate(args) -> int:
     if args.grad:
         policy = policy.requires_grad_()
     start = time.perf_counter()
-    result = evaluate(world, arch, policy, reset=args.reset, engine=args.engine, convention=args.convention)
+    result = evaluate(world, policy, reset=args.reset, engine=args.engine, convention=args.convention)
     record = _world_record(result)
     if args.grad:
         result.gain.backward()
@@ -203,7 +204,7 @@ def cmd_simulate(args) -> int:
     world = _world(args, allow_zero=False)
     arch = _architecture(args, world)
     policy = build_policy(args, arch)
-    result = simulate(world, arch, policy, reset=args.reset, steps=args.steps, walkers=args.walkers, seed=args.seed, convention=args.convention)
+    result = simulate(world, policy, reset=args.reset, steps=args.steps, walkers=args.walkers, seed=args.seed, convention=args.convention)
     record = {**({"q": result.metrics["q"], "q_stderr": result.stderrs["q"]} if "q" in result.metrics else {})}
     record.update(
         gain=result.gain,
@@ -311,13 +312,13 @@ def cmd_draw(args) -> int:
     out = Path(args.out)
     fmt = args.format or out.suffix.lstrip(".").lower()
     if fmt not in viz.FORMATS:
-        raise ValueError(f"--format must be one of {viz.FORMATS} (or given by the suffix of --out), got {fmt!r}")
+        raise InputError(f"--format must be one of {viz.FORMATS} (or given by the suffix of --out), got {fmt!r}")
     if out.exists() and out.is_dir():
-        raise ValueError(f"--out must be a file path, got the directory {args.out!r}")
+        raise InputError(f"--out must be a file path, got the directory {args.out!r}")
     world = _world(args)
     arch = _architecture(args, world)
     policy = build_policy(args, arch)
-    result = evaluate(world, arch, policy, reset=args.reset, convention=args.convention)
+    result = evaluate(world, policy, reset=args.reset, convention=args.convention)
     built = viz.build_memory_graph(arch, policy, threshold=args.threshold, occupancy=result, title=args.title)
     viz.render(built, out, format=fmt)
     record = {
@@ -430,10 +431,7 @@ def main(argv: list[str] | None = None) -> int:
         parser = make_parser()
         args = parser.parse_args(argv)
         return COMMANDS[args.command][0](args)
-    except UsageError as error:
-        print(f"fsc: error: {error}", file=sys.stderr)
-        return 2
-    except (ValueError, TypeError) as error:
+    except InputError as error:  # bad input, found where it came in: one line; anything else is a bug and keeps its traceback
         print(f"fsc: error: {error}", file=sys.stderr)
         return 2
     except OSError as error:  # the machine, not the input (a full disk): one line, and what was written is consistent

@@ -21,6 +21,7 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
+from .errors import InputError, InputTypeError
 from .memory import RAM, MemoryArchitecture
 
 __all__ = ["Skeleton", "controller_probs", "skeleton"]
@@ -28,7 +29,7 @@ __all__ = ["Skeleton", "controller_probs", "skeleton"]
 
 def _ram(arch: MemoryArchitecture) -> tuple[int, int, int]:
     if not isinstance(arch, RAM):
-        raise TypeError(f"a classic controller lives on RAM(N, arms=A, observations=O), got {arch!r}")
+        raise InputTypeError(f"a classic controller lives on RAM(N, arms=A, observations=O), got {arch!r}")
     return arch.M, arch.arms, arch.observations
 
 
@@ -37,13 +38,13 @@ def _rule(name: str, value: object, shape: tuple[int, ...], size: int) -> np.nda
     array = np.asarray(value)
     if array.shape == shape and np.issubdtype(array.dtype, np.integer):
         if array.size and (array.min() < 0 or array.max() >= size):
-            raise ValueError(f"{name} must hold indices in [0, {size}), got {int(array.min())}..{int(array.max())}")
+            raise InputError(f"{name} must hold indices in [0, {size}), got {int(array.min())}..{int(array.max())}")
         return np.eye(size)[array]
     if array.shape != shape + (size,):
-        raise ValueError(f"{name} must be integers of shape {shape} or probabilities of shape {shape + (size,)}, got shape {array.shape}")
+        raise InputError(f"{name} must be integers of shape {shape} or probabilities of shape {shape + (size,)}, got shape {array.shape}")
     array = array.astype(np.float64)
     if not np.all(np.isfinite(array)) or array.min() < 0 or not np.allclose(array.sum(axis=-1), 1, rtol=0, atol=1e-12):
-        raise ValueError(f"{name} must be probabilities summing to 1 over its last axis")
+        raise InputError(f"{name} must be probabilities summing to 1 over its last axis")
     return array
 
 

@@ -9,9 +9,9 @@ import attrs
 import torch
 
 from .chain import joint_chain
-from .memory import MemoryArchitecture
-from .policy import Policy
-from .pomdp import POMDP, Task, as_pomdp
+from .errors import InputError, InputTypeError
+from .policy import Policy, policy_argument
+from .pomdp import POMDP, Task, as_pomdp, paper_read
 from .solve import ENGINES, ZERO_RESET_ENGINES, choose_engine
 
 __all__ = ["CONVENTIONS", "Evaluation", "check_reset", "evaluate", "resolve_reset"]
@@ -71,10 +71,10 @@ def check_reset(reset: object, *, allow_zero: bool = False) -> float:
     """Return ``reset`` as a float in (0, 1] (or [0, 1] with ``allow_zero``), or raise."""
     interval = "[0, 1]" if allow_zero else "(0, 1]"
     if isinstance(reset, bool) or not isinstance(reset, (int, float)):
-        raise TypeError(f"reset must be a number in {interval}, got {reset!r}")
+        raise InputTypeError(f"reset must be a number in {interval}, got {reset!r}")
     reset = float(reset)
     if not (math.isfinite(reset) and (0 <= reset if allow_zero else 0 < reset) and reset <= 1):
-        raise ValueError(f"reset must be in {interval}, got {reset!r}")
+        raise InputError(f"reset must be in {interval}, got {reset!r}")
     return reset
 
 
@@ -89,28 +89,43 @@ def resolve_reset(
         ValueError: both given; neither, and the world declares no discount; out of range.
     """
     if reset is not None and discount is not None:
-        raise ValueError(f"give reset or discount, not both (reset={reset!r}, discount={discount!r}): reset = 1 - discount")
+        raise InputError(f"give reset or discount, not both (reset={reset!r}, discount={discount!r}): reset = 1 - discount")
     if discount is not None:
         if isinstance(discount, bool) or not isinstance(discount, (int, float)):
-            raise TypeError(f"discount must be a number in [0, 1], got {discount!r}")
+            raise InputTypeError(f"discount must be a number in [0, 1], got {discount!r}")
         if not (math.isfinite(discount) and 0 <= discount <= 1):
-            raise ValueError(f"discount must be in [0, 1], got {discount!r}")
+            raise InputError(f"discount must be in [0, 1], got {discount!r}")
         return check_reset(1.0 - float(discount), allow_zero=allow_zero)
     if reset is None:
         declared = as_pomdp(world).discount
         if declared is not None:
             return 1.0 - declared
         if default is None:
-            raise ValueError("give reset= or discount=: the world declares no discount")
+            raise InputError("give reset= or discount=: the world declares no discount")
         reset = default
     return check_reset(reset, allow_zero=allow_zero)
 
 
+def read_out(world: object, convention: str, reset: float, gain, metrics: dict):
+    """The gain and metrics a convention reports, from their native stationary expectations.
+
+    ``native``: as they are.  ``paper``: the gain times ``1 - r`` (each state
+    carries the reward of the step that led to it, and a reset state carries
+    none: docs/model.md); the metrics read from that gain by the world's own
+    ``paper_metrics`` when it has one, else each times ``1 - r``.  Floats and
+    tensors alike; used by :func:`evaluate` and by training.
+    """
+    if convention == "native":
+        return gain, dict(metrics)
+    gain = (1 - reset) * gain
+    read = paper_read(world, gain)
+    return gain, (dict(read) if read is not None else {name: (1 - reset) * value for name, value in metrics.items()})
+
+
 def evaluate(
     world: POMDP | Task,
-    architecture: MemoryArchitecture,
     policy: Policy,
-    *,
+    *deprecated: Policy,
     reset: float | None = None,
     discount: float | None = None,
     engine: str = "auto",
@@ -141,22 +156,18 @@ def evaluate(
             another architecture, a world the architecture cannot play in.
     """
     start = time.perf_counter()
+    policy = policy_argument("evaluate", policy, deprecated)
     reset = resolve_reset(world, reset, discount)
     if convention not in CONVENTIONS:
-        raise ValueError(f"convention must be one of {CONVENTIONS}, got {convention!r}")
-    if not isinstance(policy, Policy):
-        raise TypeError(f"policy must be a fsc.Policy, got {type(policy).__name__}")
-    if not isinstance(architecture, MemoryArchitecture):
-        raise TypeError(f"architecture must be a fsc.MemoryArchitecture, got {type(architecture).__name__}")
-    if policy.architecture != architecture:
-        raise ValueError(f"policy is for {policy.architecture!r}, not {architecture!r}")
+        raise InputError(f"convention must be one of {CONVENTIONS}, got {convention!r}")
+    architecture = policy.architecture
     pomdp = as_pomdp(world)
     chain = joint_chain(pomdp, architecture)
     name = choose_engine(chain, reset) if engine == "auto" else engine
     if name not in ENGINES:
-        raise ValueError(f"engine must be 'auto' or one of {sorted(ENGINES)}, got {engine!r}")
+        raise InputError(f"engine must be 'auto' or one of {sorted(ENGINES)}, got {engine!r}")
     if reset == 0 and name not in ZERO_RESET_ENGINES:
-        raise ValueError(f"reset = 0 (a chain with a single recurrent class) needs one of the engines {sorted(ZERO_RESET_ENGINES)}, got {name!r}")
+        raise InputError(f"reset = 0 (a chain with a single recurrent class) needs one of the engines {sorted(ZERO_RESET_ENGINES)}, got {name!r}")
 
     probs, init_probs = policy.probs(), policy.init_probs()
     solution = ENGINES[name](chain, probs, init_probs, reset)
@@ -173,10 +184,7 @@ def evaluate(
 
     gain = expectation(chain.step_reward)
     metrics = {name_: expectation(table) for name_, table in chain.step_metrics.items()}
-    if convention == "paper":
-        gain = (1 - reset) * gain
-        read = world.paper_metrics(gain) if isinstance(world, Task) else None
-        metrics = read if read is not None else {k: (1 - reset) * v for k, v in metrics.items()}
+    gain, metrics = read_out(world, convention, reset, gain, metrics)
     K, S = chain.num_parts, chain.states_per_part
     return Evaluation(
         gain=gain,

@@ -50,6 +50,7 @@ import scipy.sparse.linalg as spla
 import torch
 
 from .chain import JointChain
+from .errors import InputError
 from .memory import MemoryArchitecture
 from .sparse import Backend, Solution, SparseLU, solve_with, system_matrices
 
@@ -361,12 +362,12 @@ def solve_iterative(
         ConvergenceError: not converged and the chain is too large to fall back.
     """
     if reset == 0:
-        raise ValueError("the iterative engine needs reset > 0; use the accurate engine for reset = 0")
+        raise InputError("the iterative engine needs reset > 0; use the accurate engine for reset = 0")
     if not (isinstance(tol, float) and 0 < tol < 1):
-        raise ValueError(f"tol must be a float in (0, 1), got {tol!r}")
+        raise InputError(f"tol must be a float in (0, 1), got {tol!r}")
     for name, value, low in (("restart", restart, 1), ("maxiter", maxiter, 1), ("pre", pre, 0), ("post", post, 0)):
         if isinstance(value, bool) or not isinstance(value, int) or value < low:
-            raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+            raise InputError(f"{name} must be an integer >= {low}, got {value!r}")
     start = time.perf_counter()
 
     def make(chain, values, p0, r):

@@ -10,6 +10,8 @@ from __future__ import annotations
 import argparse
 import os
 
+from .errors import InputError
+
 __all__ = [
     "MAX_NODES",
     "MAX_TABLE_ENTRIES",
@@ -61,7 +63,7 @@ def check_memento_nodes(m: int, arms: int, observations: int, *, limit: int = MA
         return
     # Past the limit: give the exact count when it is cheap to write down, a bound otherwise.
     shown = f"{memento_nodes(m, arms * observations):,}" if m <= 64 else f"more than {limit:,}"
-    raise ValueError(
+    raise InputError(
         f"memory memento:{m} would have {shown} nodes (estimate), over the limit of {limit:,} nodes; "
         "choose a smaller m"
     )
@@ -70,7 +72,7 @@ def check_memento_nodes(m: int, arms: int, observations: int, *, limit: int = MA
 def check_table_entries(name: str, nodes: int, choices: int, *, limit: int = MAX_TABLE_ENTRIES) -> None:
     """Raise ``ValueError`` when the ``nodes x choices`` tables of memory ``name`` exceed ``limit`` entries."""
     if nodes > MAX_NODES or nodes * choices > limit:
-        raise ValueError(
+        raise InputError(
             f"memory {name} would have {nodes:,} nodes x {choices:,} choices = {nodes * choices:,} table entries "
             f"(estimate {8 * nodes * choices / 2**30:.3g} GiB per float64 table), over the limit of {limit:,} "
             f"entries; choose a smaller size"
@@ -145,16 +147,16 @@ NECKLACE_BYTES_PER_WORD = 300
 def check_necklace_work(m: int, time_budget: float) -> None:
     """Raise ``ValueError`` when building the graph of ``--m`` would not fit ``--time-budget`` or the memory."""
     if m > 64:
-        raise ValueError(f"--m {m} is over the limit of 64 (2**m binary words)")
+        raise InputError(f"--m {m} is over the limit of 64 (2**m binary words)")
     seconds = 2**m * NECKLACE_SECONDS_PER_WORD
     if seconds > time_budget:
-        raise ValueError(
+        raise InputError(
             f"--m {m}: building the necklace graph takes about {seconds:.3g} s (estimate), more than "
             f"--time-budget {time_budget:g}; give a larger --time-budget or a smaller --m"
         )
     need, have = 2**m * NECKLACE_BYTES_PER_WORD, machine_memory_bytes() // 2
     if need > have:
-        raise ValueError(
+        raise InputError(
             f"--m {m}: the necklace graph needs about {need / 2**30:.3g} GiB (estimate), "
             f"over the limit of {have / 2**30:.3g} GiB (half this machine's memory)"
         )

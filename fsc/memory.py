@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 import attrs
 import numpy as np
 
+from .errors import InputError, InputTypeError
 from .limits import check_memento_nodes, check_table_entries
 
 __all__ = [
@@ -23,9 +24,11 @@ __all__ = [
     "Column",
     "Memento",
     "MemoryArchitecture",
+    "architecture_kind",
     "arm_labels",
     "observation_labels",
     "parse_memory",
+    "register_architecture",
 ]
 
 
@@ -55,12 +58,6 @@ class MemoryArchitecture(abc.ABC):
         ``choice_action[c]``: world action played by choice ``c`` (int64, ``(C,)``).
         ``reset_mask[n]``: a reset may start in node ``n`` (bool, ``(N,)``).
     """
-
-    _registry: ClassVar[dict[str, type[MemoryArchitecture]]] = {}
-
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
-        MemoryArchitecture._registry[cls.__name__] = cls
 
     @property
     @abc.abstractmethod
@@ -165,33 +162,73 @@ class MemoryArchitecture(abc.ABC):
         try:
             return self.node_labels.index(label)
         except ValueError:
-            raise ValueError(f"{self!r} has no node {label!r}") from None
+            raise InputError(f"{self!r} has no node {label!r}") from None
 
     def choice_index(self, label: str) -> int:
         """Index of the choice called ``label``."""
         try:
             return self.choice_labels.index(label)
         except ValueError:
-            raise ValueError(f"{self!r} has no choice {label!r}") from None
+            raise InputError(f"{self!r} has no choice {label!r}") from None
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-able description: ``{"kind": class name, **fields}``."""
-        return {"kind": type(self).__name__, **attrs.asdict(self)}
+        """A JSON-able description: ``{"kind": architecture_kind(class), **fields}``."""
+        return {"kind": architecture_kind(type(self)), **attrs.asdict(self)}
 
     @staticmethod
     def from_dict(spec: dict[str, Any]) -> MemoryArchitecture:
-        """Inverse of :meth:`to_dict` (the class must have been imported)."""
+        """Inverse of :meth:`to_dict`: the kind must be registered (:func:`register_architecture`)."""
         spec = dict(spec)
         kind = spec.pop("kind", None)
-        cls = MemoryArchitecture._registry.get(kind)
+        cls = _ARCHITECTURES.get(kind) if isinstance(kind, str) else None
         if cls is None:
-            raise ValueError(f"unknown memory architecture kind {kind!r}; known: {sorted(MemoryArchitecture._registry)}")
+            raise InputError(
+                f"unknown memory architecture kind {kind!r}: import the module that defines it and register the class "
+                f"with fsc.register_architecture; registered: {sorted(_ARCHITECTURES)}"
+            )
         return cls.from_fields(spec)
 
     @classmethod
     def from_fields(cls, spec: dict[str, Any]) -> MemoryArchitecture:
         """Build from the fields of :meth:`to_dict` (without ``kind``)."""
         return cls(**spec)
+
+
+#: The architectures that saved files may name: kind -> class, and back.
+_ARCHITECTURES: dict[str, type[MemoryArchitecture]] = {}
+_KIND_OF: dict[type[MemoryArchitecture], str] = {}
+
+
+def architecture_kind(cls: type[MemoryArchitecture]) -> str:
+    """The name files give the architecture class ``cls``: its registered kind, else ``module.QualifiedName``."""
+    return _KIND_OF.get(cls) or f"{cls.__module__}.{cls.__qualname__}"
+
+
+def register_architecture(cls: type[MemoryArchitecture] | None = None, *, kind: str | None = None):
+    """Let saved policies and runs name the architecture class ``cls`` (also a decorator).
+
+    ``kind`` defaults to the qualified name ``module.QualifiedName``; the
+    built-in classes hold the short kinds ``RAM``, ``Chain``, ``Column``,
+    ``Memento`` and ``Automaton``, so a class of your own called ``RAM`` is
+    ``yourmodule.RAM`` and never replaces them.  A kind already held by another
+    class is refused (``ValueError``); registering a class again is harmless.
+    """
+
+    def register(cls: type[MemoryArchitecture]) -> type[MemoryArchitecture]:
+        if not (isinstance(cls, type) and issubclass(cls, MemoryArchitecture)):
+            raise InputTypeError(f"register_architecture expects a MemoryArchitecture subclass, got {cls!r}")
+        name = f"{cls.__module__}.{cls.__qualname__}" if kind is None else kind
+        if not isinstance(name, str) or not name:
+            raise InputTypeError(f"kind must be a non-empty string, got {name!r}")
+        known = _ARCHITECTURES.get(name)
+        if known is not None and known is not cls:
+            raise InputError(f"architecture kind {name!r} is already registered for {known.__module__}.{known.__qualname__}; give another kind=")
+        if cls in _KIND_OF and _KIND_OF[cls] != name:
+            raise InputError(f"{name!r}: the class is already registered as {_KIND_OF[cls]!r}")
+        _ARCHITECTURES[name], _KIND_OF[cls] = cls, name
+        return cls
+
+    return register if cls is None else register(cls)
 
 
 def _readonly(array: np.ndarray) -> np.ndarray:
@@ -205,7 +242,7 @@ _arms = [attrs.validators.instance_of(int), attrs.validators.ge(1)]
 
 def _check_not_bool(instance, attribute, value):
     if isinstance(value, bool):
-        raise TypeError(f"{attribute.name} must be an int, got {value!r}")
+        raise InputTypeError(f"{attribute.name} must be an int, got {value!r}")
 
 
 class _MemoryWithLastObservation:
@@ -383,11 +420,11 @@ class Memento(MemoryArchitecture):
         """Index of the history with these arm and observation labels (oldest first)."""
         a, o = arm_labels(self.arms), observation_labels(self.observations)
         if len(arms) != len(observations) or len(arms) > self.m:
-            raise ValueError(f"a history of {self!r} has equal arm and observation counts <= {self.m}, got {arms!r}, {observations!r}")
+            raise InputError(f"a history of {self!r} has equal arm and observation counts <= {self.m}, got {arms!r}, {observations!r}")
         code = 0
         for x, y in zip(arms, observations, strict=True):
             if x not in a or y not in o:
-                raise ValueError(f"unknown arm or observation in history {arms + observations!r}")
+                raise InputError(f"unknown arm or observation in history {arms + observations!r}")
             code = code * len(a) * len(o) + a.index(x) * len(o) + o.index(y)
         return int(self._offsets[len(arms)] + code)
 
@@ -452,6 +489,10 @@ class Memento(MemoryArchitecture):
 _KINDS = {"ram": RAM, "chain": Chain, "column": Column, "memento": Memento}
 
 
+for _builtin in (RAM, Chain, Column, Memento):
+    register_architecture(_builtin, kind=_builtin.__name__)
+
+
 def parse_memory(text: str, *, arms: int = 2, observations: int = 2) -> MemoryArchitecture:
     """Build an architecture from ``ram:M``, ``chain:M``, ``column:M``, ``memento:m`` or ``FILE.py:NAME``.
 
@@ -465,13 +506,13 @@ def parse_memory(text: str, *, arms: int = 2, observations: int = 2) -> MemoryAr
         return _memory_from_file(path, name)
     kind, sep, size = str(text).partition(":")
     if not sep or kind.lower() not in _KINDS:
-        raise ValueError(f"memory must be ram:M, chain:M, column:M, memento:m or FILE.py:NAME, got {text!r}")
+        raise InputError(f"memory must be ram:M, chain:M, column:M, memento:m or FILE.py:NAME, got {text!r}")
     try:
         value = int(size)
     except ValueError:
-        raise ValueError(f"memory size must be an integer >= 1, got {size!r} in {text!r}") from None
+        raise InputError(f"memory size must be an integer >= 1, got {size!r} in {text!r}") from None
     if value < 1:
-        raise ValueError(f"memory size must be an integer >= 1, got {value} in {text!r}")
+        raise InputError(f"memory size must be an integer >= 1, got {value} in {text!r}")
     return _KINDS[kind.lower()](value, arms=arms, observations=observations)
 
 
@@ -481,21 +522,21 @@ def _memory_from_file(path: str, name: str) -> MemoryArchitecture:
     import runpy
 
     if not os.path.isfile(path):
-        raise ValueError(f"memory file {path!r} does not exist")
+        raise InputError(f"memory file {path!r} does not exist")
     if not name.isidentifier():
-        raise ValueError(f"memory {path}:{name} must name a Python global after the colon, got {name!r}")
+        raise InputError(f"memory {path}:{name} must name a Python global after the colon, got {name!r}")
     try:
         namespace = runpy.run_path(path, run_name="fsc_memory_file")
     except Exception as error:  # the user's file failed: say where, in one line
-        raise ValueError(f"memory file {path!r} failed to run: {type(error).__name__}: {error}") from error
+        raise InputError(f"memory file {path!r} failed to run: {type(error).__name__}: {error}") from error
     if name not in namespace:
-        raise ValueError(f"memory file {path!r} defines no {name!r}")
+        raise InputError(f"memory file {path!r} defines no {name!r}")
     value = namespace[name]
     if callable(value) and not isinstance(value, MemoryArchitecture) and not isinstance(value, type):
         try:
             value = value()
         except Exception as error:
-            raise ValueError(f"{path}:{name}() failed: {type(error).__name__}: {error}") from error
+            raise InputError(f"{path}:{name}() failed: {type(error).__name__}: {error}") from error
     if not isinstance(value, MemoryArchitecture):
-        raise ValueError(f"{path}:{name} is not a fsc.MemoryArchitecture (nor a function returning one), got {type(value).__name__}")
+        raise InputError(f"{path}:{name} is not a fsc.MemoryArchitecture (nor a function returning one), got {type(value).__name__}")
     return value

@@ -64,10 +64,11 @@ from scipy.linalg.lapack import dgetrf as _getrf
 from scipy.linalg.lapack import dgetrs as _getrs
 
 from .chain import JointChain, joint_chain
+from .errors import InputError, InputTypeError
 from .evaluate import CONVENTIONS, check_reset, evaluate
 from .memory import MemoryArchitecture
 from .policy import Policy
-from .pomdp import POMDP, Task, as_pomdp
+from .pomdp import POMDP, Task, as_pomdp, paper_read
 from .solve import ENGINES, choose_engine
 
 __all__ = [
@@ -165,11 +166,11 @@ class Objective:
 
     def __attrs_post_init__(self) -> None:
         if not isinstance(self.engine, str) or self.engine not in ("auto", "adjoint", *ENGINES):
-            raise ValueError(f"engine must be 'auto', 'adjoint' or one of {sorted(ENGINES)}, got {self.engine!r}")
+            raise InputError(f"engine must be 'auto', 'adjoint' or one of {sorted(ENGINES)}, got {self.engine!r}")
         if self.convention not in CONVENTIONS:
-            raise ValueError(f"convention must be one of {CONVENTIONS}, got {self.convention!r}")
+            raise InputError(f"convention must be one of {CONVENTIONS}, got {self.convention!r}")
         if self.target not in TARGETS:
-            raise ValueError(f"target must be one of {TARGETS}, got {self.target!r}")
+            raise InputError(f"target must be one of {TARGETS}, got {self.target!r}")
         chain = joint_chain(as_pomdp(self.world), self.architecture)
         method = choose_engine(chain, self.reset) if self.engine == "auto" else self.engine
         if method in ("dense", "adjoint") and self.engine != "dense":
@@ -194,7 +195,7 @@ class Objective:
         leaf = logits.detach().requires_grad_(True)
         leaf0 = init_logits.detach().requires_grad_(True)
         policy = Policy(architecture=self.architecture, logits=leaf, init_logits=leaf0)
-        result = evaluate(self.world, self.architecture, policy, reset=self.reset, engine=self._method, convention=self.convention)
+        result = evaluate(self.world, policy, reset=self.reset, engine=self._method, convention=self.convention)
         grad_logits, grad_init = torch.autograd.grad(result.gain, [leaf, leaf0], allow_unused=True)
         # A world whose gain ignores a set of logits gives it no gradient at all.
         grad_logits = torch.zeros_like(leaf.detach()) if grad_logits is None else grad_logits
@@ -301,7 +302,7 @@ class DenseAdjoint:
         w_pi, w_0 = logits.numpy(), init_logits.numpy()
         top = max(w_pi.max(), w_0.max())  # NaN propagates through max
         if not top < np.inf:
-            raise ValueError(f"logits must not contain NaN or +inf, got a maximum of {top!r}")
+            raise InputError(f"logits must not contain NaN or +inf, got a maximum of {top!r}")
         probs = _softmax(w_pi if self.mask is None else w_pi + self.mask, axis=1)
         init_probs = np.zeros(N)
         init_probs[self.reset_nodes] = _softmax(w_0[self.reset_nodes], axis=0)
@@ -326,7 +327,7 @@ class DenseAdjoint:
         if self.convention == "paper":
             gain = (1 - r) * gain
             grad_logits, grad_init = (1 - r) * grad_logits, (1 - r) * grad_init
-        read = self.world.paper_metrics(gain) if self.convention == "paper" and isinstance(self.world, Task) else None
+        read = paper_read(self.world, gain) if self.convention == "paper" else None
         if read is not None:
             metrics = {name: float(value) for name, value in read.items()}
         else:
@@ -430,11 +431,11 @@ class Record:
 
 def _positive(name: str, value: object, *, upper: float = math.inf, closed_upper: bool = False) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"{name} must be a number, got {value!r}")
+        raise InputTypeError(f"{name} must be a number, got {value!r}")
     value = float(value)
     if not (math.isfinite(value) and value > 0 and (value <= upper if closed_upper else value < upper)):
         bound = f"{upper}]" if closed_upper else (f"{upper})" if math.isfinite(upper) else "inf)")
-        raise ValueError(f"{name} must be in (0, {bound}, got {value!r}")
+        raise InputError(f"{name} must be in (0, {bound}, got {value!r}")
     return value
 
 
@@ -613,13 +614,13 @@ def make_optimizer(name: str, *, lr: float | None = None, max_dgrad: float | Non
         ValueError: unknown name, or an option the optimiser does not have.
     """
     if name not in OPTIMIZERS:
-        raise ValueError(f"optimizer must be one of {sorted(OPTIMIZERS)}, got {name!r}")
+        raise InputError(f"optimizer must be one of {sorted(OPTIMIZERS)}, got {name!r}")
     if name == "flow":
         if lr is not None:
-            raise ValueError(f"the flow optimizer has an adaptive step and takes no lr, got lr={lr!r}")
+            raise InputError(f"the flow optimizer has an adaptive step and takes no lr, got lr={lr!r}")
         return GradientFlow() if max_dgrad is None else GradientFlow(max_dgrad=max_dgrad)
     if max_dgrad is not None:
-        raise ValueError(f"max_dgrad belongs to the flow optimizer, not {name!r}, got max_dgrad={max_dgrad!r}")
+        raise InputError(f"max_dgrad belongs to the flow optimizer, not {name!r}, got max_dgrad={max_dgrad!r}")
     return OPTIMIZERS[name]() if lr is None else OPTIMIZERS[name](lr=lr)
 
 
@@ -649,13 +650,13 @@ class StopRule:
     def __attrs_post_init__(self) -> None:
         if self.until_t is not None:
             if isinstance(self.until_t, bool) or not isinstance(self.until_t, (int, float)):
-                raise TypeError(f"until_t must be a number, got {self.until_t!r}")
+                raise InputTypeError(f"until_t must be a number, got {self.until_t!r}")
             if not (math.isfinite(self.until_t) and self.until_t >= 0):
-                raise ValueError(f"until_t must be a finite number >= 0, got {self.until_t!r}")
+                raise InputError(f"until_t must be a finite number >= 0, got {self.until_t!r}")
         if self.max_steps is not None and (isinstance(self.max_steps, bool) or not isinstance(self.max_steps, int)):
-            raise TypeError(f"max_steps must be an int, got {self.max_steps!r}")
+            raise InputTypeError(f"max_steps must be an int, got {self.max_steps!r}")
         if self.max_steps is not None and self.max_steps < 0:
-            raise ValueError(f"max_steps must be >= 0, got {self.max_steps!r}")
+            raise InputError(f"max_steps must be >= 0, got {self.max_steps!r}")
         _optional_positive("max_seconds", self.max_seconds)
         _optional_positive("min_grad_norm", self.min_grad_norm)
 
@@ -715,25 +716,24 @@ def optimize(
         ValueError, TypeError: bad arguments, before any evaluation.
     """
     if not isinstance(policy, Policy):
-        raise TypeError(f"policy must be a fsc.Policy, got {type(policy).__name__}")
-    if not isinstance(world, (POMDP, Task)):
-        raise TypeError(f"world must be a fsc.POMDP or a fsc.Task, got {type(world).__name__}")
+        raise InputTypeError(f"policy must be a fsc.Policy, got {type(policy).__name__}")
+    as_pomdp(world)  # a POMDP, or an object whose .pomdp is one
     reset = check_reset(reset)
     if convention not in CONVENTIONS:
-        raise ValueError(f"convention must be one of {CONVENTIONS}, got {convention!r}")
+        raise InputError(f"convention must be one of {CONVENTIONS}, got {convention!r}")
     if isinstance(optimizer, str):
         optimizer = make_optimizer(optimizer, lr=lr, max_dgrad=max_dgrad)
     elif not isinstance(optimizer, Optimizer):
-        raise TypeError(f"optimizer must be a name in {sorted(OPTIMIZERS)} or a fsc.optim.Optimizer, got {optimizer!r}")
+        raise InputTypeError(f"optimizer must be a name in {sorted(OPTIMIZERS)} or a fsc.optim.Optimizer, got {optimizer!r}")
     elif lr is not None or max_dgrad is not None:
-        raise ValueError("give lr and max_dgrad through the Optimizer instance, not as arguments")
+        raise InputError("give lr and max_dgrad through the Optimizer instance, not as arguments")
     rule = StopRule(until_t=until_t, max_steps=max_steps, max_seconds=max_seconds, min_grad_norm=min_grad_norm)
     arch = policy.architecture
     if state is not None:
         if not isinstance(state, State):
-            raise TypeError(f"state must be a fsc.optim.State, got {type(state).__name__}")
+            raise InputTypeError(f"state must be a fsc.optim.State, got {type(state).__name__}")
         if tuple(state.point.logits.shape) != (arch.num_nodes, arch.num_choices):
-            raise ValueError(f"state has logits of shape {tuple(state.point.logits.shape)}, not those of {arch!r}")
+            raise InputError(f"state has logits of shape {tuple(state.point.logits.shape)}, not those of {arch!r}")
     objective = Objective(world=world, architecture=arch, reset=reset, engine=engine, convention=convention, target=target)
     return _run(objective, optimizer, rule, policy, state)
 

@@ -9,6 +9,7 @@ import json
 import math
 import os
 import tempfile
+import warnings
 import zipfile
 from pathlib import Path
 
@@ -16,6 +17,7 @@ import attrs
 import numpy as np
 import torch
 
+from .errors import InputError, InputTypeError
 from .memory import MemoryArchitecture
 
 __all__ = ["Policy", "atomic_write"]
@@ -69,12 +71,12 @@ def _as_logits(name: str, value, shape: tuple[int, ...]) -> torch.Tensor:
         try:
             tensor = torch.as_tensor(np.asarray(value, dtype=np.float64))
         except (TypeError, ValueError) as error:
-            raise TypeError(f"{name} must be an array of numbers, got {type(value).__name__}") from error
+            raise InputTypeError(f"{name} must be an array of numbers, got {type(value).__name__}") from error
     if tuple(tensor.shape) != shape:
-        raise ValueError(f"{name} must have shape {shape}, got {tuple(tensor.shape)}")
+        raise InputError(f"{name} must have shape {shape}, got {tuple(tensor.shape)}")
     detached = tensor.detach()
     if torch.isnan(detached).any() or (detached == math.inf).any():
-        raise ValueError(f"{name} must not contain NaN or +inf")
+        raise InputError(f"{name} must not contain NaN or +inf")
     return tensor
 
 
@@ -106,7 +108,7 @@ class Policy:
     def __attrs_post_init__(self) -> None:
         arch = self.architecture
         if not isinstance(arch, MemoryArchitecture):
-            raise TypeError(f"architecture must be a fsc.MemoryArchitecture, got {type(arch).__name__}")
+            raise InputTypeError(f"architecture must be a fsc.MemoryArchitecture, got {type(arch).__name__}")
         N, C = arch.num_nodes, arch.num_choices
         logits = _as_logits("logits", self.logits, (N, C))
         init_logits = _as_logits("init_logits", self.init_logits, (N,))
@@ -115,9 +117,9 @@ class Policy:
         dead = (~finite.any(dim=1)).nonzero()
         if len(dead):
             n = int(dead[0])
-            raise ValueError(f"node {arch.node_labels[n]!r} has no allowed choice with a finite logit")
+            raise InputError(f"node {arch.node_labels[n]!r} has no allowed choice with a finite logit")
         if not (torch.isfinite(init_logits.detach()) & torch.from_numpy(arch.reset_mask.copy())).any():
-            raise ValueError("init_logits must give a finite logit to at least one reset node")
+            raise InputError("init_logits must give a finite logit to at least one reset node")
         object.__setattr__(self, "logits", logits)
         object.__setattr__(self, "init_logits", init_logits)
 
@@ -137,11 +139,11 @@ class Policy:
             generator: a ``torch.Generator`` or an integer seed.
         """
         if isinstance(generator, bool) or not (generator is None or isinstance(generator, (int, torch.Generator))):
-            raise TypeError(f"generator must be a torch.Generator or an int seed, got {generator!r}")
+            raise InputTypeError(f"generator must be a torch.Generator or an int seed, got {generator!r}")
         if isinstance(generator, int):
             generator = torch.Generator().manual_seed(generator)
         if not (isinstance(std, (int, float)) and math.isfinite(std) and std >= 0):
-            raise ValueError(f"std must be a finite number >= 0, got {std!r}")
+            raise InputError(f"std must be a finite number >= 0, got {std!r}")
         N, C = architecture.num_nodes, architecture.num_choices
         logits = std * torch.randn(N, C, generator=generator, dtype=torch.float64)
         init_logits = std * torch.randn(N, generator=generator, dtype=torch.float64)
@@ -159,7 +161,7 @@ class Policy:
         probs = _as_probs("probs", probs, (N, C))
         if (probs[~architecture.allowed] != 0).any():
             n, c = np.argwhere((probs != 0) & ~architecture.allowed)[0]
-            raise ValueError(f"probs gives mass to the disallowed choice {architecture.choice_labels[c]!r} of node {architecture.node_labels[n]!r}")
+            raise InputError(f"probs gives mass to the disallowed choice {architecture.choice_labels[c]!r} of node {architecture.node_labels[n]!r}")
         _check_sums("probs", probs.sum(axis=1), architecture.node_labels)
         reset = architecture.reset_mask
         if init_probs is None:
@@ -167,7 +169,7 @@ class Policy:
         init_probs = _as_probs("init_probs", init_probs, (N,))
         if (init_probs[~reset] != 0).any():
             n = int(np.flatnonzero((init_probs != 0) & ~reset)[0])
-            raise ValueError(f"init_probs gives mass to node {architecture.node_labels[n]!r}, which is not a reset node")
+            raise InputError(f"init_probs gives mass to node {architecture.node_labels[n]!r}, which is not a reset node")
         _check_sums("init_probs", np.array([init_probs.sum()]), ("all nodes",))
         with np.errstate(divide="ignore"):
             return cls(architecture=architecture, logits=np.log(probs), init_logits=np.log(init_probs))
@@ -188,7 +190,7 @@ class Policy:
 
         probs, init = controller_probs(architecture, action, next_node, initial)
         if isinstance(mix, bool) or not isinstance(mix, (int, float)) or not 0 <= mix < 1:
-            raise ValueError(f"mix must be a number in [0, 1), got {mix!r}")
+            raise InputError(f"mix must be a number in [0, 1), got {mix!r}")
         if mix:
             probs = (1 - mix) * probs + mix / probs.shape[1]
             reset = architecture.reset_mask
@@ -243,7 +245,7 @@ class Policy:
             }
             atomic_write(path, lambda f: f.write(json.dumps(doc).encode()))
         else:
-            raise ValueError(f"policy files end in .npz or .json, got {str(path)!r}")
+            raise InputError(f"policy files end in .npz or .json, got {str(path)!r}")
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> Policy:
@@ -257,11 +259,11 @@ class Policy:
             return cls._load(path)
         except (OSError, EOFError, KeyError, IndexError, OverflowError, RecursionError, zipfile.BadZipFile,
                 json.JSONDecodeError) as error:
-            raise ValueError(f"cannot read the policy file {str(path)!r}: {type(error).__name__}: {error}") from None
+            raise InputError(f"cannot read the policy file {str(path)!r}: {type(error).__name__}: {error}") from None
         except (ValueError, TypeError) as error:
-            if str(path) in str(error):
+            if isinstance(error, InputError) and str(path) in str(error):
                 raise
-            raise ValueError(f"cannot read the policy file {str(path)!r}: {error}") from None
+            raise InputError(f"cannot read the policy file {str(path)!r}: {error}") from None
 
     @classmethod
     def _load(cls, path: Path) -> Policy:
@@ -272,30 +274,30 @@ class Policy:
         elif path.suffix == ".json":
             doc = json.loads(path.read_text())
             if not isinstance(doc, dict) or not {"architecture", "logits", "init_logits"} <= doc.keys():
-                raise ValueError(f"{str(path)!r} is not a policy file (needs architecture, logits, init_logits)")
+                raise InputError(f"{str(path)!r} is not a policy file (needs architecture, logits, init_logits)")
             spec = doc["architecture"]
             logits = _from_json_floats(doc["logits"])
             init_logits = _from_json_floats(doc["init_logits"])
         else:
-            raise ValueError(f"policy files end in .npz or .json, got {str(path)!r}")
+            raise InputError(f"policy files end in .npz or .json, got {str(path)!r}")
         return cls(architecture=MemoryArchitecture.from_dict(spec), logits=logits, init_logits=init_logits)
 
 
 def _as_probs(name: str, value, shape: tuple[int, ...]) -> np.ndarray:
     array = np.asarray(value.detach().numpy() if isinstance(value, torch.Tensor) else value, dtype=np.float64)
     if array.shape != shape:
-        raise ValueError(f"{name} must have shape {shape}, got {array.shape}")
+        raise InputError(f"{name} must have shape {shape}, got {array.shape}")
     if not np.all(np.isfinite(array)):
-        raise ValueError(f"{name} must be finite, got a NaN or inf")
+        raise InputError(f"{name} must be finite, got a NaN or inf")
     if (array < 0).any():
-        raise ValueError(f"{name} must be non-negative, got {float(array.min())!r}")
+        raise InputError(f"{name} must be non-negative, got {float(array.min())!r}")
     return array
 
 
 def _check_sums(name: str, sums: np.ndarray, labels) -> None:
     bad = np.flatnonzero(np.abs(sums - 1.0) > 1e-9)
     if len(bad):
-        raise ValueError(f"{name} must sum to 1, got {float(sums[bad[0]])!r} at {labels[bad[0]]!r}")
+        raise InputError(f"{name} must sum to 1, got {float(sums[bad[0]])!r} at {labels[bad[0]]!r}")
 
 
 def _json_floats(array: np.ndarray):
@@ -306,3 +308,27 @@ def _json_floats(array: np.ndarray):
 def _from_json_floats(value) -> np.ndarray:
     array = np.array(value, dtype=object)
     return np.where(array == None, -np.inf, array).astype(np.float64)  # noqa: E711
+
+
+def policy_argument(function: str, policy: object, rest: tuple) -> Policy:
+    """The policy of ``function(world, policy, ...)``.
+
+    The older form ``function(world, architecture, policy, ...)`` still works
+    for this release, with a ``DeprecationWarning``: the policy carries its
+    architecture.
+    """
+    if isinstance(policy, MemoryArchitecture) and len(rest) == 1:
+        warnings.warn(
+            f"{function}(world, architecture, policy) is deprecated; call {function}(world, policy): the policy carries its architecture",
+            DeprecationWarning,
+            stacklevel=3,
+        )
+        architecture, policy = policy, rest[0]
+        if isinstance(policy, Policy) and policy.architecture != architecture:
+            raise InputError(f"policy is for {policy.architecture!r}, not {architecture!r}")
+    elif rest:
+        raise InputTypeError(f"{function}() takes the world and the policy, then keywords; got {2 + len(rest)} positional arguments")
+    if not isinstance(policy, Policy):
+        raise InputTypeError(f"policy must be a fsc.Policy, got {type(policy).__name__}")
+    return policy
+

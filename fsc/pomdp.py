@@ -12,6 +12,8 @@ from collections.abc import Mapping
 import attrs
 import numpy as np
 
+from .errors import InputError, InputTypeError
+
 __all__ = ["POMDP", "Task", "as_pomdp"]
 
 _ATOL = 1e-12
@@ -27,23 +29,23 @@ def _as_float_array(name: str, value, shape: tuple[int, ...], *, broadcast: bool
     try:
         array = np.array(value, dtype=np.float64)
     except (TypeError, ValueError) as error:
-        raise TypeError(f"{name} must be an array of numbers, got {type(value).__name__}") from error
+        raise InputTypeError(f"{name} must be an array of numbers, got {type(value).__name__}") from error
     compact = broadcast and array.ndim == len(shape) and all(n in (1, m) for n, m in zip(array.shape, shape, strict=True))
     if array.shape != shape and not compact:
-        raise ValueError(f"{name} must have shape {shape}, got {array.shape}")
+        raise InputError(f"{name} must have shape {shape}, got {array.shape}")
     if not np.all(np.isfinite(array)):
-        raise ValueError(f"{name} must be finite, got a NaN or inf")
+        raise InputError(f"{name} must be finite, got a NaN or inf")
     array.setflags(write=False)
     return np.broadcast_to(array, shape) if array.shape != shape else array
 
 
 def _check_probabilities(name: str, array: np.ndarray, axis: int) -> None:
     if np.any(array < 0):
-        raise ValueError(f"{name} must be non-negative, got minimum {float(array.min())!r}")
+        raise InputError(f"{name} must be non-negative, got minimum {float(array.min())!r}")
     sums = array.sum(axis=axis)
     if not np.allclose(sums, 1.0, rtol=0, atol=_ATOL * 1e3):
         worst = sums.flat[np.argmax(np.abs(sums - 1.0))]
-        raise ValueError(f"{name} must sum to 1 over axis {axis}, got a sum of {float(worst)!r}")
+        raise InputError(f"{name} must sum to 1 over axis {axis}, got a sum of {float(worst)!r}")
 
 
 def _labels(name: str, value, size: int, default) -> tuple[str, ...]:
@@ -51,9 +53,9 @@ def _labels(name: str, value, size: int, default) -> tuple[str, ...]:
         return tuple(default(i) for i in range(size))
     labels = tuple(value)
     if len(labels) != size or not all(isinstance(x, str) for x in labels):
-        raise ValueError(f"{name} must be {size} strings, got {value!r}")
+        raise InputError(f"{name} must be {size} strings, got {value!r}")
     if len(set(labels)) != size:
-        raise ValueError(f"{name} must be distinct, got {value!r}")
+        raise InputError(f"{name} must be distinct, got {value!r}")
     return labels
 
 
@@ -61,10 +63,10 @@ def _discount(value) -> float | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)):
-        raise TypeError(f"discount must be a number in (0, 1) or None, got {value!r}")
+        raise InputTypeError(f"discount must be a number in (0, 1) or None, got {value!r}")
     value = float(value)
     if not (0 < value < 1):
-        raise ValueError(f"discount must be in (0, 1), got {value!r}")
+        raise InputError(f"discount must be in (0, 1), got {value!r}")
     return value
 
 
@@ -104,14 +106,14 @@ class POMDP:
     def __attrs_post_init__(self) -> None:
         t = np.asarray(self.transition)
         if t.ndim != 3 or t.shape[0] != t.shape[2]:
-            raise ValueError(f"transition must have shape (S, A, S), got {t.shape}")
+            raise InputError(f"transition must have shape (S, A, S), got {t.shape}")
         S, A = t.shape[0], t.shape[1]
         o = np.asarray(self.observation)
         if o.ndim != 3:
-            raise ValueError(f"observation must have shape (A, S, O) = ({A}, {S}, O), got {o.shape}")
+            raise InputError(f"observation must have shape (A, S, O) = ({A}, {S}, O), got {o.shape}")
         O = o.shape[2]
         if S < 1 or A < 1 or O < 1:
-            raise ValueError(f"a POMDP needs at least one state, action and observation, got S={S}, A={A}, O={O}")
+            raise InputError(f"a POMDP needs at least one state, action and observation, got S={S}, A={A}, O={O}")
         fields = {
             "transition": _as_float_array("transition", self.transition, (S, A, S)),
             "observation": _as_float_array("observation", self.observation, (A, S, O)),
@@ -122,11 +124,11 @@ class POMDP:
         _check_probabilities("observation", fields["observation"], 2)
         _check_probabilities("initial", fields["initial"], 0)
         if not isinstance(self.metrics, Mapping):
-            raise TypeError(f"metrics must be a mapping of names to arrays, got {type(self.metrics).__name__}")
+            raise InputTypeError(f"metrics must be a mapping of names to arrays, got {type(self.metrics).__name__}")
         metrics = {}
         for name, value in self.metrics.items():
             if not isinstance(name, str) or not name:
-                raise TypeError(f"metric names must be non-empty strings, got {name!r}")
+                raise InputTypeError(f"metric names must be non-empty strings, got {name!r}")
             metrics[name] = _as_float_array(f"metric {name!r}", value, (S, A, S, O))
         fields["metrics"] = metrics
         fields["state_labels"] = _labels("state_labels", self.state_labels, S, lambda i: f"s{i}")
@@ -200,9 +202,17 @@ class Task(abc.ABC):
 
 
 def as_pomdp(world: POMDP | Task) -> POMDP:
-    """Return the POMDP of ``world`` (a POMDP or a Task)."""
+    """Return the POMDP of ``world``: a POMDP, or anything whose ``pomdp`` is one (a :class:`Task`, or any
+    object of yours: subclassing ``Task`` is not required)."""
     if isinstance(world, POMDP):
         return world
-    if isinstance(world, Task):
-        return world.pomdp
-    raise TypeError(f"world must be a fsc.POMDP or a fsc.Task, got {type(world).__name__}")
+    pomdp = getattr(world, "pomdp", None)
+    if isinstance(pomdp, POMDP):
+        return pomdp
+    raise InputTypeError(f"world must be a fsc.POMDP or an object whose .pomdp is one (a fsc.Task), got {type(world).__name__}")
+
+
+def paper_read(world: object, gain: object) -> dict[str, object] | None:
+    """``world.paper_metrics(gain)`` when the world defines that read-out (tasks may), else None."""
+    read = getattr(world, "paper_metrics", None)
+    return read(gain) if callable(read) else None

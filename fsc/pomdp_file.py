@@ -22,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .errors import InputError, InputTypeError
 from .pomdp import POMDP, Task, as_pomdp
 
 __all__ = ["MAX_TABLE_BYTES", "ROW_TOLERANCE", "format_pomdp", "parse_pomdp", "pomdp_summary", "read_pomdp", "write_pomdp"]
@@ -99,9 +100,9 @@ def _tokenise(text: str, source: str) -> tuple[list[_Statement], int]:
                     i += 3
                     continue
                 if word in ("T", "O", "R") or word in _PREAMBLE or word == "start":
-                    raise ValueError(f"{source}:{lineno}: expected ':' after {word!r}")
+                    raise InputError(f"{source}:{lineno}: expected ':' after {word!r}")
             if current is None:
-                raise ValueError(f"{source}:{lineno}: expected a keyword (discount, values, states, actions, observations, start, T, O, R), got {word!r}")
+                raise InputError(f"{source}:{lineno}: expected a keyword (discount, values, states, actions, observations, start, T, O, R), got {word!r}")
             current.tokens.append(word)
             current.lines.append(lineno)
             i += 1
@@ -110,10 +111,10 @@ def _tokenise(text: str, source: str) -> tuple[list[_Statement], int]:
 
 def _number(token: str, source: str, line: int, what: str = "a number") -> float:
     if not _NUMBER.fullmatch(token):
-        raise ValueError(f"{source}:{line}: expected {what}, got {token!r}")
+        raise InputError(f"{source}:{line}: expected {what}, got {token!r}")
     value = float(token)
     if not math.isfinite(value):
-        raise ValueError(f"{source}:{line}: expected a finite number, got {token!r}")
+        raise InputError(f"{source}:{line}: expected a finite number, got {token!r}")
     return value
 
 
@@ -133,8 +134,8 @@ class _Reader:
 
     # -- helpers --------------------------------------------------------
 
-    def err(self, line: int, message: str) -> ValueError:
-        return ValueError(f"{self.source}:{line}: {message}")
+    def err(self, line: int, message: str) -> InputError:
+        return InputError(f"{self.source}:{line}: {message}")
 
     def resolve(self, kind: str, token: str, line: int, *, wildcard: bool = True):
         """The index (an int) or, for ``*``, ``slice(None)`` of a name or index."""
@@ -451,7 +452,7 @@ def parse_pomdp(text: str, *, source: str = "<string>", require_discount: bool =
         ValueError: naming ``source``, the line and what was expected.
     """
     if not isinstance(text, str):
-        raise TypeError(f"text must be a str, got {type(text).__name__}")
+        raise InputTypeError(f"text must be a str, got {type(text).__name__}")
     statements, last_line = _tokenise(text, source)
     last_line = max(last_line, 1)
     reader = _Reader(source, require_discount)
@@ -488,7 +489,7 @@ def parse_pomdp(text: str, *, source: str = "<string>", require_discount: bool =
             discount=reader.discount,
         )
     except ValueError as error:  # not expected after the checks above; still name the file
-        raise ValueError(f"{source}:{last_line}: {error}") from None
+        raise InputError(f"{source}:{last_line}: {error}") from None
 
 
 def read_pomdp(path, *, require_discount: bool = False) -> POMDP:
@@ -500,12 +501,12 @@ def read_pomdp(path, *, require_discount: bool = False) -> POMDP:
     try:
         raw = path.read_bytes()
     except OSError as error:
-        raise ValueError(f"cannot read {str(path)!r}: {error.strerror or error}") from None
+        raise InputError(f"cannot read {str(path)!r}: {error.strerror or error}") from None
     try:
         text = raw.decode("utf-8-sig")  # a byte-order mark, if any, is dropped
     except UnicodeDecodeError as error:
         line = raw.count(b"\n", 0, error.start) + 1
-        raise ValueError(f"{path.name}:{line}: expected text, got the byte {raw[error.start]:#04x}") from None
+        raise InputError(f"{path.name}:{line}: expected text, got the byte {raw[error.start]:#04x}") from None
     return parse_pomdp(text, source=path.name, require_discount=require_discount)
 
 

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import attrs
 
+from .errors import InputError
 from .policy import _UMASK
 
 __all__ = ["Section", "build_report"]
@@ -59,8 +60,8 @@ def section_exact_vs_monte_carlo(out: Path, log: Callable[[str], None]) -> Secti
     for spec in ("ram:3", "chain:3", "column:3", "memento:2", "memento:3"):
         arch = fsc.parse_memory(spec)
         policy = fsc.Policy.random(arch, 0)
-        exact = fsc.evaluate(world, arch, policy, reset=reset)
-        sim = fsc.simulate(world, arch, policy, reset=reset, steps=400_000, seed=1)
+        exact = fsc.evaluate(world, policy, reset=reset)
+        sim = fsc.simulate(world, policy, reset=reset, steps=400_000, seed=1)
         q, q_mc, se = float(exact.metrics["q"]), sim.metrics["q"], sim.stderrs["q"]
         rows.append([spec, arch.num_nodes, q, q_mc, se, (q_mc - q) / se, exact.engine])
         numbers[spec] = {"q": q, "q_mc": q_mc, "q_stderr": se}
@@ -98,7 +99,7 @@ def section_ccp_closed_form(out: Path, log: Callable[[str], None]) -> Section:
         for r in (1e-2, 1e-4, 1e-6):
             eps = min(1.0, closed_form.ccp_eps_opt(mu, M, r))
             arch, policy = policies.ccp(M, eps)
-            exact = float(fsc.evaluate(tasks.TwoHypothesis(mu), arch, policy, reset=r).metrics["q"])
+            exact = float(fsc.evaluate(tasks.TwoHypothesis(mu), policy, reset=r).metrics["q"])
             closed = closed_form.ccp_q(mu, M, r, eps)
             worst = max(worst, abs(exact / closed - 1))
             rows.append([M, r, eps, closed, exact, exact / closed - 1, closed_form.ccp_q_limit(mu, M)])
@@ -111,7 +112,7 @@ def section_ccp_closed_form(out: Path, log: Callable[[str], None]) -> Section:
         (handle,) = left.loglog(resets, line, label=f"M = {M}")
         points = resets[::4]
         exact = [
-            float(fsc.evaluate(tasks.TwoHypothesis(mu), *policies.ccp(M, min(1.0, closed_form.ccp_eps_opt(mu, M, r))), reset=r).metrics["q"]) for r in points
+            float(fsc.evaluate(tasks.TwoHypothesis(mu), policies.ccp(M, min(1.0, closed_form.ccp_eps_opt(mu, M, r)))[1], reset=r).metrics["q"]) for r in points
         ]
         left.loglog(points, exact, "o", color=handle.get_color(), mfc="none")
     left.set(xlabel="reset probability r", ylabel="q", title=f"optimal CCP, mu = {mu}: closed form (lines), exact (circles)")
@@ -162,7 +163,7 @@ def section_necklaces(out: Path, log: Callable[[str], None]) -> Section:
         for eps1 in (1e-2, 1e-3, 1e-4):
             eps0 = eps1**2
             arch, policy = policies.necklace_policy(m, eps0, eps1)
-            q = float(fsc.evaluate(tasks.TwoHypothesis(mu), arch, policy, reset=eps0 * 1e-6).metrics["q"])
+            q = float(fsc.evaluate(tasks.TwoHypothesis(mu), policy, reset=eps0 * 1e-6).metrics["q"])
             theorem_rows.append([m, eps1, eps0, eps0 * 1e-6, q_star, q, q / q_star])
             numbers[f"m={m},eps1={eps1:g}"] = q / q_star
         log(f"  necklace m = {m}: q / q* = {q / q_star:.5f} at eps1 = 1e-4")
@@ -188,7 +189,7 @@ def section_drawings(out: Path, log: Callable[[str], None]) -> Section:
     for name, memory, policy_name, reset in (("ccp", "column:4", "ccp", 1e-4), ("necklace", "memento:4", "necklace", 1e-5)):
         arch = fsc.parse_memory(memory)
         policy = policies.named_policy(policy_name, arch, mu=0.1, reset=reset)
-        result = fsc.evaluate(tasks.TwoHypothesis(0.1), arch, policy, reset=reset)
+        result = fsc.evaluate(tasks.TwoHypothesis(0.1), policy, reset=reset)
         graph = viz.build_memory_graph(arch, policy, occupancy=result)
         viz.render(graph, out / "figures" / f"{name}.svg")
         log(f"  {name}: {graph.num_nodes} nodes, {graph.num_edges} edges")
@@ -298,14 +299,14 @@ def check_report_target(out: Path) -> None:
     resolved = out.resolve()
     cwd = Path.cwd().resolve()
     if resolved == cwd or resolved in cwd.parents:
-        raise ValueError(f"--out {str(out)!r} is the current directory or above it; give a new directory")
+        raise InputError(f"--out {str(out)!r} is the current directory or above it; give a new directory")
     if not out.exists():
         return
     if not out.is_dir():
-        raise ValueError(f"--out must be a directory, got the file {str(out)!r}")
+        raise InputError(f"--out must be a directory, got the file {str(out)!r}")
     if (out / REPORT_MARKER).is_file() or not any(out.iterdir()):
         return
-    raise ValueError(
+    raise InputError(
         f"--out {str(out)!r} already holds files that are not an fsc report (no {REPORT_MARKER}); "
         "give a new or empty directory"
     )
@@ -324,7 +325,7 @@ def build_report(out: str | Path, *, quiet: bool = False) -> dict:
 
     out = Path(out)
     if out.exists() and not out.is_dir():
-        raise ValueError(f"--out must be a directory, got the file {str(out)!r}")
+        raise InputError(f"--out must be a directory, got the file {str(out)!r}")
     check_report_target(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()

@@ -11,6 +11,8 @@ import json
 import os
 from pathlib import Path
 
+from .errors import InputError
+
 try:
     import fcntl
 except ImportError:  # pragma: no cover - Windows: no ownership lock
@@ -24,11 +26,11 @@ def make_directory(path: Path, option: str = "--out") -> None:
     try:
         path.mkdir(parents=True, exist_ok=True)
     except (OSError, ValueError) as error:
-        raise ValueError(f"{option} {str(path)!r} cannot be created: {error.strerror or error}") from None
+        raise InputError(f"{option} {str(path)!r} cannot be created: {error.strerror or error}") from None
     if not path.is_dir():
-        raise ValueError(f"{option} {str(path)!r} is not a directory")
+        raise InputError(f"{option} {str(path)!r} is not a directory")
     if not os.access(path, os.W_OK | os.X_OK):
-        raise ValueError(f"{option} {str(path)!r} is not writable")
+        raise InputError(f"{option} {str(path)!r} is not writable")
 
 
 class RunLock:
@@ -44,12 +46,12 @@ class RunLock:
         try:
             fd = os.open(self.directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
         except OSError as error:
-            raise ValueError(f"{self.option} {str(self.directory)!r} cannot be opened: {error.strerror}") from None
+            raise InputError(f"{self.option} {str(self.directory)!r} cannot be opened: {error.strerror}") from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
             os.close(fd)
-            raise ValueError(
+            raise InputError(
                 f"{self.option} {str(self.directory)!r} is in use by another fsc train (it holds the directory's lock); "
                 "wait for it or use another directory"
             ) from None
@@ -67,9 +69,9 @@ def read_run_json(path: Path) -> dict:
     try:
         doc = json.loads(path.read_text())
     except (OSError, UnicodeDecodeError, RecursionError, json.JSONDecodeError) as error:
-        raise ValueError(f"{str(path)!r} is not a readable run file ({type(error).__name__}: {error}); "
+        raise InputError(f"{str(path)!r} is not a readable run file ({type(error).__name__}: {error}); "
                          "remove the directory or use another one") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("arguments", {}), dict):
-        raise ValueError(f"{str(path)!r} is not a run file (expected a JSON object with 'arguments'); "
+        raise InputError(f"{str(path)!r} is not a run file (expected a JSON object with 'arguments'); "
                          "remove the directory or use another one")
     return doc

@@ -23,11 +23,11 @@ import time
 import attrs
 import numpy as np
 
+from .errors import InputError
 from .evaluate import CONVENTIONS, check_reset
 from .limits import MAX_WALKERS
-from .memory import MemoryArchitecture
-from .policy import Policy
-from .pomdp import POMDP, Task, as_pomdp
+from .policy import Policy, policy_argument
+from .pomdp import POMDP, Task, as_pomdp, paper_read
 
 __all__ = ["Simulation", "simulate"]
 
@@ -80,9 +80,8 @@ def _ratio(F: np.ndarray, L: np.ndarray) -> tuple[float, float]:
 
 def simulate(
     world: POMDP | Task,
-    architecture: MemoryArchitecture,
     policy: Policy,
-    *,
+    *deprecated: Policy,
     reset: float,
     steps: int = 1_000_000,
     walkers: int = 256,
@@ -100,19 +99,19 @@ def simulate(
             carried by the state it leads to, 0 in a reset state).
     """
     start = time.perf_counter()
+    policy = policy_argument("simulate", policy, deprecated)
     reset = check_reset(reset)
     if convention not in CONVENTIONS:
-        raise ValueError(f"convention must be one of {CONVENTIONS}, got {convention!r}")
+        raise InputError(f"convention must be one of {CONVENTIONS}, got {convention!r}")
     for name, value in (("steps", steps), ("walkers", walkers)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+            raise InputError(f"{name} must be an integer >= 1, got {value!r}")
     if walkers > MAX_WALKERS:  # each walker holds a few hundred bytes of state, allocated up front
-        raise ValueError(f"walkers must be at most {MAX_WALKERS:.0e} (fsc.limits.MAX_WALKERS), got {walkers!r}")
-    if policy.architecture != architecture:
-        raise ValueError(f"policy is for {policy.architecture!r}, not {architecture!r}")
+        raise InputError(f"walkers must be at most {MAX_WALKERS:.0e} (fsc.limits.MAX_WALKERS), got {walkers!r}")
+    architecture = policy.architecture
     pomdp = as_pomdp(world)
     if architecture.num_actions != pomdp.num_actions or architecture.num_observations != pomdp.num_observations:
-        raise ValueError(f"{architecture!r} does not match the world's actions and observations")
+        raise InputError(f"{architecture!r} does not match the world's actions and observations")
     rng = np.random.default_rng(seed)
 
     probs = policy.probs().detach().numpy()
@@ -122,8 +121,8 @@ def simulate(
     cum_transition = np.cumsum(pomdp.transition, axis=2)
     cum_observation = np.cumsum(pomdp.observation, axis=2)
     action, next_node = architecture.choice_action, architecture.next_node
-    tables = {"gain": pomdp.reward, **pomdp.metrics}
-    names = list(tables)
+    names = list(pomdp.metrics)  # row 0 of the tallies is the reward; a metric may be called "gain" too
+    tables = [pomdp.reward, *pomdp.metrics.values()]
 
     W = walkers
     per_walker = max(1, round(steps * reset / W))
@@ -131,9 +130,9 @@ def simulate(
     n = _sample(cum_init, rng.random(W))
     episodes_done = np.zeros(W, dtype=np.int64)
     length = np.zeros(W)
-    totals = np.zeros((len(names), W))
-    last = np.zeros((len(names), W))  # value of the step just taken, per walker
-    carried = np.zeros((len(names), W))  # paper: values of steps not followed by a reset
+    totals = np.zeros((len(tables), W))
+    last = np.zeros((len(tables), W))  # value of the step just taken, per walker
+    carried = np.zeros((len(tables), W))  # paper: values of steps not followed by a reset
     active = np.ones(W, dtype=bool)
     while active.any():
         idx = np.flatnonzero(active)
@@ -142,8 +141,8 @@ def simulate(
         a = action[c]
         s2 = _sample(cum_transition[ss, a], rng.random(len(idx)))
         o = _sample(cum_observation[a, s2], rng.random(len(idx)))
-        for i, name in enumerate(names):
-            value = tables[name][ss, a, s2, o]
+        for i, table in enumerate(tables):
+            value = table[ss, a, s2, o]
             totals[i, idx] += value
             carried[i, idx] += value
             last[i, idx] = value
@@ -158,14 +157,15 @@ def simulate(
             active[resets[episodes_done[resets] >= per_walker]] = False
 
     source = totals if convention == "native" else carried
-    estimates = {name: _ratio(source[i], length) for i, name in enumerate(names)}
-    gain, gain_stderr = estimates.pop("gain")
+    gain, gain_stderr = _ratio(source[0], length)
+    estimates = {name: _ratio(source[1 + i], length) for i, name in enumerate(names)}
     metrics = {k: v[0] for k, v in estimates.items()}
     stderrs = {k: v[1] for k, v in estimates.items()}
-    if convention == "paper" and isinstance(world, Task) and world.paper_metrics(gain) is not None:
-        metrics = {k: float(v) for k, v in world.paper_metrics(gain).items()}
-        scale = {k: abs(float(world.paper_metrics(1.0)[k]) - float(world.paper_metrics(0.0)[k])) for k in metrics}
-        stderrs = {k: scale[k] * gain_stderr for k in metrics}
+    read = paper_read(world, gain) if convention == "paper" else None
+    if read is not None:  # metrics that are functions of the gain: their error is the gain's, scaled
+        metrics = {k: float(v) for k, v in read.items()}
+        one, zero = paper_read(world, 1.0), paper_read(world, 0.0)
+        stderrs = {k: abs(float(one[k]) - float(zero[k])) * gain_stderr for k in metrics}
     return Simulation(
         gain=gain,
         gain_stderr=gain_stderr,

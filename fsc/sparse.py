@@ -34,6 +34,7 @@ import scipy.sparse.linalg as spla
 import torch
 
 from .chain import JointChain
+from .errors import InputError
 
 __all__ = ["Backend", "Solution", "SparseLU", "StationarySolve", "solve_sparse", "solve_with", "system_matrices"]
 
@@ -53,37 +54,11 @@ class Solution:
     info: dict = attrs.field(factory=dict)
 
 
-def _system_structure(chain: JointChain) -> list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]]:
-    """Per part, the CSC pattern of ``A = I - (1 - r) P``: ``(indptr, indices, slot, diag_slot, nnz)``.
-
-    ``slot[e]`` is where nonzero ``e`` of the part goes in ``A.data``,
-    ``diag_slot[x]`` where the diagonal entry of ``x`` is; duplicates share a slot.
-    """
-    cached = chain.cache.get("system")
-    if cached is not None:
-        return cached
-    X = chain.size
-    out = []
-    for sl in chain.part_slices:
-        rows = chain.rows[sl].astype(np.int64)
-        cols = chain.cols[sl].astype(np.int64)
-        diag = np.arange(X, dtype=np.int64)
-        keys = np.concatenate([cols * X + rows, diag * X + diag])
-        unique, inverse = np.unique(keys, return_inverse=True)
-        index = np.int32 if len(unique) < 2**31 - 1 else np.int64
-        indptr = np.zeros(X + 1, dtype=np.int64)
-        np.cumsum(np.bincount(unique // X, minlength=X), out=indptr[1:])
-        nP = len(rows)
-        out.append((indptr.astype(index), (unique % X).astype(index), inverse[:nP].astype(index), inverse[nP:].astype(index), len(unique)))
-    chain.cache["system"] = out
-    return out
-
-
 def system_matrices(chain: JointChain, values: np.ndarray, reset: float) -> list[sp.csc_matrix]:
     """``A = I - (1 - r) P`` of each part (CSC, canonical: sorted, no duplicates)."""
     a = 1 - reset
     out = []
-    for k, (sl, (indptr, indices, slot, diag_slot, nnz)) in enumerate(zip(chain.part_slices, _system_structure(chain), strict=True)):
+    for k, (sl, (indptr, indices, slot, diag_slot, nnz)) in enumerate(zip(chain.part_slices, chain.system_pattern, strict=True)):
         data = np.bincount(slot, weights=values[sl], minlength=nnz) * -a
         data[diag_slot] += 1.0
         if chain.padding[k].any():
@@ -217,7 +192,7 @@ def solve_sparse(chain: JointChain, probs: torch.Tensor, init_probs: torch.Tenso
         ValueError: ``reset`` is 0 (use the ``accurate`` engine), or an unknown ordering.
     """
     if reset == 0:
-        raise ValueError("the sparse engine needs reset > 0; use the accurate engine for reset = 0")
+        raise InputError("the sparse engine needs reset > 0; use the accurate engine for reset = 0")
     if permc_spec not in _PERMC:
-        raise ValueError(f"permc_spec must be one of {_PERMC}, got {permc_spec!r}")
+        raise InputError(f"permc_spec must be one of {_PERMC}, got {permc_spec!r}")
     return solve_with(lambda c, v, p0, r: SparseLU(c, v, p0, r, permc_spec=permc_spec), chain, probs, init_probs, reset, "sparse")

@@ -27,6 +27,7 @@ import tempfile
 
 import numpy as np
 
+from .errors import InputError
 from .pomdp import as_pomdp
 
 __all__ = ["joint_tables", "storm_values"]
@@ -100,7 +101,7 @@ def _check(P: np.ndarray, reward: np.ndarray, start: np.ndarray, formula: str, s
 def storm_values(world, policy, discount: float) -> dict[str, float]:
     """Storm's ``value`` (discounted return from the initial distribution) and ``gain`` (long-run average with reset ``1 - discount``)."""
     if not 0 < discount < 1:
-        raise ValueError(f"discount must be in (0, 1), got {discount!r}")
+        raise InputError(f"discount must be in (0, 1), got {discount!r}")
     P, reward, start = joint_tables(world, policy)
     # Storm wants rows that sum to 1 in its own tolerance; ours sum to 1 to rounding.
     P = P / P.sum(axis=1, keepdims=True)

@@ -104,6 +104,7 @@ from typing import Any
 
 import attrs
 
+from .errors import InputError, InputTypeError
 from .limits import MAX_WORKERS, workers_arg
 
 try:  # the per-point lock; absent on Windows
@@ -218,28 +219,28 @@ class Sweep:
             TypeError, ValueError: naming the offending key and value.
         """
         if not isinstance(doc, Mapping):
-            raise TypeError(f"{source}: a sweep spec must be an object with keys {', '.join(SPEC_KEYS)}, got {type(doc).__name__}")
+            raise InputTypeError(f"{source}: a sweep spec must be an object with keys {', '.join(SPEC_KEYS)}, got {type(doc).__name__}")
         unknown = [key for key in doc if key not in SPEC_KEYS]
         if unknown:
-            raise ValueError(f"{source}: unknown key {unknown[0]!r}; a sweep spec has the keys {', '.join(SPEC_KEYS)}")
+            raise InputError(f"{source}: unknown key {unknown[0]!r}; a sweep spec has the keys {', '.join(SPEC_KEYS)}")
         for key in ("name", "description", "out"):
             if key in doc and not (isinstance(doc[key], str) and doc[key]):
-                raise TypeError(f"{source}: {key!r} must be a non-empty string, got {doc[key]!r}")
+                raise InputTypeError(f"{source}: {key!r} must be a non-empty string, got {doc[key]!r}")
         if "grid" not in doc:
-            raise ValueError(f"{source}: missing key 'grid' (an object of lists of fsc train arguments, or a list of such objects)")
+            raise InputError(f"{source}: missing key 'grid' (an object of lists of fsc train arguments, or a list of such objects)")
         fixed = doc.get("fixed", {})
         if not isinstance(fixed, Mapping):
-            raise TypeError(f"{source}: 'fixed' must be an object of fsc train arguments, got {fixed!r}")
+            raise InputTypeError(f"{source}: 'fixed' must be an object of fsc train arguments, got {fixed!r}")
         fixed = {_argument_key(key, source, "fixed"): _check_value(key, value, source, "fixed") for key, value in fixed.items()}
         if len(fixed) != len(doc.get("fixed", {})):
-            raise ValueError(f"{source}: 'fixed' gives the same argument twice (with '-' and with '_')")
+            raise InputError(f"{source}: 'fixed' gives the same argument twice (with '-' and with '_')")
 
         grid = doc["grid"]
         blocks = [grid] if isinstance(grid, Mapping) else grid
         if not isinstance(blocks, list):
-            raise TypeError(f"{source}: 'grid' must be an object of lists, or a list of such objects, got {grid!r}")
+            raise InputTypeError(f"{source}: 'grid' must be an object of lists, or a list of such objects, got {grid!r}")
         if not blocks:
-            raise ValueError(f"{source}: 'grid' is empty")
+            raise InputError(f"{source}: 'grid' is empty")
         points: list[Point] = []
         for index, block in enumerate(blocks):
             where = "grid" if isinstance(grid, Mapping) else f"grid[{index}]"
@@ -248,12 +249,12 @@ class Sweep:
         for point in points:
             missing = [key for key in REQUIRED if key not in point.arguments]
             if missing:
-                raise ValueError(f"{source}: every point needs {missing[0]!r} (in 'fixed' or in 'grid'); point {point.name!r} has none")
+                raise InputError(f"{source}: every point needs {missing[0]!r} (in 'fixed' or in 'grid'); point {point.name!r} has none")
         seen: dict[str, Point] = {}
         for point in points:
             other = seen.setdefault(point.name, point)
             if other is not point:
-                raise ValueError(
+                raise InputError(
                     f"{source}: two points would share the run directory {point.name!r} "
                     f"({_describe(other.arguments)} and {_describe(point.arguments)}); put the arguments that differ in the grid"
                 )
@@ -262,7 +263,7 @@ class Sweep:
             for depth in range(1, len(parts)):
                 outer = seen.get("/".join(parts[:depth]))
                 if outer is not None:
-                    raise ValueError(
+                    raise InputError(
                         f"{source}: the run directory of {_describe(point.arguments)} ({point.name!r}) would lie inside the one of "
                         f"{_describe(outer.arguments)} ({outer.name!r}); give the grid blocks the same keys, or put another key first"
                     )
@@ -286,36 +287,36 @@ def load_spec(path: str | os.PathLike) -> Sweep:
         ValueError, TypeError: the file is missing or unreadable, or the spec is bad (naming the key).
     """
     if not isinstance(path, (str, os.PathLike)):
-        raise TypeError(f"spec must be a path to a .json or .toml file, got {path!r}")
+        raise InputTypeError(f"spec must be a path to a .json or .toml file, got {path!r}")
     path = Path(path)
     if not path.is_file():
-        raise ValueError(f"sweep spec {str(path)!r} does not exist")
+        raise InputError(f"sweep spec {str(path)!r} does not exist")
     text = path.read_text()
     if path.suffix.lower() == ".toml":
         try:
             import tomllib
         except ImportError:  # pragma: no cover - Python 3.10
-            raise ValueError(f"reading the TOML spec {str(path)!r} needs Python >= 3.11; write it as JSON") from None
+            raise InputError(f"reading the TOML spec {str(path)!r} needs Python >= 3.11; write it as JSON") from None
         try:
             doc = tomllib.loads(text)
         except tomllib.TOMLDecodeError as error:
-            raise ValueError(f"sweep spec {str(path)!r} is not valid TOML: {error}") from None
+            raise InputError(f"sweep spec {str(path)!r} is not valid TOML: {error}") from None
     else:
         try:
             doc = json.loads(text)
         except (json.JSONDecodeError, RecursionError) as error:
-            raise ValueError(f"sweep spec {str(path)!r} is not valid JSON: {error}") from None
+            raise InputError(f"sweep spec {str(path)!r} is not valid JSON: {error}") from None
     return Sweep.from_dict(doc, name=path.stem, source=str(path))
 
 
 def _argument_key(key: object, source: str, where: str) -> str:
     if not isinstance(key, str):
-        raise TypeError(f"{source}: keys of {where!r} must be strings, got {key!r}")
+        raise InputTypeError(f"{source}: keys of {where!r} must be strings, got {key!r}")
     name = key.replace("-", "_")
     if name in _SET_BY_SWEEP:
-        raise ValueError(f"{source}: {key!r} in {where!r} is set by {_SET_BY_SWEEP[name]}, not by the spec")
+        raise InputError(f"{source}: {key!r} in {where!r} is set by {_SET_BY_SWEEP[name]}, not by the spec")
     if name not in ARGUMENTS:
-        raise ValueError(f"{source}: unknown fsc train argument {key!r} in {where!r}; expected one of {', '.join(ARGUMENTS)}")
+        raise InputError(f"{source}: unknown fsc train argument {key!r} in {where!r}; expected one of {', '.join(ARGUMENTS)}")
     return name
 
 
@@ -324,44 +325,44 @@ def _check_value(key: str, value: object, source: str, where: str) -> object:
     kind = ARGUMENTS[name]
     if kind == "string":
         if not (isinstance(value, str) and value):
-            raise TypeError(f"{source}: {key!r} in {where!r} must be a non-empty string, got {value!r}")
+            raise InputTypeError(f"{source}: {key!r} in {where!r} must be a non-empty string, got {value!r}")
     elif kind == "integer":
         if isinstance(value, bool) or not isinstance(value, int):
-            raise TypeError(f"{source}: {key!r} in {where!r} must be an integer, got {value!r}")
+            raise InputTypeError(f"{source}: {key!r} in {where!r} must be an integer, got {value!r}")
     else:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise TypeError(f"{source}: {key!r} in {where!r} must be a number, got {value!r}")
+            raise InputTypeError(f"{source}: {key!r} in {where!r} must be a number, got {value!r}")
         if not math.isfinite(value):
-            raise ValueError(f"{source}: {key!r} in {where!r} must be a finite number, got {value!r}")
+            raise InputError(f"{source}: {key!r} in {where!r} must be a finite number, got {value!r}")
     return value
 
 
 def _expand(block: object, fixed: dict[str, Any], source: str, where: str) -> list[Point]:
     if not isinstance(block, Mapping):
-        raise TypeError(f"{source}: {where!r} must be an object of lists of fsc train arguments, got {block!r}")
+        raise InputTypeError(f"{source}: {where!r} must be an object of lists of fsc train arguments, got {block!r}")
     if not block:
-        raise ValueError(f"{source}: {where!r} is empty; give at least one argument with a list of values")
+        raise InputError(f"{source}: {where!r} is empty; give at least one argument with a list of values")
     axes: dict[str, list[Any]] = {}
     for key, values in block.items():
         name = _argument_key(key, source, where)
         if name in axes:
-            raise ValueError(f"{source}: {where!r} gives {name!r} twice (with '-' and with '_')")
+            raise InputError(f"{source}: {where!r} gives {name!r} twice (with '-' and with '_')")
         if name in fixed:
-            raise ValueError(f"{source}: {key!r} is both in 'fixed' and in {where!r}")
+            raise InputError(f"{source}: {key!r} is both in 'fixed' and in {where!r}")
         if not isinstance(values, list):
-            raise TypeError(f"{source}: {key!r} in {where!r} must be a list of values, got {values!r}")
+            raise InputTypeError(f"{source}: {key!r} in {where!r} must be a list of values, got {values!r}")
         if not values:
-            raise ValueError(f"{source}: {key!r} in {where!r} has no values")
+            raise InputError(f"{source}: {key!r} in {where!r} has no values")
         for value in values:
             _check_value(key, value, source, where)
         texts = [_text(value) for value in values]
         if len(set(texts)) != len(texts):
-            raise ValueError(f"{source}: {key!r} in {where!r} repeats a value: {values!r}")
+            raise InputError(f"{source}: {key!r} in {where!r} repeats a value: {values!r}")
         axes[name] = values
     keys = tuple(axes)
     count = math.prod(len(values) for values in axes.values())
     if count > MAX_POINTS:  # counted before anything is expanded
-        raise ValueError(f"{source}: {where!r} expands to {count:.3g} points, more than the limit of {MAX_POINTS:.0e} (fsc.sweep.MAX_POINTS)")
+        raise InputError(f"{source}: {where!r} expands to {count:.3g} points, more than the limit of {MAX_POINTS:.0e} (fsc.sweep.MAX_POINTS)")
     points = []
     for combo in itertools.product(*axes.values()):
         varying = dict(zip(keys, combo, strict=True))
@@ -617,16 +618,16 @@ def run_sweep(
         ``out/failures.json`` (removed when a sweep has none).
     """
     if not isinstance(sweep, Sweep):
-        raise TypeError(f"sweep must be a fsc.sweep.Sweep (see load_spec), got {type(sweep).__name__}")
+        raise InputTypeError(f"sweep must be a fsc.sweep.Sweep (see load_spec), got {type(sweep).__name__}")
     if sum(x is not None for x in (executor, workers, scheduler)) > 1:
-        raise ValueError("give at most one of executor, workers and scheduler")
+        raise InputError("give at most one of executor, workers and scheduler")
     if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
-        raise ValueError(f"workers must be an integer >= 1, got {workers!r}")
+        raise InputError(f"workers must be an integer >= 1, got {workers!r}")
     if workers is not None and workers > MAX_WORKERS:  # each is a trainer process: more only thrash
-        raise ValueError(f"--workers must be at most {MAX_WORKERS}, got {workers!r}")
+        raise InputError(f"--workers must be at most {MAX_WORKERS}, got {workers!r}")
     out = Path(out).resolve()
     if out.exists() and not out.is_dir():
-        raise ValueError(f"out must be a directory, got the file {str(out)!r}")
+        raise InputError(f"out must be a directory, got the file {str(out)!r}")
     start = time.monotonic()
     pending = [point for point in sweep.points if not _is_finished(out / "runs" / point.name, point.stop())]
     skipped = len(sweep.points) - len(pending)
@@ -715,11 +716,11 @@ def _dask_client(address: str):
     try:
         from distributed import Client
     except ImportError:
-        raise ValueError(f"--scheduler {address!r} needs dask.distributed: pip install 'fsc[cluster]'") from None
+        raise InputError(f"--scheduler {address!r} needs dask.distributed: pip install 'fsc[cluster]'") from None
     try:
         return Client(address, timeout="20s")
     except (OSError, TimeoutError) as error:
-        raise ValueError(f"cannot reach the Dask scheduler at {address!r}: {error}") from None
+        raise InputError(f"cannot reach the Dask scheduler at {address!r}: {error}") from None
 
 
 def _sweep_record(sweep: Sweep) -> dict[str, Any]:
@@ -954,15 +955,15 @@ def run(args: argparse.Namespace) -> int:
     sweep = load_spec(args.spec)
     out = args.out if args.out is not None else sweep.out
     if out is None:
-        raise ValueError(f"no output directory: give --out DIR, or an 'out' key in {args.spec!r}")
+        raise InputError(f"no output directory: give --out DIR, or an 'out' key in {args.spec!r}")
     if args.out is None and (Path(out).is_absolute() or ".." in Path(out).parts):  # a spec writes under the cwd only
-        raise ValueError(f"the 'out' of {args.spec!r} ({out!r}) must be a relative path under the current directory "
+        raise InputError(f"the 'out' of {args.spec!r} ({out!r}) must be a relative path under the current directory "
                          "without '..'; give --out DIR to write elsewhere")
     if args.summary:
         if args.workers is not None or args.scheduler is not None:
-            raise ValueError("--summary trains nothing: drop --workers / --scheduler")
+            raise InputError("--summary trains nothing: drop --workers / --scheduler")
         if not Path(out).is_dir():
-            raise ValueError(f"{out!r} holds no sweep (run `fsc sweep {args.spec} --out {out}` first)")
+            raise InputError(f"{out!r} holds no sweep (run `fsc sweep {args.spec} --out {out}` first)")
         rows = write_summary(sweep, out)
         if args.json:
             print(json.dumps({"rows": rows, "medians": _median_rows(sweep, rows), "csv": str(Path(out) / "summary.csv")}))

@@ -91,7 +91,7 @@ def check_policy(
     columns = chain.dense(probs).sum(dim=1)
     _require(bool(torch.allclose(columns, torch.ones_like(columns), atol=1e-12)), "the joint transition matrix must be column stochastic")
 
-    results = {name: evaluate(world, arch, policy, reset=reset, engine=name) for name in engines}
+    results = {name: evaluate(world, policy, reset=reset, engine=name) for name in engines}
     first = results[engines[0]]
     for name, other in results.items():
         for key in ("gain", *first.metrics):
@@ -103,7 +103,7 @@ def check_policy(
 
         def gain(logits, init_logits):
             candidate = Policy(architecture=arch, logits=logits, init_logits=init_logits)
-            return evaluate(world, arch, candidate, reset=reset, engine=engines[0]).gain
+            return evaluate(world, candidate, reset=reset, engine=engines[0]).gain
 
         logits = policy.logits.detach().clone().requires_grad_(True)
         init_logits = policy.init_logits.detach().clone().requires_grad_(True)
@@ -112,7 +112,7 @@ def check_policy(
             _require(torch.autograd.gradcheck(gain, (logits, init_logits), eps=1e-6, atol=1e-8, rtol=1e-5), "gradcheck failed")
 
     if monte_carlo:
-        sim = simulate(world, arch, policy, reset=reset, steps=steps, seed=seed)
+        sim = simulate(world, policy, reset=reset, steps=steps, seed=seed)
         exact = float(first.gain)
         _require(abs(sim.gain - exact) <= 4 * sim.gain_stderr, f"Monte Carlo gain {sim.gain:.6g} +- {sim.gain_stderr:.2g} is far from the exact {exact:.6g}")
         for key, value in sim.metrics.items():

@@ -66,6 +66,7 @@ import attrs
 import numpy as np
 import torch
 
+from .errors import InputError, InputTypeError
 from .evaluate import CONVENTIONS, resolve_reset
 from .limits import MAX_THREADS
 from .memory import MemoryArchitecture, parse_memory
@@ -177,14 +178,14 @@ class TrainingResult:
 
 def _number(name: str, value: object) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"{name} must be a number, got {value!r}")
+        raise InputTypeError(f"{name} must be a number, got {value!r}")
     return float(value)
 
 
 def _positive(name: str, value: object) -> float:
     value = _number(name, value)
     if not (math.isfinite(value) and value > 0):
-        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
+        raise InputError(f"{name} must be a finite number > 0, got {value!r}")
     return value
 
 
@@ -194,9 +195,9 @@ def _memory(memory: object, world: POMDP) -> MemoryArchitecture:
     elif isinstance(memory, str):
         arch = parse_memory(memory, arms=world.num_actions, observations=world.num_observations)
     else:
-        raise TypeError(f"memory must be a string like 'ram:8' or a fsc.MemoryArchitecture, got {memory!r}")
+        raise InputTypeError(f"memory must be a string like 'ram:8' or a fsc.MemoryArchitecture, got {memory!r}")
     if arch.num_actions != world.num_actions or arch.num_observations != world.num_observations:
-        raise ValueError(
+        raise InputError(
             f"memory {arch!r} has {arch.num_actions} actions and {arch.num_observations} observations, "
             f"the world {world.num_actions} and {world.num_observations}"
         )
@@ -214,9 +215,9 @@ def _world(mu: object, pomdp: object) -> tuple[POMDP | Task, dict[str, Any]]:
         mu = 0.1 if mu is None else mu
         return tasks.TwoHypothesis(mu), {"mu": float(mu)}
     if mu is not None:
-        raise ValueError("give mu (the two-hypothesis world) or pomdp (a .POMDP file), not both")
+        raise InputError("give mu (the two-hypothesis world) or pomdp (a .POMDP file), not both")
     if not isinstance(pomdp, (str, os.PathLike)):
-        raise TypeError(f"pomdp must be a path to a .POMDP file, got {pomdp!r}")
+        raise InputTypeError(f"pomdp must be a path to a .POMDP file, got {pomdp!r}")
     import hashlib
 
     from .pomdp_file import read_pomdp
@@ -224,7 +225,7 @@ def _world(mu: object, pomdp: object) -> tuple[POMDP | Task, dict[str, Any]]:
     try:
         return read_pomdp(pomdp), {"pomdp": hashlib.sha256(Path(pomdp).read_bytes()).hexdigest()}
     except OSError as error:
-        raise ValueError(f"pomdp: cannot read {str(pomdp)!r}: {error.strerror or error}") from None
+        raise InputError(f"pomdp: cannot read {str(pomdp)!r}: {error.strerror or error}") from None
 
 
 def converged(t: Sequence[float], gain: Sequence[float], tolerance: float = CONVERGED) -> bool:
@@ -302,7 +303,7 @@ def read_trajectory(path: str | os.PathLike) -> dict[str, np.ndarray]:
     with open(path) as f:
         header = f.readline().strip()
         if header != CSV_HEADER:
-            raise ValueError(f"{str(path)!r} is not a trajectory (header {header!r}, expected {CSV_HEADER!r})")
+            raise InputError(f"{str(path)!r} is not a trajectory (header {header!r}, expected {CSV_HEADER!r})")
         rows = [line.rstrip("\n").split(",") for line in f if line.strip()]
     names = CSV_HEADER.split(",")
     return {name: np.array([r[i] for r in rows], dtype=np.int64 if name == "step" else np.float64) for i, name in enumerate(names)}
@@ -382,14 +383,14 @@ def load_checkpoint(path: str | os.PathLike) -> tuple[State, dict[str, np.ndarra
         state, columns, meta = _load_checkpoint(path)
     except (OSError, EOFError, KeyError, IndexError, OverflowError, RecursionError, TypeError, AttributeError,
             zipfile.BadZipFile, json.JSONDecodeError) as error:
-        raise ValueError(f"{str(path)!r} is not a usable checkpoint ({type(error).__name__}: {error})") from None
+        raise InputError(f"{str(path)!r} is not a usable checkpoint ({type(error).__name__}: {error})") from None
     except ValueError as error:
-        if str(path) in str(error):
+        if isinstance(error, InputError) and str(path) in str(error):
             raise
-        raise ValueError(f"{str(path)!r} is not a usable checkpoint ({error})") from None
+        raise InputError(f"{str(path)!r} is not a usable checkpoint ({error})") from None
     lengths = {len(column) for column in columns.values()}
     if len(lengths) != 1 or (lengths and min(lengths) < 1) or not isinstance(meta.get("arguments"), dict):
-        raise ValueError(f"{str(path)!r} is not a usable checkpoint (trajectory columns of unequal lengths or no arguments)")
+        raise InputError(f"{str(path)!r} is not a usable checkpoint (trajectory columns of unequal lengths or no arguments)")
     return state, columns, meta
 
 
@@ -397,7 +398,7 @@ def _load_checkpoint(path: Path) -> tuple[State, dict[str, np.ndarray], dict[str
     with np.load(path, allow_pickle=False) as data:
         meta = json.loads(str(data["meta"]))
         if meta.get("format") != _FORMAT:
-            raise ValueError(f"{str(path)!r} is not a training checkpoint of this version (format {meta.get('format')!r})")
+            raise InputError(f"{str(path)!r} is not a training checkpoint of this version (format {meta.get('format')!r})")
         tensor = lambda name: torch.from_numpy(np.array(data[name], dtype=np.float64))
         point = Point(
             logits=tensor("logits"),
@@ -424,7 +425,7 @@ def _load_checkpoint(path: Path) -> tuple[State, dict[str, np.ndarray], dict[str
         columns = {name: np.array(data[f"trajectory_{name}"], dtype=dtype) for name, dtype in _COLUMNS.items()}
     lengths = {len(column) for column in columns.values()}
     if len(lengths) != 1 or (len(columns["step"]) and (np.any(np.diff(columns["step"]) <= 0) or columns["step"][-1] > state.step)):
-        raise ValueError(f"{str(path)!r} is inconsistent (trajectory columns of lengths {sorted(lengths)}); start the run again in another --out")
+        raise InputError(f"{str(path)!r} is inconsistent (trajectory columns of lengths {sorted(lengths)}); start the run again in another --out")
     return state, columns, meta
 
 
@@ -535,40 +536,40 @@ def run_training(
     world, world_record = _world(mu, pomdp)
     arch = _memory(memory, as_pomdp(world))
     if not isinstance(init, str) or not init:
-        raise TypeError(f"init must be an initialisation name or a policy file, got {init!r}")
+        raise InputTypeError(f"init must be an initialisation name or a policy file, got {init!r}")
     if isinstance(seed, bool) or not isinstance(seed, int):
-        raise TypeError(f"seed must be an int, got {seed!r}")
+        raise InputTypeError(f"seed must be an int, got {seed!r}")
     if not 0 <= seed <= 2**63 - 1:
-        raise ValueError(f"seed must be in [0, 2**63 - 1], got {seed!r}")
+        raise InputError(f"seed must be in [0, 2**63 - 1], got {seed!r}")
     reset = resolve_reset(world, reset, discount, allow_zero=False, default=1e-3)
     if until_t is not None:
         until_t = _number("until_t", until_t)
         if not (math.isfinite(until_t) and until_t >= 0):
-            raise ValueError(f"until_t must be a finite number >= 0, got {until_t!r}")
+            raise InputError(f"until_t must be a finite number >= 0, got {until_t!r}")
     if convention not in CONVENTIONS:
-        raise ValueError(f"convention must be one of {CONVENTIONS}, got {convention!r}")
+        raise InputError(f"convention must be one of {CONVENTIONS}, got {convention!r}")
     if not isinstance(optimizer, str) or optimizer not in OPTIMIZERS:
-        raise ValueError(f"optimizer must be one of {sorted(OPTIMIZERS)}, got {optimizer!r}")
+        raise InputError(f"optimizer must be one of {sorted(OPTIMIZERS)}, got {optimizer!r}")
     if max_steps is not None and (isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 1):
-        raise ValueError(f"max_steps must be an int >= 1 or None, got {max_steps!r}")
+        raise InputError(f"max_steps must be an int >= 1 or None, got {max_steps!r}")
     rule = StopRule(until_t=until_t, max_steps=max_steps, max_seconds=max_seconds)
     opt = make_optimizer(optimizer, lr=lr, max_dgrad=max_dgrad)
     checkpoint_seconds = _number("checkpoint_seconds", checkpoint_seconds)
     if not checkpoint_seconds >= 0:
-        raise ValueError(f"checkpoint_seconds must be >= 0, got {checkpoint_seconds!r}")
+        raise InputError(f"checkpoint_seconds must be >= 0, got {checkpoint_seconds!r}")
     if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or not 1 <= threads <= MAX_THREADS):
-        raise ValueError(f"threads must be an int in [1, {MAX_THREADS}] or None, got {threads!r}")
+        raise InputError(f"threads must be an int in [1, {MAX_THREADS}] or None, got {threads!r}")
     if not isinstance(out, (str, os.PathLike)):
-        raise TypeError(f"out must be a directory path, got {out!r}")
+        raise InputTypeError(f"out must be a directory path, got {out!r}")
     out = Path(out)
     if out.exists() and not out.is_dir():
-        raise ValueError(f"out must be a directory, got the file {str(out)!r}")
+        raise InputError(f"out must be a directory, got the file {str(out)!r}")
     if policy is None:
         policy = _initial_policy(init, arch, mu=world_record.get("mu", 0.1), reset=reset, seed=seed, convention=convention)
     if not isinstance(policy, Policy):
-        raise TypeError(f"policy must be a fsc.Policy, got {type(policy).__name__}")
+        raise InputTypeError(f"policy must be a fsc.Policy, got {type(policy).__name__}")
     if policy.architecture != arch:
-        raise ValueError(f"the initial policy is for {policy.architecture!r}, not for memory {arch!r}")
+        raise InputError(f"the initial policy is for {policy.architecture!r}, not for memory {arch!r}")
 
     arguments = {
         **world_record,
@@ -598,7 +599,7 @@ def run_training(
         previous = read_run_json(out / "run.json")
         _check_same_run(out, previous.get("arguments", {}), arguments)
         if (out / "initial_policy.npz").exists() and not _same_policy(Policy.load(out / "initial_policy.npz"), policy):
-            raise ValueError(f"{str(out)!r} holds a run that started from another initial policy; use another out directory")
+            raise InputError(f"{str(out)!r} holds a run that started from another initial policy; use another out directory")
         state, trajectory = _resume(out, arguments)
 
     # Checks every remaining argument (engine, ...) before anything is written; runs nothing yet.
@@ -611,7 +612,7 @@ def run_training(
             if (out / "run.json").exists():
                 _check_same_run(out, read_run_json(out / "run.json").get("arguments", {}), arguments)
             if (out / "initial_policy.npz").exists() and not _same_policy(Policy.load(out / "initial_policy.npz"), policy):
-                raise ValueError(f"{str(out)!r} holds a run that started from another initial policy; use another out directory")
+                raise InputError(f"{str(out)!r} holds a run that started from another initial policy; use another out directory")
             return _train(records, arch, policy, rule, out, state is not None, trajectory, meta, quiet, checkpoint_seconds, reset)
     finally:
         if threads is not None:
@@ -622,7 +623,7 @@ def _check_same_run(out: Path, saved: dict, arguments: dict) -> None:
     differ = sorted(k for k in set(saved) | set(arguments) if k not in _MAY_CHANGE and k != "out" and saved.get(k) != arguments.get(k))
     if differ:
         details = ", ".join(f"{k}: {_short(saved.get(k))} there, {_short(arguments.get(k))} now" for k in differ)
-        raise ValueError(f"{str(out)!r} holds a run with other arguments ({details}); use another out directory")
+        raise InputError(f"{str(out)!r} holds a run with other arguments ({details}); use another out directory")
 
 
 def _short(value: object) -> str:

@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+from fsc.errors import InputError
 from fsc.memory import MemoryArchitecture
 from fsc.policy import Policy
 
@@ -78,12 +79,12 @@ def named_policy(
         return Policy.from_probs(arch, *necklace_probs(arch, default0 if eps0 is None else eps0, default1 if eps1 is None else eps1))
     if name in INITIALISATIONS:
         return initial_policy(name, arch, mu=mu, reset=reset, seed=seed, convention=convention, eps=eps, eps0=eps0, eps1=eps1)
-    raise ValueError(f"policy must be one of {POLICY_NAMES} or a .npz/.json file, got {name!r}")
+    raise InputError(f"policy must be one of {POLICY_NAMES} or a .npz/.json file, got {name!r}")
 
 
 def _size(arch: MemoryArchitecture, name: str) -> int:
     from fsc.memory import RAM, Chain, Column
 
     if not isinstance(arch, (RAM, Chain, Column)):
-        raise ValueError(f"the {name!r} policy needs a RAM, Chain or Column memory, got {arch!r}")
+        raise InputError(f"the {name!r} policy needs a RAM, Chain or Column memory, got {arch!r}")
     return arch.M

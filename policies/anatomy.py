@@ -42,6 +42,7 @@ import numpy as np
 import torch
 
 import fsc
+from fsc.errors import InputError, InputTypeError
 from fsc.memory import RAM, Chain, Column, Memento, MemoryArchitecture
 from fsc.policy import Policy
 
@@ -86,7 +87,7 @@ class Anatomy:
 
 def _node_mass(world, arch: MemoryArchitecture, policy: Policy, reset: float, convention: str) -> tuple[float, np.ndarray]:
     with torch.no_grad():
-        ev = fsc.evaluate(world, arch, policy, reset=reset, convention=convention)
+        ev = fsc.evaluate(world, policy, reset=reset, convention=convention)
     p = ev.distribution.numpy()  # (K, S, N)
     mass = np.einsum("k,ksn->n", ev.part_weights.numpy(), p)
     return float(ev.metrics["q"]), mass
@@ -195,10 +196,10 @@ def anatomy(
     from tasks import TwoHypothesis
 
     if not isinstance(policy, Policy):
-        raise TypeError(f"policy must be a fsc.Policy, got {type(policy).__name__}")
+        raise InputTypeError(f"policy must be a fsc.Policy, got {type(policy).__name__}")
     for name, value in (("delta", delta), ("mass_floor", mass_floor), ("tol", tol), ("max_tol", max_tol)):
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 1:
-            raise ValueError(f"{name} must be a number in [0, 1), got {value!r}")
+            raise InputError(f"{name} must be a number in [0, 1), got {value!r}")
     world = TwoHypothesis(mu) if world is None else world
     arch = policy.architecture
     probs = policy.probs().detach().numpy()
@@ -285,7 +286,7 @@ def run(args) -> int:
 
     path = Path(args.policy_file)
     if not path.is_file():
-        raise ValueError(f"POLICY_FILE must be a policy .npz or .json file, got {args.policy_file!r}")
+        raise InputError(f"POLICY_FILE must be a policy .npz or .json file, got {args.policy_file!r}")
     policy = Policy.load(path)
     a = anatomy(policy, mu=args.mu, reset=check_reset(args.reset), convention=args.convention, tol=args.tol)
     if args.json:

@@ -48,6 +48,7 @@ import attrs
 import numpy as np
 from scipy import optimize
 
+from fsc.errors import InputError, InputTypeError
 from fsc.memory import RAM, Chain, Column, MemoryArchitecture
 from fsc.policy import Policy
 
@@ -67,11 +68,11 @@ __all__ = [
 
 def _unit(name: str, value: object, *, low_open: bool) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"{name} must be a number, got {value!r}")
+        raise InputTypeError(f"{name} must be a number, got {value!r}")
     value = float(value)
     ok = (0 < value <= 1) if low_open else (0 <= value <= 1)
     if not (math.isfinite(value) and ok):
-        raise ValueError(f"{name} must be in {'(0, 1]' if low_open else '[0, 1]'}, got {value!r}")
+        raise InputError(f"{name} must be in {'(0, 1]' if low_open else '[0, 1]'}, got {value!r}")
     return value
 
 
@@ -132,7 +133,7 @@ def to_convention(q_native: float, r: float, convention: str) -> float:
         return q_native
     if convention == "paper":
         return (1.0 - r) * q_native + r / 2.0
-    raise ValueError(f"convention must be 'native' or 'paper', got {convention!r}")
+    raise InputError(f"convention must be 'native' or 'paper', got {convention!r}")
 
 
 def asymmetric_ccp_q(mu: float, M: int, r: float, eps_A: float, eps_B: float, split: float, *, convention: str = "native") -> float:
@@ -198,7 +199,7 @@ def asymmetric_ccp_optimum(mu: float, M: int, r: float, *, convention: str = "na
     M = _integer("M", M, 1)
     r = _check_r(r, allow_zero=False)
     if convention not in ("native", "paper"):
-        raise ValueError(f"convention must be 'native' or 'paper', got {convention!r}")
+        raise InputError(f"convention must be 'native' or 'paper', got {convention!r}")
     eps0 = min(1.0, ccp_eps_opt(mu, M, r))
     q_sym = ccp_q(mu, M, r, eps0)
 
@@ -246,7 +247,7 @@ def is_ram_like(arch: MemoryArchitecture) -> bool:
 def cmd_asymmetric_ccp(args) -> dict:
     """The record printed by ``fsc closed-form asymmetric-ccp`` (the optimum at ``--mu``, ``--M``, ``--reset``)."""
     if args.eps is not None:
-        raise ValueError(f"--eps is for the symmetric ccp; asymmetric-ccp prints its optimum over (eps_A, eps_B, split), got --eps {args.eps!r}")
+        raise InputError(f"--eps is for the symmetric ccp; asymmetric-ccp prints its optimum over (eps_A, eps_B, split), got --eps {args.eps!r}")
     optimum = asymmetric_ccp_optimum(args.mu, args.M, args.reset, convention=args.convention)
     return {
         "q": optimum.q,
@@ -274,7 +275,8 @@ def q_and_probability_gradient(world, arch: MemoryArchitecture, probs: np.ndarra
     import torch
 
     from fsc.chain import joint_chain
-    from fsc.pomdp import Task, as_pomdp
+    from fsc.evaluate import read_out
+    from fsc.pomdp import as_pomdp
     from fsc.solve import ENGINES
 
     probs_t = torch.tensor(probs, dtype=torch.float64, requires_grad=True)
@@ -287,10 +289,8 @@ def q_and_probability_gradient(world, arch: MemoryArchitecture, probs: np.ndarra
     def expectation(table):
         return (weights * (p * chain.expected_step(table, probs_t)).sum(dim=1)).sum()
 
-    if convention == "paper":
-        q = world.paper_metrics((1 - reset) * expectation(chain.step_reward))["q"] if isinstance(world, Task) else None
-    else:
-        q = expectation(chain.step_metrics["q"])
+    _, metrics = read_out(world, convention, reset, expectation(chain.step_reward), {"q": expectation(chain.step_metrics["q"])})
+    q = metrics["q"]
     q.backward()
     return float(q.detach()), probs_t.grad.numpy().copy(), init_t.grad.numpy().copy()
 
@@ -328,7 +328,7 @@ def local_optimality(mu: float, M: int, r: float, *, convention: str = "native",
     q, g, g0 = q_and_probability_gradient(world, arch, probs, init, r, convention)
     import fsc
 
-    visited = fsc.evaluate(world, arch, Policy.from_probs(arch, probs, init), reset=r).distribution.detach().numpy().sum(axis=(0, 1)) > 0
+    visited = fsc.evaluate(world, Policy.from_probs(arch, probs, init), reset=r).distribution.detach().numpy().sum(axis=(0, 1)) > 0
     deriv = g - (probs * g).sum(axis=1, keepdims=True)
     unused = arch.allowed & (probs == 0)
     margin = float(deriv[unused & visited[:, None]].min())

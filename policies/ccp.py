@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 
+from fsc.errors import InputError, InputTypeError
 from fsc.memory import RAM, Chain, Column, MemoryArchitecture
 from fsc.policy import Policy
 
@@ -14,10 +15,10 @@ __all__ = ["ccp", "ccp_probs"]
 
 def _check_eps(eps: object, name: str = "eps") -> float:
     if isinstance(eps, bool) or not isinstance(eps, (int, float)):
-        raise TypeError(f"{name} must be a number in (0, 1], got {eps!r}")
+        raise InputTypeError(f"{name} must be a number in (0, 1], got {eps!r}")
     eps = float(eps)
     if not (math.isfinite(eps) and 0 < eps <= 1):
-        raise ValueError(f"{name} must be in (0, 1], got {eps!r}")
+        raise InputError(f"{name} must be in (0, 1], got {eps!r}")
     return eps
 
 
@@ -39,7 +40,7 @@ def ccp_probs(arch: MemoryArchitecture, eps: float) -> tuple[np.ndarray, np.ndar
     """
     eps = _check_eps(eps)
     if not isinstance(arch, (RAM, Chain, Column)) or arch.arms != 2 or arch.observations != 2:
-        raise ValueError(f"the CCP needs a RAM-like architecture (RAM, Chain, Column) with two arms, got {arch!r}")
+        raise InputError(f"the CCP needs a RAM-like architecture (RAM, Chain, Column) with two arms, got {arch!r}")
     M = arch.M
     probs = np.zeros((arch.num_nodes, arch.num_choices))
     choice = arch.choice_index
@@ -65,7 +66,7 @@ def ccp_probs(arch: MemoryArchitecture, eps: float) -> tuple[np.ndarray, np.ndar
     not_allowed = (probs > 0) & ~arch.allowed
     if not_allowed.any():
         n, c = np.argwhere(not_allowed)[0]
-        raise ValueError(f"{arch!r} does not allow the CCP's choice {arch.choice_labels[c]!r} in node {arch.node_labels[n]!r}")
+        raise InputError(f"{arch!r} does not allow the CCP's choice {arch.choice_labels[c]!r} in node {arch.node_labels[n]!r}")
     init = np.zeros(arch.num_nodes)
     init[arch.node_index("1_")] = 1
     return probs, init

@@ -30,6 +30,8 @@ import numbers
 from collections.abc import Sequence
 from decimal import Decimal
 
+from fsc.errors import InputError, InputTypeError
+
 from .necklaces import GrayChain, _integer, check_chain, gray_chain
 
 __all__ = [
@@ -51,38 +53,38 @@ __all__ = [
 
 def _real(name: str, value: object) -> float:
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a real number, got {value!r}")
+        raise InputTypeError(f"{name} must be a real number, got {value!r}")
     value = float(value)
     if math.isnan(value):
-        raise ValueError(f"{name} must not be NaN, got {value!r}")
+        raise InputError(f"{name} must not be NaN, got {value!r}")
     return value
 
 
 def _open_unit(name: str, value: object) -> float:
     value = _real(name, value)
     if not 0 < value < 1:
-        raise ValueError(f"{name} must be in (0, 1), got {value!r}")
+        raise InputError(f"{name} must be in (0, 1), got {value!r}")
     return value
 
 
 def _check_r(r: object, allow_zero: bool) -> float:
     r = _real("r", r)
     if not (0 <= r <= 1 if allow_zero else 0 < r <= 1):
-        raise ValueError(f"r must be in {'[0, 1]' if allow_zero else '(0, 1]'}, got {r!r}")
+        raise InputError(f"r must be in {'[0, 1]' if allow_zero else '(0, 1]'}, got {r!r}")
     return r
 
 
 def _check_eps(eps: object) -> float:
     eps = _real("eps", eps)
     if not 0 < eps <= 1:
-        raise ValueError(f"eps must be in (0, 1], got {eps!r}")
+        raise InputError(f"eps must be in (0, 1], got {eps!r}")
     return eps
 
 
 def _check_k(k_A: object, k_B: object) -> tuple[float, float]:
     k_A, k_B = _open_unit("k_A", k_A), _open_unit("k_B", k_B)
     if not k_A > k_B:
-        raise ValueError(f"k_A must be larger than k_B, got k_A={k_A!r}, k_B={k_B!r}")
+        raise InputError(f"k_A must be larger than k_B, got k_A={k_A!r}, k_B={k_B!r}")
     return k_A, k_B
 
 
@@ -362,7 +364,7 @@ def ccp_eps_opt_taylor(mu: float, M: int, r: float) -> float:
     M = _integer("M", M, 1)
     r = _check_r(r, allow_zero=True)
     if M == 1:
-        raise ValueError("the Taylor form of the optimal eps needs M >= 2, got M = 1 (there the optimal eps is 1)")
+        raise InputError("the Taylor form of the optimal eps needs M >= 2, got M = 1 (there the optimal eps is 1)")
     log_x = _log_alpha(mu)
     x = math.exp(log_x)
     sx = math.exp(log_x / 2)
@@ -462,7 +464,7 @@ def necklace_q_star(mu: float, m: int, n: int | None = None, *, log: bool = Fals
     if n is None:
         found = gray_chain(m)
         if not found.optimal:
-            raise ValueError(f"n({m}) is not proved (best chain {found.length}, upper bound {found.upper_bound}); pass n explicitly")
+            raise InputError(f"n({m}) is not proved (best chain {found.length}, upper bound {found.upper_bound}); pass n explicitly")
         n = found.length
     n = _integer("n", n, 2)
     return _logistic(m * (n - 1) * _log_alpha(mu), log)
@@ -499,7 +501,7 @@ def necklace_q_star_general(k_A: float, k_B: float, m: int, chain: GrayChain | S
     m = _integer("m", m, 1)
     reps = check_chain(chain)
     if len(reps[0]) != m:
-        raise ValueError(f"chain words must have length m = {m}, got {len(reps[0])}")
+        raise InputError(f"chain words must have length m = {m}, got {len(reps[0])}")
     inner = reps[1:-1]
     sum_b = sum(w.count("B") for w in inner)
     sum_a = m * len(inner) - sum_b

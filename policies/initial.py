@@ -15,6 +15,7 @@ import math
 import numpy as np
 import torch
 
+from fsc.errors import InputError, InputTypeError
 from fsc.memory import RAM, Chain, Column, Memento, MemoryArchitecture
 from fsc.policy import Policy
 
@@ -47,12 +48,12 @@ def from_weights(arch: MemoryArchitecture, weights: np.ndarray, init_weights: np
 
 def _ram_like(arch: MemoryArchitecture, name: str) -> None:
     if not isinstance(arch, (RAM, Chain, Column)):
-        raise ValueError(f"the {name!r} initialisation needs a RAM, Chain or Column memory, got {arch!r}")
+        raise InputError(f"the {name!r} initialisation needs a RAM, Chain or Column memory, got {arch!r}")
 
 
 def _memento(arch: MemoryArchitecture, name: str) -> None:
     if not isinstance(arch, Memento) or arch.arms != 2 or arch.observations != 2:
-        raise ValueError(f"the {name!r} initialisation needs a two-arm Memento memory, got {arch!r}")
+        raise InputError(f"the {name!r} initialisation needs a two-arm Memento memory, got {arch!r}")
 
 
 def _random_on(arch: MemoryArchitecture, structure: np.ndarray, generator: torch.Generator) -> Policy:
@@ -109,7 +110,7 @@ def _cycles_weights(arch: Memento) -> tuple[np.ndarray, np.ndarray]:
 
 def _check_reset(reset: object) -> float:
     if isinstance(reset, bool) or not isinstance(reset, (int, float)) or not (math.isfinite(reset) and 0 < reset <= 1):
-        raise ValueError(f"reset must be in (0, 1], got {reset!r}")
+        raise InputError(f"reset must be in (0, 1], got {reset!r}")
     return float(reset)
 
 
@@ -144,11 +145,11 @@ def initial_policy(
       convention and m = 3 or 4, exactly the published exit nodes.
     """
     if name not in INITIALISATIONS:
-        raise ValueError(f"initialisation must be one of {INITIALISATIONS}, got {name!r}")
+        raise InputError(f"initialisation must be one of {INITIALISATIONS}, got {name!r}")
     if convention not in ("native", "paper"):
-        raise ValueError(f"convention must be 'native' or 'paper', got {convention!r}")
+        raise InputError(f"convention must be 'native' or 'paper', got {convention!r}")
     if isinstance(seed, bool) or not isinstance(seed, int):
-        raise TypeError(f"seed must be an int, got {seed!r}")
+        raise InputTypeError(f"seed must be an int, got {seed!r}")
     reset = _check_reset(reset)
     generator = torch.Generator().manual_seed(seed)
     if name == "random":
@@ -181,5 +182,5 @@ def initial_policy(
     if convention == "paper" and arch.m in PAPER_NECKLACE_EXITS:
         return from_weights(arch, *paper_necklace_weights(arch, eps0, eps1))
     if arch.m < 2:
-        raise ValueError(f"the near-necklace initialisation needs m >= 2, got {arch!r}")
+        raise InputError(f"the near-necklace initialisation needs m >= 2, got {arch!r}")
     return from_weights(arch, *necklace_probs(arch, eps0, eps1))

@@ -20,6 +20,7 @@ from collections import deque
 import attrs
 import numpy as np
 
+from fsc.errors import InputError
 from fsc.memory import Memento
 from fsc.policy import Policy
 
@@ -58,10 +59,10 @@ class NecklaceExits:
 def necklace_exits(m: int, chain: tuple[str, ...] | None = None) -> NecklaceExits:
     """Exit words of the necklace policy with memory ``m`` (default chain: the longest Gray chain)."""
     if isinstance(m, bool) or not isinstance(m, int) or m < 2:
-        raise ValueError(f"the necklace policy needs m >= 2, got {m!r}")
+        raise InputError(f"the necklace policy needs m >= 2, got {m!r}")
     chain = tuple(gray_chain(m).chain if chain is None else chain)
     if chain[0] != "A" * m or chain[-1] != "B" * m:
-        raise ValueError(f"a necklace chain runs from {'A' * m} to {'B' * m}, got {chain[0]!r} .. {chain[-1]!r}")
+        raise InputError(f"a necklace chain runs from {'A' * m} to {'B' * m}, got {chain[0]!r} .. {chain[-1]!r}")
     table = exits(chain)  # one rule for the exit words, shared with policies.necklaces
     toward_a = {item.index: item.left_exit.word for item in table if item.left_exit is not None and item.index > 0}
     toward_b = {item.index: item.right_exit.word for item in table if item.right_exit is not None and item.index < len(chain) - 1}
@@ -106,7 +107,7 @@ def necklace_probs(arch: Memento, eps0: float, eps1: float, exits: NecklaceExits
     play each arm with probability 1/2; the reset starts in the empty history.
     """
     if not isinstance(arch, Memento) or arch.arms != 2 or arch.observations != 2:
-        raise ValueError(f"the necklace policy needs a two-arm Memento architecture, got {arch!r}")
+        raise InputError(f"the necklace policy needs a two-arm Memento architecture, got {arch!r}")
     eps0, eps1 = _check_eps(eps0, "eps0"), _check_eps(eps1, "eps1")
     m = arch.m
     exits = necklace_exits(m) if exits is None else exits

@@ -23,6 +23,8 @@ from collections.abc import Sequence
 
 import attrs
 
+from fsc.errors import InputError, InputTypeError
+
 __all__ = [
     "Exit",
     "ExitWords",
@@ -52,22 +54,22 @@ _COMPLEMENT = str.maketrans("AB", "BA")
 
 def _check_word(word: object, name: str = "word") -> str:
     if not isinstance(word, str):
-        raise TypeError(f"{name} must be a str over 'A' and 'B', got {word!r}")
+        raise InputTypeError(f"{name} must be a str over 'A' and 'B', got {word!r}")
     if not word or not set(word) <= {"A", "B"}:
-        raise ValueError(f"{name} must be a non-empty str over 'A' and 'B', got {word!r}")
+        raise InputError(f"{name} must be a non-empty str over 'A' and 'B', got {word!r}")
     return word
 
 
 def _integer(name: str, value: object, low: int) -> int:
     """``value`` as an int >= ``low`` (bools refused), or a TypeError/ValueError naming ``name``."""
     if isinstance(value, bool):
-        raise TypeError(f"{name} must be an int, got {value!r}")
+        raise InputTypeError(f"{name} must be an int, got {value!r}")
     try:
         value = operator.index(value)
     except TypeError:
-        raise TypeError(f"{name} must be an int, got {value!r}") from None
+        raise InputTypeError(f"{name} must be an int, got {value!r}") from None
     if value < low:
-        raise ValueError(f"{name} must be >= {low}, got {value}")
+        raise InputError(f"{name} must be >= {low}, got {value}")
     return value
 
 
@@ -195,22 +197,22 @@ def check_chain(chain: GrayChain | Sequence[str]) -> tuple[str, ...]:
     if isinstance(chain, GrayChain):
         chain = chain.chain
     if isinstance(chain, str) or not isinstance(chain, Sequence):
-        raise TypeError(f"chain must be a sequence of words, got {chain!r}")
+        raise InputTypeError(f"chain must be a sequence of words, got {chain!r}")
     if len(chain) < 2:
-        raise ValueError(f"chain must hold at least A^m and B^m, got {tuple(chain)!r}")
+        raise InputError(f"chain must hold at least A^m and B^m, got {tuple(chain)!r}")
     reps = tuple(necklace(_check_word(w, f"chain[{i}]")) for i, w in enumerate(chain))
     m = len(reps[0])
     for i, w in enumerate(reps):
         if len(w) != m:
-            raise ValueError(f"chain words must all have length {m}, got chain[{i}] = {chain[i]!r}")
+            raise InputError(f"chain words must all have length {m}, got chain[{i}] = {chain[i]!r}")
     if reps[0] != "A" * m or reps[-1] != "B" * m:
-        raise ValueError(f"chain must run from {'A' * m!r} to {'B' * m!r}, got {chain[0]!r} .. {chain[-1]!r}")
+        raise InputError(f"chain must run from {'A' * m!r} to {'B' * m!r}, got {chain[0]!r} .. {chain[-1]!r}")
     if len(set(reps)) != len(reps):
         twice = next(w for w in reps if reps.count(w) > 1)
-        raise ValueError(f"chain visits necklace {twice!r} twice")
+        raise InputError(f"chain visits necklace {twice!r} twice")
     for i in range(len(reps) - 1):
         if reps[i + 1] not in neighbours(reps[i]):
-            raise ValueError(f"chain[{i}] = {chain[i]!r} and chain[{i + 1}] = {chain[i + 1]!r} are not adjacent necklaces")
+            raise InputError(f"chain[{i}] = {chain[i]!r} and chain[{i + 1}] = {chain[i + 1]!r} are not adjacent necklaces")
     return reps
 
 
@@ -513,9 +515,9 @@ def gray_chain(m: int, time_budget: float = 10.0) -> GrayChain:
     """
     m = _check_m(m)
     if isinstance(time_budget, bool) or not isinstance(time_budget, (int, float)):
-        raise TypeError(f"time_budget must be a number of seconds, got {time_budget!r}")
+        raise InputTypeError(f"time_budget must be a number of seconds, got {time_budget!r}")
     if not time_budget > 0:
-        raise ValueError(f"time_budget must be > 0, got {time_budget!r}")
+        raise InputError(f"time_budget must be > 0, got {time_budget!r}")
     return _gray_chain(m, float(time_budget))
 
 
@@ -565,7 +567,7 @@ def n_longest(m: int, time_budget: float = 10.0) -> int:
     """
     result = gray_chain(m, time_budget)
     if not result.optimal:
-        raise ValueError(f"n({m}) is not proved within {time_budget} s: best chain has {result.length} necklaces, upper bound {result.upper_bound}")
+        raise InputError(f"n({m}) is not proved within {time_budget} s: best chain has {result.length} necklaces, upper bound {result.upper_bound}")
     return result.length
 
 

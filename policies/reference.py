@@ -24,6 +24,8 @@ import math
 
 import numpy as np
 
+from fsc.errors import InputError
+
 from .asymmetric import asymmetric_ccp_optimum, to_convention
 from .closed_form import ccp_eps_opt, ccp_q, necklace_q_star
 
@@ -36,14 +38,14 @@ def parse_memory(memory: str) -> tuple[str, int]:
     """``"ram:8"`` -> ``("ram", 8)``; raises ValueError naming the text otherwise."""
     kind, _, size = str(memory).lower().partition(":")
     if not size.isdigit() or int(size) < 1:
-        raise ValueError(f"memory must look like ram:M, column:M, chain:M or memento:m, got {memory!r}")
+        raise InputError(f"memory must look like ram:M, column:M, chain:M or memento:m, got {memory!r}")
     return kind, int(size)
 
 
 def ccp_line(mu: float, M: int, reset: float, convention: str) -> float:
     """``q`` of the symmetric CCP at its optimal eps (capped at 1), in ``convention``: the first line of :func:`reference_lines`."""
     if convention not in _CONVENTIONS:
-        raise ValueError(f"convention must be one of {_CONVENTIONS}, got {convention!r}")
+        raise InputError(f"convention must be one of {_CONVENTIONS}, got {convention!r}")
     return to_convention(ccp_q(mu, M, reset, min(1.0, ccp_eps_opt(mu, M, reset))), reset, convention)
 
 
@@ -64,7 +66,7 @@ def necklace_optimum(mu: float, m: int, r: float, convention: str = "native") ->
     from .necklace import necklace_probs
 
     if convention not in _CONVENTIONS:
-        raise ValueError(f"convention must be one of {_CONVENTIONS}, got {convention!r}")
+        raise InputError(f"convention must be one of {_CONVENTIONS}, got {convention!r}")
     arch = fsc.Memento(m)
     world = TwoHypothesis(mu)
 
@@ -72,7 +74,7 @@ def necklace_optimum(mu: float, m: int, r: float, convention: str = "native") ->
         e0, e1 = (min(1.0, math.exp(v)) for v in z)
         probs, init = necklace_probs(arch, e0, e1)
         with torch.no_grad():
-            return float(fsc.evaluate(world, arch, fsc.Policy.from_probs(arch, probs, init), reset=r, convention=convention).metrics["q"])
+            return float(fsc.evaluate(world, fsc.Policy.from_probs(arch, probs, init), reset=r, convention=convention).metrics["q"])
 
     best_z, best = None, math.inf
     for a, b in ((0.5, 0.25), (0.5, 0.5), (0.35, 0.15), (0.7, 0.35)):
@@ -92,7 +94,7 @@ def reference_lines(memory: str, mu: float, reset: float, convention: str, *, ne
     necklace policy at ``r``.  Architectures without a known family get no line.
     """
     if convention not in _CONVENTIONS:
-        raise ValueError(f"convention must be one of {_CONVENTIONS}, got {convention!r}")
+        raise InputError(f"convention must be one of {_CONVENTIONS}, got {convention!r}")
     kind, size = parse_memory(memory)
     if kind in ("ram", "column", "chain"):
         optimum = asymmetric_ccp_optimum(mu, size, reset, convention=convention)

@@ -60,6 +60,7 @@ from collections.abc import Sequence
 import numpy as np
 
 import fsc
+from fsc.errors import InputError, InputTypeError
 from fsc.memory import MemoryArchitecture, arm_labels, observation_labels
 from fsc.policy import Policy
 
@@ -70,18 +71,18 @@ __all__ = ["ORDERS", "branch_visit", "star", "star_architecture", "star_eps_opt"
 
 def _integer(name: str, value: object, low: int) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name} must be an int >= {low}, got {value!r}")
+        raise InputTypeError(f"{name} must be an int >= {low}, got {value!r}")
     if value < low:
-        raise ValueError(f"{name} must be >= {low}, got {value!r}")
+        raise InputError(f"{name} must be >= {low}, got {value!r}")
     return int(value)
 
 
 def _exits(eps: float | Sequence[float], k: int) -> np.ndarray:
     values = np.atleast_1d(np.asarray(eps, dtype=np.float64)) if not isinstance(eps, bool) else None
     if values is None or values.ndim != 1 or len(values) not in (1, k):
-        raise ValueError(f"eps must be a number or {k} numbers (one per branch), got {eps!r}")
+        raise InputError(f"eps must be a number or {k} numbers (one per branch), got {eps!r}")
     if not (np.isfinite(values).all() and (values > 0).all() and (values <= 1).all()):
-        raise ValueError(f"eps must be in (0, 1], got {eps!r}")
+        raise InputError(f"eps must be in (0, 1], got {eps!r}")
     return np.broadcast_to(values, (k,)).copy()
 
 
@@ -125,7 +126,7 @@ def star_probs(arch: MemoryArchitecture, eps: float | Sequence[float], order: st
     _order(order)
     nodes, choices = arch.node_values, arch.choice_values
     if arch.num_observations != 2 or not nodes or not all(isinstance(v, tuple) and len(v) == 3 for v in nodes):
-        raise ValueError(f"the star policy needs nodes (memory, arm, reward) and two observations (RAM, Chain, Column or the star), got {arch!r}")
+        raise InputError(f"the star policy needs nodes (memory, arm, reward) and two observations (RAM, Chain, Column or the star), got {arch!r}")
     k = arch.num_actions
     arms = arm_labels(k)
     M = max(v[0] for v in nodes)
@@ -160,7 +161,7 @@ def star_probs(arch: MemoryArchitecture, eps: float | Sequence[float], order: st
     bad = np.argwhere((probs > 0) & ~arch.allowed)
     if len(bad):
         n, c = bad[0]
-        raise ValueError(f"{arch!r} does not allow the star's choice {choices[c]!r} in node {nodes[n]!r}")
+        raise InputError(f"{arch!r} does not allow the star's choice {choices[c]!r} in node {nodes[n]!r}")
     init = np.zeros(arch.num_nodes)
     init[nodes.index((1, None, None))] = 1
     return probs, init
@@ -174,7 +175,7 @@ def star(M: int, k: int, eps: float | Sequence[float], order: str = "uniform") -
 
 def _order(order: object) -> str:
     if order not in ORDERS:
-        raise ValueError(f"order must be one of {', '.join(ORDERS)}, got {order!r}")
+        raise InputError(f"order must be one of {', '.join(ORDERS)}, got {order!r}")
     return order
 
 
@@ -229,9 +230,9 @@ def star_q(mu: float, M: int, r: float, eps: float | Sequence[float], k: int, or
     k, M = _integer("k", k, 2), _integer("M", M, 1)
     _order(order)
     if not (isinstance(mu, (int, float)) and 0 < mu < 1):
-        raise ValueError(f"mu must be in (0, 1), got {mu!r}")
+        raise InputError(f"mu must be in (0, 1), got {mu!r}")
     if not (isinstance(r, (int, float)) and 0 < r <= 1):
-        raise ValueError(f"r must be in (0, 1], got {r!r} (use star_q_limit for r -> 0)")
+        raise InputError(f"r must be in (0, 1], got {r!r} (use star_q_limit for r -> 0)")
     exits = _exits(eps, k)
     good, bad = (1 + mu) / 2, (1 - mu) / 2
     q = 0.0

@@ -1,7 +1,7 @@
 """Classic small POMDPs, built in code from their published descriptions.
 
 Each is a :class:`fsc.Task` whose world declares the discount of its
-benchmark (0.95), so ``fsc.evaluate(task, arch, policy)`` gives the
+benchmark (0.95), so ``fsc.evaluate(task, policy)`` gives the
 discounted value without a ``reset``.
 
 - :class:`Tiger`: Kaelbling, Littman and Cassandra (1998), "Planning and
@@ -25,6 +25,7 @@ import math
 import attrs
 import numpy as np
 
+from fsc.errors import InputError, InputTypeError
 from fsc.pomdp import POMDP, Task
 
 __all__ = ["CheeseMaze", "Grid4x3", "Tiger"]
@@ -34,17 +35,17 @@ MOVES = {"N": (-1, 0), "S": (1, 0), "E": (0, 1), "W": (0, -1)}
 
 def _number(name: str, value: object, low: float = -math.inf, high: float = math.inf) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"{name} must be a number, got {value!r}")
+        raise InputTypeError(f"{name} must be a number, got {value!r}")
     value = float(value)
     if not (math.isfinite(value) and low <= value <= high):
-        raise ValueError(f"{name} must be in [{low}, {high}], got {value!r}")
+        raise InputError(f"{name} must be in [{low}, {high}], got {value!r}")
     return value
 
 
 def _discount(value: object) -> float:
     value = _number("discount", value, 0.0, 1.0)
     if not 0 < value < 1:
-        raise ValueError(f"discount must be in (0, 1), got {value!r}")
+        raise InputError(f"discount must be in (0, 1), got {value!r}")
     return value
 
 

@@ -8,6 +8,7 @@ import math
 import attrs
 import numpy as np
 
+from fsc.errors import InputError, InputTypeError
 from fsc.memory import arm_labels
 from fsc.pomdp import POMDP, Task
 
@@ -16,10 +17,10 @@ __all__ = ["TwoHypothesis"]
 
 def _probability(name: str, value: object, low_open: bool = True) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"{name} must be a number, got {value!r}")
+        raise InputTypeError(f"{name} must be a number, got {value!r}")
     value = float(value)
     if not (math.isfinite(value) and 0 < value < 1):
-        raise ValueError(f"{name} must be in (0, 1), got {value!r}")
+        raise InputError(f"{name} must be in (0, 1), got {value!r}")
     return value
 
 
@@ -48,29 +49,24 @@ class TwoHypothesis(Task):
 
     def __attrs_post_init__(self) -> None:
         if isinstance(self.arms, bool) or not isinstance(self.arms, int):
-            raise TypeError(f"arms must be an int, got {self.arms!r}")
+            raise InputTypeError(f"arms must be an int, got {self.arms!r}")
         if self.arms < 2:
-            raise ValueError(f"arms must be >= 2, got {self.arms}")
+            raise InputError(f"arms must be >= 2, got {self.arms}")
         if self.mu is not None:
             if self.k_A is not None or self.k_B is not None:
-                raise ValueError("give either mu or (k_A, k_B), not both")
+                raise InputError("give either mu or (k_A, k_B), not both")
             mu = _probability("mu", self.mu)
             object.__setattr__(self, "mu", mu)
             object.__setattr__(self, "k_A", (1 + mu) / 2)
             object.__setattr__(self, "k_B", (1 - mu) / 2)
             return
         if self.k_A is None or self.k_B is None:
-            raise ValueError("give mu, or both k_A and k_B")
+            raise InputError("give mu, or both k_A and k_B")
         k_A, k_B = _probability("k_A", self.k_A), _probability("k_B", self.k_B)
         if not k_A > k_B:
-            raise ValueError(f"k_A must be larger than k_B, got k_A={k_A!r}, k_B={k_B!r}")
+            raise InputError(f"k_A must be larger than k_B, got k_A={k_A!r}, k_B={k_B!r}")
         object.__setattr__(self, "k_A", k_A)
         object.__setattr__(self, "k_B", k_B)
-
-    @property
-    def alpha(self) -> float:
-        """``(1 - mu) / (1 + mu)`` (with ``mu``); in general ``k_B / k_A``... see Table 1."""
-        return (1 - self.k_A + self.k_B) / (1 + self.k_A - self.k_B)
 
     @functools.cached_property
     def pomdp(self) -> POMDP:
@@ -98,5 +94,5 @@ class TwoHypothesis(Task):
         Only defined for two arms (the published code's setting).
         """
         if self.arms != 2:
-            raise ValueError(f"the paper convention reads q from the gain of two arms, got arms={self.arms}")
+            raise InputError(f"the paper convention reads q from the gain of two arms, got arms={self.arms}")
         return {"q": ((2 * self.k_A - 1) - gain) / (2 * (self.k_A - self.k_B))}

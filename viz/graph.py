@@ -58,6 +58,7 @@ import graphviz
 import numpy as np
 import torch
 
+from fsc.errors import InputError, InputTypeError
 from fsc.evaluate import Evaluation
 from fsc.memory import RAM, Chain, Column, Memento, MemoryArchitecture, arm_labels
 from fsc.policy import Policy, atomic_write
@@ -139,7 +140,7 @@ class NodeDisplay(abc.ABC):
 
     def positions(self, layout: str, keys: list[str], edges: list[tuple[str, str]]) -> tuple[dict[str, tuple[float, float]], list[tuple[float, float, str]]]:
         """Pinned positions (inches) of the display nodes, and invisible padding points ``(x, y, cluster)``."""
-        raise ValueError(f'layout {layout!r} has no pinned positions for {type(self).__name__}; use layout="free"')
+        raise InputError(f'layout {layout!r} has no pinned positions for {type(self).__name__}; use layout="free"')
 
     def ports(self, layout: str, tail: str, head: str) -> tuple[str, str]:
         """Compass ports (``tailport``, ``headport``; '' for none) of an edge."""
@@ -287,7 +288,7 @@ class _MementoDisplay(NodeDisplay):
                     k += size
                     break
             else:  # pragma: no cover - keys come from node labels
-                raise ValueError(f"cannot split {key!r} into arms")
+                raise InputError(f"cannot split {key!r} into arms")
         return letters
 
     def necklace(self, key: str) -> str:
@@ -634,10 +635,10 @@ def _edge_label(conditions: dict[str, float], universe: list[str], implied: bool
 
 def _check_threshold(threshold: object) -> float:
     if isinstance(threshold, bool) or not isinstance(threshold, (int, float)):
-        raise TypeError(f"threshold must be a number in [0, 1), got {threshold!r}")
+        raise InputTypeError(f"threshold must be a number in [0, 1), got {threshold!r}")
     threshold = float(threshold)
     if not (math.isfinite(threshold) and 0 <= threshold < 1):
-        raise ValueError(f"threshold must be in [0, 1), got {threshold!r}")
+        raise InputError(f"threshold must be in [0, 1), got {threshold!r}")
     return threshold
 
 
@@ -650,9 +651,9 @@ def _occupancy(occupancy, N: int) -> np.ndarray | None:
         return (p.sum(dim=1) * weights[:, None]).sum(dim=0).numpy()
     array = np.asarray(occupancy.detach().numpy() if isinstance(occupancy, torch.Tensor) else occupancy, dtype=np.float64)
     if array.shape != (N,):
-        raise ValueError(f"occupancy must have shape (N,) = ({N},), got {array.shape}")
+        raise InputError(f"occupancy must have shape (N,) = ({N},), got {array.shape}")
     if not np.all(np.isfinite(array)) or (array < 0).any():
-        raise ValueError("occupancy must be finite and non-negative")
+        raise InputError("occupancy must be finite and non-negative")
     return array
 
 
@@ -679,21 +680,21 @@ def build_memory_graph(
         title: first line of the caption (default: the architecture).
     """
     if not isinstance(architecture, MemoryArchitecture):
-        raise TypeError(f"architecture must be a fsc.MemoryArchitecture, got {type(architecture).__name__}")
+        raise InputTypeError(f"architecture must be a fsc.MemoryArchitecture, got {type(architecture).__name__}")
     if not isinstance(policy, Policy):
-        raise TypeError(f"policy must be a fsc.Policy, got {type(policy).__name__}")
+        raise InputTypeError(f"policy must be a fsc.Policy, got {type(policy).__name__}")
     if policy.architecture != architecture:
-        raise ValueError(f"the policy lives on {policy.architecture!r}, not on {architecture!r}")
+        raise InputError(f"the policy lives on {policy.architecture!r}, not on {architecture!r}")
     threshold = _check_threshold(threshold)
     if layout not in LAYOUTS:
-        raise ValueError(f"layout must be one of {LAYOUTS}, got {layout!r}")
+        raise InputError(f"layout must be one of {LAYOUTS}, got {layout!r}")
     if not isinstance(warmup, bool):
-        raise TypeError(f"warmup must be a bool, got {warmup!r}")
+        raise InputTypeError(f"warmup must be a bool, got {warmup!r}")
     if title is not None and not isinstance(title, str):
-        raise TypeError(f"title must be a str, got {title!r}")
+        raise InputTypeError(f"title must be a str, got {title!r}")
     display = node_display(architecture)
     if layout not in ("auto", "free") and layout not in display.layouts:
-        raise ValueError(f"layout {layout!r} is not available for {architecture!r}; choose among {('auto', *display.layouts, 'free')}")
+        raise InputError(f"layout {layout!r} is not available for {architecture!r}; choose among {('auto', *display.layouts, 'free')}")
     N = architecture.num_nodes
     mass = _occupancy(occupancy, N)
 
@@ -893,18 +894,18 @@ def render(graph: graphviz.Digraph | MemoryGraph, path: str | os.PathLike, forma
     straight lines.  Returns the path written.
     """
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
-        raise ValueError(f"timeout must be a number of seconds > 0, got {timeout!r}")
+        raise InputError(f"timeout must be a number of seconds > 0, got {timeout!r}")
     if isinstance(graph, MemoryGraph):
         graph = graph.digraph()
     if not isinstance(graph, graphviz.Digraph):
-        raise TypeError(f"graph must be a graphviz.Digraph or a viz.MemoryGraph, got {type(graph).__name__}")
+        raise InputTypeError(f"graph must be a graphviz.Digraph or a viz.MemoryGraph, got {type(graph).__name__}")
     path = Path(path)
     fmt = format if format is not None else path.suffix.lstrip(".")
     if not isinstance(fmt, str):
-        raise TypeError(f"format must be a str, got {fmt!r}")
+        raise InputTypeError(f"format must be a str, got {fmt!r}")
     fmt = {"gv": "dot"}.get(fmt.lower(), fmt.lower())
     if fmt not in FORMATS:
-        raise ValueError(f"format must be one of {', '.join(FORMATS)}, got {fmt!r} (for {str(path)!r})")
+        raise InputError(f"format must be one of {', '.join(FORMATS)}, got {fmt!r} (for {str(path)!r})")
     data = graph.source.encode() if fmt == "dot" else _run_graphviz(graph.source, graph.engine, fmt, timeout)
     atomic_write(path, lambda f: f.write(data))
     return path

@@ -21,6 +21,7 @@ from matplotlib import colormaps
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
+from fsc.errors import InputError, InputTypeError
 from fsc.memory import MemoryArchitecture
 from fsc.policy import Policy, atomic_write
 
@@ -34,7 +35,7 @@ def _new_axes(ax: Axes | None, size: tuple[float, float]) -> Axes:
         figure = Figure(figsize=size, layout="constrained")
         return figure.add_subplot()
     if not isinstance(ax, Axes):
-        raise TypeError(f"ax must be a matplotlib Axes, got {type(ax).__name__}")
+        raise InputTypeError(f"ax must be a matplotlib Axes, got {type(ax).__name__}")
     return ax
 
 
@@ -43,11 +44,11 @@ def save_figure(figure: Figure | Axes, path: str | os.PathLike, format: str | No
     if isinstance(figure, Axes):
         figure = figure.figure
     if not isinstance(figure, Figure):
-        raise TypeError(f"figure must be a matplotlib Figure or Axes, got {type(figure).__name__}")
+        raise InputTypeError(f"figure must be a matplotlib Figure or Axes, got {type(figure).__name__}")
     path = Path(path)
     fmt = (format if format is not None else path.suffix.lstrip(".")).lower()
     if fmt not in _FIGURE_FORMATS:
-        raise ValueError(f"format must be one of {', '.join(_FIGURE_FORMATS)}, got {fmt!r} (for {str(path)!r})")
+        raise InputError(f"format must be one of {', '.join(_FIGURE_FORMATS)}, got {fmt!r} (for {str(path)!r})")
     buffer = io.BytesIO()
     figure.savefig(buffer, format=fmt, dpi=dpi)
     atomic_write(path, lambda f: f.write(buffer.getvalue()))
@@ -75,13 +76,13 @@ def policy_heatmap(
     probabilities in the cells (default: when there are at most 400 cells).
     """
     if not isinstance(architecture, MemoryArchitecture):
-        raise TypeError(f"architecture must be a fsc.MemoryArchitecture, got {type(architecture).__name__}")
+        raise InputTypeError(f"architecture must be a fsc.MemoryArchitecture, got {type(architecture).__name__}")
     if not isinstance(policy, Policy):
-        raise TypeError(f"policy must be a fsc.Policy, got {type(policy).__name__}")
+        raise InputTypeError(f"policy must be a fsc.Policy, got {type(policy).__name__}")
     if policy.architecture != architecture:
-        raise ValueError(f"the policy lives on {policy.architecture!r}, not on {architecture!r}")
+        raise InputError(f"the policy lives on {policy.architecture!r}, not on {architecture!r}")
     if isinstance(max_ticks, bool) or not isinstance(max_ticks, int) or max_ticks < 1:
-        raise ValueError(f"max_ticks must be an integer >= 1, got {max_ticks!r}")
+        raise InputError(f"max_ticks must be an integer >= 1, got {max_ticks!r}")
     with torch.no_grad():
         probs = policy.probs().detach().numpy()
     N, C = probs.shape
@@ -122,9 +123,9 @@ def _series(name: str, t, q) -> tuple[np.ndarray, np.ndarray]:
     t = np.asarray(t.detach().numpy() if isinstance(t, torch.Tensor) else t, dtype=np.float64).ravel()
     q = np.asarray(q.detach().numpy() if isinstance(q, torch.Tensor) else q, dtype=np.float64).ravel()
     if t.shape != q.shape:
-        raise ValueError(f"{name}: t and q must have the same length, got {t.shape[0]} and {q.shape[0]}")
+        raise InputError(f"{name}: t and q must have the same length, got {t.shape[0]} and {q.shape[0]}")
     if not (np.all(np.isfinite(t)) and np.all(np.isfinite(q))):
-        raise ValueError(f"{name}: t and q must be finite")
+        raise InputError(f"{name}: t and q must be finite")
     return t, q
 
 
@@ -177,12 +178,12 @@ def q_curves(
     The axes hold ``sum(seeds + 1)`` curves, then one line per reference.
     """
     if not isinstance(curves, Mapping):
-        raise TypeError(f"curves must be a mapping name -> list of (t, q), got {type(curves).__name__}")
+        raise InputTypeError(f"curves must be a mapping name -> list of (t, q), got {type(curves).__name__}")
     ax = _new_axes(ax, (6.0, 4.2))
     for k, (name, runs) in enumerate(curves.items()):
         colour = f"C{k % 10}"
         if isinstance(runs, tuple) and len(runs) == 2 and np.ndim(runs[0]) == 1 and not isinstance(runs[0], tuple):
-            raise TypeError(f"curves[{name!r}] must be a list of (t, q) pairs, one per seed, got a single pair")
+            raise InputTypeError(f"curves[{name!r}] must be a list of (t, q) pairs, one per seed, got a single pair")
         series = [_series(f"curves[{name!r}][{s}]", t, q) for s, (t, q) in enumerate(runs)]
         for t, q in series:
             keep = t > 0
@@ -216,10 +217,10 @@ def _against(
     title: str | None,
 ) -> Axes:
     if not isinstance(points, Mapping):
-        raise TypeError(f"points must be a mapping label -> (x, q), got {type(points).__name__}")
+        raise InputTypeError(f"points must be a mapping label -> (x, q), got {type(points).__name__}")
     closed_forms = closed_forms or {}
     if not isinstance(closed_forms, Mapping):
-        raise TypeError(f"closed_forms must be a mapping label -> (x, q) or callable, got {type(closed_forms).__name__}")
+        raise InputTypeError(f"closed_forms must be a mapping label -> (x, q) or callable, got {type(closed_forms).__name__}")
     ax = _new_axes(ax, (5.5, 4.2))
     colours: dict[str, str] = {}
     xs = []
@@ -237,7 +238,7 @@ def _against(
             colour, extra = f"C{extra % 10}", extra + 1
         if callable(form):
             if not len(all_x):
-                raise ValueError(f"closed_forms[{name!r}] is a function: give points too, or give (x, q) arrays")
+                raise InputError(f"closed_forms[{name!r}] is a function: give points too, or give (x, q) arrays")
             x = grid(all_x)
             q = np.array([float(form(v)) for v in x])
         else:

@@ -56,11 +56,11 @@ def test_value_is_the_discounted_sum(case, gamma):
     world = tasks.Tiger(discount=gamma).pomdp if case == "tiger" else random_world(int(case[-1]))
     arch = fsc.RAM(2, arms=world.num_actions, observations=world.num_observations)
     policy = fsc.Policy.random(arch, 7)
-    result = fsc.evaluate(world, arch, policy, discount=gamma)
+    result = fsc.evaluate(world, policy, discount=gamma)
     expected = direct_discounted_sum(world, arch, policy, gamma)
     assert float(result.value) == pytest.approx(expected, rel=1e-10, abs=1e-10)
     assert float(result.value) == pytest.approx(float(result.gain) / (1 - gamma), rel=1e-15)
-    paper = fsc.evaluate(world, arch, policy, discount=gamma, convention="paper")
+    paper = fsc.evaluate(world, policy, discount=gamma, convention="paper")
     assert float(paper.value) == pytest.approx(gamma * expected, rel=1e-10)  # each reward discounted once more
 
 
@@ -68,16 +68,16 @@ def test_reset_and_discount_are_one_parameter():
     world = random_world(3, discount=0.9)
     arch = fsc.RAM(1, arms=3, observations=2)
     policy = fsc.Policy.random(arch, 0)
-    by_world = fsc.evaluate(world, arch, policy)  # the world's discount
-    assert float(by_world.gain) == float(fsc.evaluate(world, arch, policy, reset=1 - 0.9).gain)
-    assert float(by_world.gain) == float(fsc.evaluate(world, arch, policy, discount=0.9).gain)
+    by_world = fsc.evaluate(world, policy)  # the world's discount
+    assert float(by_world.gain) == float(fsc.evaluate(world, policy, reset=1 - 0.9).gain)
+    assert float(by_world.gain) == float(fsc.evaluate(world, policy, discount=0.9).gain)
     with pytest.raises(ValueError, match="give reset or discount, not both"):
-        fsc.evaluate(world, arch, policy, reset=0.1, discount=0.9)
+        fsc.evaluate(world, policy, reset=0.1, discount=0.9)
     with pytest.raises(ValueError, match="give reset= or discount=: the world declares no discount"):
-        fsc.evaluate(random_world(3), arch, policy)
+        fsc.evaluate(random_world(3), policy)
     with pytest.raises(ValueError, match=r"discount must be in \[0, 1\], got 1.5"):
-        fsc.evaluate(world, arch, policy, discount=1.5)
-    assert fsc.evaluate(world, arch, policy, discount=1.0, engine="accurate").value is None  # r = 0: the average reward
+        fsc.evaluate(world, policy, discount=1.5)
+    assert fsc.evaluate(world, policy, discount=1.0, engine="accurate").value is None  # r = 0: the average reward
 
 
 # ---------------------------------------------------------------- classic controllers
@@ -126,11 +126,11 @@ def test_hand_built_tiger_controllers(gamma):
     stay = np.zeros((1, 3, 2), dtype=np.int64)
     listen, open_door = -1 / (1 - gamma), -45 / (1 - gamma)  # opening pays (10 - 100) / 2 on average
     for action, expected in ((0, listen), (1, open_door), (2, open_door)):
-        value = float(fsc.evaluate(task, one, fsc.Policy.from_controller(one, [action], stay)).value)
+        value = float(fsc.evaluate(task, fsc.Policy.from_controller(one, [action], stay)).value)
         assert value == pytest.approx(expected, rel=1e-13)
     five = fsc.RAM(5, arms=3, observations=2)
     action, next_node = tiger_counter()
-    value = float(fsc.evaluate(task, five, fsc.Policy.from_controller(five, action, next_node, initial=2)).value)
+    value = float(fsc.evaluate(task, fsc.Policy.from_controller(five, action, next_node, initial=2)).value)
     assert value == pytest.approx(float(mpmath_tiger_counter(gamma)), rel=1e-12, abs=1e-12)
     # Nothing is worth more than the optimum; the counter is optimal to the bound's resolution.
     bound = two_state_bound(task, gamma, points=20_001)
@@ -229,7 +229,7 @@ def test_tasks_without_paper_metrics_instantiate_and_scale_in_the_paper_conventi
     task = tasks.Tiger()
     arch = fsc.RAM(1, arms=3, observations=2)
     policy = fsc.Policy.uniform(arch)
-    native, paper = (fsc.evaluate(task, arch, policy, convention=c) for c in ("native", "paper"))
+    native, paper = (fsc.evaluate(task, policy, convention=c) for c in ("native", "paper"))
     assert float(paper.gain) == pytest.approx(0.95 * float(native.gain), rel=1e-15)
 
 
@@ -247,7 +247,7 @@ def test_no_controller_beats_the_bounds(task):
     for seed in range(20):
         arch = fsc.RAM(1 + seed % 3, arms=world.num_actions, observations=world.num_observations)
         policy = fsc.Policy.random(arch, seed, std=3.0)
-        best = max(best, float(fsc.evaluate(task, arch, policy).value))
+        best = max(best, float(fsc.evaluate(task, policy).value))
     assert best <= informed + 1e-12
 
 
@@ -291,7 +291,7 @@ def test_train_a_file_world_until_converged(capsys, tmp_path):
     assert status == 0, err
     assert "q" not in result and result["stop"] == "converged"
     policy = fsc.Policy.load(out / "policy.npz")
-    exact = float(fsc.evaluate(tasks.Tiger(), policy.architecture, policy).value)
+    exact = float(fsc.evaluate(tasks.Tiger(), policy).value)
     assert result["value"] == pytest.approx(exact, rel=1e-12)
     assert result["value"] <= two_state_bound(tasks.Tiger(), 0.95, points=20_001) + 1e-9
     recorded = json.loads((out / "run.json").read_text())
@@ -333,7 +333,7 @@ def test_storm_agrees(case, gamma):
     N = int(size) if name != "random" else 2
     arch = fsc.RAM(N, arms=world.num_actions, observations=world.num_observations)
     policy = fsc.Policy.random(arch, N, std=2.0)
-    ours = fsc.evaluate(world, arch, policy, discount=gamma)
+    ours = fsc.evaluate(world, policy, discount=gamma)
     storm = storm_values(world, policy, gamma)
     assert storm["value"] == pytest.approx(float(ours.value), rel=1e-9, abs=1e-9)
     assert storm["gain"] == pytest.approx(float(ours.gain), rel=1e-9, abs=1e-9)

@@ -63,7 +63,7 @@ def test_wsls_written_as_rules_matches_the_hand_formula(k, reset):
     arch = wsls(k)
     world, policy = tasks.TwoHypothesis(0.2, arms=k), wsls_policy(arch, k)
     for engine in ("dense", "power"):
-        q = float(fsc.evaluate(world, arch, policy, reset=reset, engine=engine).metrics["q"])
+        q = float(fsc.evaluate(world, policy, reset=reset, engine=engine).metrics["q"])
         assert q == pytest.approx(wsls_q(0.2, k, reset), rel=1e-12, abs=0)
     if k == 2:
         assert wsls_q(0.2, 2, reset) == pytest.approx(reset / 2 + (1 - reset) * 0.4, rel=1e-14)
@@ -72,7 +72,7 @@ def test_wsls_written_as_rules_matches_the_hand_formula(k, reset):
 @pytest.mark.parametrize("k", [2, 3])
 def test_wsls_monte_carlo_within_four_standard_errors(k):
     arch = wsls(k)
-    sim = fsc.simulate(tasks.TwoHypothesis(0.2, arms=k), arch, wsls_policy(arch, k), reset=0.05, steps=400_000, seed=k)
+    sim = fsc.simulate(tasks.TwoHypothesis(0.2, arms=k), wsls_policy(arch, k), reset=0.05, steps=400_000, seed=k)
     assert abs(sim.metrics["q"] - wsls_q(0.2, k, 0.05)) <= 4 * sim.stderrs["q"]
     assert sim.stderrs["q"] < 0.01
 
@@ -263,8 +263,8 @@ def test_product_of_memento_with_itself_evaluates_like_memento():
         for c, (arm, _) in enumerate(prod.choice_labels):
             lifted[n, c] = probs[single.node_index(x), single.choice_index(arm)]
     world = tasks.TwoHypothesis(0.2)
-    want = float(fsc.evaluate(world, single, policy, reset=0.01).metrics["q"])
-    got = float(fsc.evaluate(world, prod, fsc.Policy.from_probs(prod, lifted), reset=0.01).metrics["q"])
+    want = float(fsc.evaluate(world, policy, reset=0.01).metrics["q"])
+    got = float(fsc.evaluate(world, fsc.Policy.from_probs(prod, lifted), reset=0.01).metrics["q"])
     assert got == pytest.approx(want, rel=1e-12)
 
 

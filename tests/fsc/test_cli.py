@@ -25,7 +25,7 @@ def test_evaluate_json_matches_library(capsys):
     record = json.loads(out)
     assert {"q", "gain", "engine", "nodes", "seconds", "residual"} <= record.keys()
     arch = fsc.Memento(2)
-    expected = fsc.evaluate(tasks.TwoHypothesis(0.2), arch, fsc.Policy.random(arch, 3), reset=0.01)
+    expected = fsc.evaluate(tasks.TwoHypothesis(0.2), fsc.Policy.random(arch, 3), reset=0.01)
     assert record["q"] == float(expected.metrics["q"])
     assert record["nodes"] == arch.num_nodes and record["engine"] == "dense"
 
@@ -55,7 +55,7 @@ def test_policy_file(capsys, tmp_path):
     fsc.Policy.random(arch, 5).save(tmp_path / "p.npz")
     status, out, _ = run(capsys, "evaluate", "--memory", "column:3", "--policy", str(tmp_path / "p.npz"), "--json")
     assert status == 0
-    expected = fsc.evaluate(tasks.TwoHypothesis(0.1), arch, fsc.Policy.random(arch, 5), reset=1e-3)
+    expected = fsc.evaluate(tasks.TwoHypothesis(0.1), fsc.Policy.random(arch, 5), reset=1e-3)
     assert json.loads(out)["q"] == float(expected.metrics["q"])
 
 

@@ -48,7 +48,7 @@ def test_evaluate_an_automaton_from_a_file(capsys, memory_file):
     namespace = {}
     exec(SOURCE, namespace)
     arch = namespace["wsls"]
-    want = fsc.evaluate(tasks.TwoHypothesis(0.1), arch, fsc.Policy.random(arch, 2), reset=1e-3)
+    want = fsc.evaluate(tasks.TwoHypothesis(0.1), fsc.Policy.random(arch, 2), reset=1e-3)
     assert json.loads(out)["q"] == float(want.metrics["q"]) and json.loads(out)["nodes"] == 5
 
 

@@ -36,8 +36,8 @@ def test_dense_and_power_agree(arch):
     world = world_for(arch)
     policy = fsc.Policy.random(arch, 2)
     for reset in (1e-1, 1e-3):
-        dense = fsc.evaluate(world, arch, policy, reset=reset, engine="dense")
-        power = fsc.evaluate(world, arch, policy, reset=reset, engine="power")
+        dense = fsc.evaluate(world, policy, reset=reset, engine="dense")
+        power = fsc.evaluate(world, policy, reset=reset, engine="power")
         assert abs(float(dense.gain) - float(power.gain)) < 1e-10
         assert abs(float(dense.metrics["q"]) - float(power.metrics["q"])) < 1e-10
         torch.testing.assert_close(dense.distribution, power.distribution, rtol=0, atol=1e-10)
@@ -48,7 +48,7 @@ def test_dense_and_power_agree(arch):
 def test_gain_is_mu_times_one_minus_two_q(arch):
     # Two-hypothesis identity: E[reward] = k_A (1 - q) + k_B q mapped to +-1.
     world = world_for(arch)
-    result = fsc.evaluate(world, arch, fsc.Policy.random(arch, 3), reset=RESET)
+    result = fsc.evaluate(world, fsc.Policy.random(arch, 3), reset=RESET)
     q = float(result.metrics["q"])
     expected = (1 - q) * (2 * world.k_A - 1) + q * (2 * world.k_B - 1)
     assert abs(float(result.gain) - expected) < 1e-13
@@ -57,7 +57,7 @@ def test_gain_is_mu_times_one_minus_two_q(arch):
 def _gradient_check(arch, world, policy, engine):
     def gain(logits, init_logits):
         candidate = fsc.Policy(architecture=arch, logits=logits, init_logits=init_logits)
-        return fsc.evaluate(world, arch, candidate, reset=RESET, engine=engine).gain
+        return fsc.evaluate(world, candidate, reset=RESET, engine=engine).gain
 
     logits = policy.logits.detach().clone().requires_grad_(True)
     init_logits = policy.init_logits.detach().clone().requires_grad_(True)
@@ -94,8 +94,8 @@ def test_gradients_power_engine(arch):
 def test_monte_carlo_agrees(arch):
     world = world_for(arch)
     policy = fsc.Policy.random(arch, 5)
-    exact = fsc.evaluate(world, arch, policy, reset=RESET)
-    sim = fsc.simulate(world, arch, policy, reset=RESET, steps=200_000, seed=6)
+    exact = fsc.evaluate(world, policy, reset=RESET)
+    sim = fsc.simulate(world, policy, reset=RESET, steps=200_000, seed=6)
     assert abs(sim.metrics["q"] - float(exact.metrics["q"])) <= 4 * sim.stderrs["q"]
     assert abs(sim.gain - float(exact.gain)) <= 4 * sim.gain_stderr
     assert sim.stderrs["q"] < 0.01  # the check has power
@@ -105,8 +105,8 @@ def test_monte_carlo_agrees(arch):
 def test_monte_carlo_agrees_paper_convention(arch):
     world = tasks.TwoHypothesis(0.3)
     policy = fsc.Policy.random(arch, 7)
-    exact = fsc.evaluate(world, arch, policy, reset=0.1, convention="paper")
-    sim = fsc.simulate(world, arch, policy, reset=0.1, steps=400_000, seed=8, convention="paper")
+    exact = fsc.evaluate(world, policy, reset=0.1, convention="paper")
+    sim = fsc.simulate(world, policy, reset=0.1, steps=400_000, seed=8, convention="paper")
     assert abs(sim.gain - float(exact.gain)) <= 4 * sim.gain_stderr
     assert abs(sim.metrics["q"] - float(exact.metrics["q"])) <= 4 * sim.stderrs["q"]
 

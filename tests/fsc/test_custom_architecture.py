@@ -33,7 +33,7 @@ def test_streak_zero_is_win_stay_lose_shift():
         probs[arch.node_index((arm, 1)), x] = 1  # won last time: stay
         probs[arch.node_index((arm, 0)), 1 - x] = 1  # lost: switch
     r, mu = 0.02, 0.3
-    result = fsc.evaluate(tasks.TwoHypothesis(mu), arch, fsc.Policy.from_probs(arch, probs), reset=r)
+    result = fsc.evaluate(tasks.TwoHypothesis(mu), fsc.Policy.from_probs(arch, probs), reset=r)
     assert float(result.metrics["q"]) == pytest.approx(r / 2 + (1 - r) * (1 - mu) / 2, rel=1e-13)
 
 

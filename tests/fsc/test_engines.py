@@ -26,7 +26,7 @@ def world_for(arch):
 
 
 def _numbers(world, arch, policy, reset, engine, **kwargs):
-    ev = fsc.evaluate(world, arch, policy, reset=reset, engine=engine, **kwargs)
+    ev = fsc.evaluate(world, policy, reset=reset, engine=engine, **kwargs)
     return ev, {"gain": float(ev.gain), **{k: float(v) for k, v in ev.metrics.items()}}
 
 
@@ -63,9 +63,9 @@ def test_engines_agree_on_a_world_with_padded_parts():
     chain = fsc.joint_chain(world, arch)
     assert chain.padding.any()
     policy = fsc.Policy.random(arch, 5)
-    ref = fsc.evaluate(world, arch, policy, reset=0.01, engine="dense")
+    ref = fsc.evaluate(world, policy, reset=0.01, engine="dense")
     for engine in ("power", *NEW_ENGINES):
-        ev = fsc.evaluate(world, arch, policy, reset=0.01, engine=engine)
+        ev = fsc.evaluate(world, policy, reset=0.01, engine=engine)
         assert float(ev.gain) == pytest.approx(float(ref.gain), rel=1e-10)
         torch.testing.assert_close(ev.distribution, ref.distribution, rtol=0, atol=1e-12)
 
@@ -74,9 +74,9 @@ def test_engines_agree_on_a_world_with_padded_parts():
 def test_engines_agree_on_a_near_deterministic_memento_policy(m):
     world = tasks.TwoHypothesis(0.1)
     arch, policy = oldest_arm_policy(m, eps=1e-3)
-    ref = float(fsc.evaluate(world, arch, policy, reset=1e-5, engine="sparse").metrics["q"])
+    ref = float(fsc.evaluate(world, policy, reset=1e-5, engine="sparse").metrics["q"])
     for engine in ("iterative", "accurate") if m == 4 else ("iterative",):
-        q = float(fsc.evaluate(world, arch, policy, reset=1e-5, engine=engine).metrics["q"])
+        q = float(fsc.evaluate(world, policy, reset=1e-5, engine=engine).metrics["q"])
         assert q == pytest.approx(ref, rel=1e-9)
 
 
@@ -109,7 +109,7 @@ def _gradcheck(arch, engine, reset, metric="q"):
 
     def value(logits, init_logits):
         candidate = attrs.evolve(policy, logits=logits, init_logits=init_logits)
-        ev = fsc.evaluate(world, arch, candidate, reset=reset, engine=engine)
+        ev = fsc.evaluate(world, candidate, reset=reset, engine=engine)
         return torch.stack([ev.gain, ev.metrics[metric]])
 
     inputs = (policy.logits.clone().requires_grad_(), policy.init_logits.clone().requires_grad_())
@@ -134,7 +134,7 @@ def test_gradient_matches_dense_at_small_reset(engine):
     grads = {}
     for name in ("dense", engine):
         p = policy.requires_grad_()
-        fsc.evaluate(world, arch, p, reset=1e-4, engine=name).metrics["q"].backward()
+        fsc.evaluate(world, p, reset=1e-4, engine=name).metrics["q"].backward()
         grads[name] = (p.logits.grad, p.init_logits.grad)
     for ref, got in zip(grads["dense"], grads[engine], strict=True):
         torch.testing.assert_close(got, ref, rtol=1e-7, atol=1e-10)
@@ -190,7 +190,7 @@ def test_accurate_engine_has_small_relative_error_where_lu_does_not(reset):
     P = _memento1_matrix(policy.probs().tolist(), (1 + mu) / 2, (1 - mu) / 2)
     ref = _mp_stationary(P, reset, [1, 0, 0, 0, 0])
     order = [arch.node_labels.index(label) for label in ["_", "A+", "A-", "B+", "B-"]]
-    ev = fsc.evaluate(world, arch, policy, reset=reset, engine="accurate")
+    ev = fsc.evaluate(world, policy, reset=reset, engine="accurate")
     got = ev.distribution[0, 0, order].numpy()
     for value, exact in zip(got, ref, strict=True):
         if exact == 0:
@@ -200,7 +200,7 @@ def test_accurate_engine_has_small_relative_error_where_lu_does_not(reset):
     if reset == 0:
         assert float(min(ref[3:])) < 1e-18  # far below the unit roundoff
     else:
-        lu = fsc.evaluate(world, arch, policy, reset=reset, engine="dense").distribution[0, 0, order].numpy()
+        lu = fsc.evaluate(world, policy, reset=reset, engine="dense").distribution[0, 0, order].numpy()
         worst = max(abs(v - float(e)) / float(e) for v, e in zip(lu[3:], ref[3:], strict=True))
         assert worst > 1e-5  # LU has lost digits (documents why the accurate engine exists; about 1e-3 here)
 
@@ -231,9 +231,9 @@ def test_zero_reset_needs_one_recurrent_class():
     table[order] = probs
     policy = fsc.Policy.from_probs(arch, table)
     with pytest.raises(ValueError, match="single recurrent class.*got 2"):
-        fsc.evaluate(tasks.TwoHypothesis(0.2), arch, policy, reset=0, engine="accurate")
+        fsc.evaluate(tasks.TwoHypothesis(0.2), policy, reset=0, engine="accurate")
     with pytest.raises(ValueError, match="reset = 0"):
-        fsc.evaluate(tasks.TwoHypothesis(0.2), arch, policy, reset=0, engine="sparse")
+        fsc.evaluate(tasks.TwoHypothesis(0.2), policy, reset=0, engine="sparse")
 
 
 def test_recurrent_class_drops_transient_states():
@@ -245,10 +245,10 @@ def test_recurrent_class_drops_transient_states():
 def test_zero_reset_matches_the_limit_of_small_reset():
     world, arch = tasks.TwoHypothesis(0.3), fsc.Column(3)
     policy = fsc.Policy.random(arch, 4)
-    q0 = float(fsc.evaluate(world, arch, policy, reset=0, engine="accurate").metrics["q"])
-    q_small = float(fsc.evaluate(world, arch, policy, reset=1e-10, engine="accurate").metrics["q"])
+    q0 = float(fsc.evaluate(world, policy, reset=0, engine="accurate").metrics["q"])
+    q_small = float(fsc.evaluate(world, policy, reset=1e-10, engine="accurate").metrics["q"])
     assert q0 == pytest.approx(q_small, rel=1e-7)
-    ev = fsc.evaluate(world, arch, policy, reset=0)
+    ev = fsc.evaluate(world, policy, reset=0)
     assert ev.engine == "accurate" and ev.residual < 1e-14
 
 
@@ -259,7 +259,7 @@ def test_ccp_limit_at_zero_reset():
 
     mu, M = 0.2, 3
     arch, policy = ccp(M, 1e-9)
-    q = float(fsc.evaluate(tasks.TwoHypothesis(mu), arch, policy, reset=0, engine="accurate").metrics["q"])
+    q = float(fsc.evaluate(tasks.TwoHypothesis(mu), policy, reset=0, engine="accurate").metrics["q"])
     alpha = (1 - mu) / (1 + mu)
     assert q == pytest.approx(alpha ** (2 * M - 1) / (alpha ** (2 * M - 1) + 1), rel=1e-6)
 
@@ -291,7 +291,7 @@ def test_iterative_reports_iterations_and_residuals():
     policy = fsc.Policy.random(arch, 0).requires_grad_()
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        ev = fsc.evaluate(world, arch, policy, reset=1e-5, engine="iterative")
+        ev = fsc.evaluate(world, policy, reset=1e-5, engine="iterative")
         ev.metrics["q"].backward()
     assert ev.engine == "iterative" and ev.residual < 1e-14
     assert all(0 < n < 60 for n in ev.info["forward_iterations"] + ev.info["adjoint_iterations"])
@@ -361,7 +361,7 @@ def test_chain_tables_are_compact_and_sorted():
 def test_memento_8_gradient_against_finite_differences():
     world, arch = tasks.TwoHypothesis(0.1), fsc.Memento(8)
     policy = fsc.Policy.random(arch, 0).requires_grad_()
-    ev = fsc.evaluate(world, arch, policy, reset=1e-3)
+    ev = fsc.evaluate(world, policy, reset=1e-3)
     assert ev.engine == "iterative"
     ev.metrics["q"].backward()
     grad = policy.logits.grad
@@ -372,6 +372,6 @@ def test_memento_8_gradient_against_finite_differences():
         values = []
         for sign in (1, -1):
             moved = attrs.evolve(policy.detach(), logits=policy.logits.detach() + sign * h * direction)
-            values.append(float(fsc.evaluate(world, arch, moved, reset=1e-3).metrics["q"]))
+            values.append(float(fsc.evaluate(world, moved, reset=1e-3).metrics["q"]))
         fd = (values[0] - values[1]) / (2 * h)
         assert float((grad * direction).sum()) == pytest.approx(fd, rel=1e-5)

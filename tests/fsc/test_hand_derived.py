@@ -28,17 +28,17 @@ def test_win_stay_lose_shift(mu, reset, engine):
     (1 - r) times it: q_paper = (1 - (1 - r)^2 mu) / 2."""
     arch = fsc.Memento(1)
     world, policy = tasks.TwoHypothesis(mu), win_stay_lose_shift(arch)
-    native = fsc.evaluate(world, arch, policy, reset=reset, engine=engine)
+    native = fsc.evaluate(world, policy, reset=reset, engine=engine)
     assert float(native.metrics["q"]) == pytest.approx(reset / 2 + (1 - reset) * (1 - mu) / 2, rel=1e-12, abs=0)
     assert float(native.gain) == pytest.approx((1 - reset) * mu**2, rel=1e-12, abs=1e-15)
-    paper = fsc.evaluate(world, arch, policy, reset=reset, engine=engine, convention="paper")
+    paper = fsc.evaluate(world, policy, reset=reset, engine=engine, convention="paper")
     assert float(paper.metrics["q"]) == pytest.approx((1 - (1 - reset) ** 2 * mu) / 2, rel=1e-12, abs=0)
 
 
 @pytest.mark.parametrize("arms", [2, 3, 4])
 def test_uniform_policy_plays_the_worse_arm_with_probability_one_minus_one_over_arms(arms):
     arch = fsc.RAM(3, arms=arms)
-    result = fsc.evaluate(tasks.TwoHypothesis(0.5, arms=arms), arch, fsc.Policy.uniform(arch), reset=0.01)
+    result = fsc.evaluate(tasks.TwoHypothesis(0.5, arms=arms), fsc.Policy.uniform(arch), reset=0.01)
     assert float(result.metrics["q"]) == pytest.approx(1 - 1 / arms, rel=1e-13)
 
 
@@ -47,7 +47,7 @@ def test_ram1_always_a():
     arch = fsc.RAM(1)
     probs = np.zeros((arch.num_nodes, 2))
     probs[:, 0] = 1
-    result = fsc.evaluate(tasks.TwoHypothesis(0.4), arch, fsc.Policy.from_probs(arch, probs), reset=0.2)
+    result = fsc.evaluate(tasks.TwoHypothesis(0.4), fsc.Policy.from_probs(arch, probs), reset=0.2)
     assert float(result.metrics["q"]) == pytest.approx(0.5, abs=1e-15)
     assert float(result.gain) == pytest.approx(0.0, abs=1e-15)
     # Under each hypothesis the stationary mass sits on the reset node (r) and on 1A+ / 1A- as k_A, k_B.
@@ -63,7 +63,7 @@ def test_general_pair_ka_kb():
     arch = fsc.RAM(1)
     probs = np.zeros((arch.num_nodes, 2))
     probs[:, 0] = 1
-    result = fsc.evaluate(tasks.TwoHypothesis(k_A=0.9, k_B=0.6), arch, fsc.Policy.from_probs(arch, probs), reset=0.2)
+    result = fsc.evaluate(tasks.TwoHypothesis(k_A=0.9, k_B=0.6), fsc.Policy.from_probs(arch, probs), reset=0.2)
     assert float(result.gain) == pytest.approx(0.5, rel=1e-13)
     assert float(result.metrics["q"]) == pytest.approx(0.5, rel=1e-13)
 
@@ -72,7 +72,7 @@ def test_disallowed_choices_have_zero_probability_and_no_gradient():
     arch = fsc.Column(3)
     policy = fsc.Policy.random(arch, 0).requires_grad_()
     assert (policy.probs()[torch.from_numpy(~arch.allowed)] == 0).all()
-    fsc.evaluate(tasks.TwoHypothesis(0.2), arch, policy, reset=0.01).gain.backward()
+    fsc.evaluate(tasks.TwoHypothesis(0.2), policy, reset=0.01).gain.backward()
     assert (policy.logits.grad[torch.from_numpy(~arch.allowed)] == 0).all()
     assert (policy.logits.grad[torch.from_numpy(arch.allowed.copy())] != 0).any()
     assert (policy.init_logits.grad[torch.from_numpy(~arch.reset_mask)] == 0).all()
@@ -98,7 +98,7 @@ def test_padded_parts_of_unequal_size():
 
     arch = fsc.Memento(1, arms=1, observations=1)
     r = 0.1
-    result = fsc.evaluate(world, arch, fsc.Policy.uniform(arch), reset=r)
+    result = fsc.evaluate(world, fsc.Policy.uniform(arch), reset=r)
     # The step from state 0 earns 1 (it arrives in 1): gain = 0.5 * P(state 0 in part 1) + 0 in part 2.
     p0 = 1 - (1 - r) / (2 - r)
     assert float(result.gain) == pytest.approx(0.5 * p0, rel=1e-13)

@@ -26,7 +26,7 @@ def autograd_point(world, arch, logits, init_logits, reset, convention, engine="
     """Gain and gradient straight from fsc.evaluate and torch.autograd (the reference)."""
     leaf, leaf0 = logits.detach().clone().requires_grad_(True), init_logits.detach().clone().requires_grad_(True)
     policy = fsc.Policy(architecture=arch, logits=leaf, init_logits=leaf0)
-    result = fsc.evaluate(world, arch, policy, reset=reset, engine=engine, convention=convention)
+    result = fsc.evaluate(world, policy, reset=reset, engine=engine, convention=convention)
     g, g0 = torch.autograd.grad(result.gain, [leaf, leaf0])
     return result.gain.item(), result.metrics["q"].item(), g, g0
 
@@ -217,7 +217,7 @@ def test_adam_matches_torch_optim_adam():
         torch.testing.assert_close(record.state.point.logits, leaf.detach(), rtol=0, atol=1e-12)
         torch.testing.assert_close(record.state.point.init_logits, leaf0.detach(), rtol=0, atol=1e-12)
         reference.zero_grad()
-        gain = fsc.evaluate(world, arch, fsc.Policy(architecture=arch, logits=leaf, init_logits=leaf0), reset=reset).gain
+        gain = fsc.evaluate(world, fsc.Policy(architecture=arch, logits=leaf, init_logits=leaf0), reset=reset).gain
         gain.backward()
         reference.step()
     assert records[-1].t == pytest.approx(25 * 0.05) and records[-1].gain > records[0].gain
@@ -289,7 +289,7 @@ BAD = [
     (dict(max_seconds=0), ValueError, r"max_seconds must be in \(0, inf\), got 0.0"),
     (dict(min_grad_norm=-1e-3), ValueError, r"min_grad_norm must be .*-0.001"),
     (dict(policy="ram:2"), TypeError, r"policy must be a fsc.Policy, got str"),
-    (dict(world="two-hypothesis"), TypeError, r"world must be a fsc.POMDP or a fsc.Task, got str"),
+    (dict(world="two-hypothesis"), TypeError, r"world must be a fsc.POMDP or an object whose .pomdp is one \(a fsc.Task\), got str"),
     (dict(state="checkpoint.npz"), TypeError, r"state must be a fsc.optim.State, got str"),
 ]
 

@@ -33,7 +33,7 @@ def test_closed_form_matches_exact_evaluation_on_a_grid(convention):
         if r == 0 and convention == "paper":
             continue
         arch, policy = asymmetric_ccp(M, eps_A, eps_B, split)
-        exact = float(fsc.evaluate(TwoHypothesis(mu), arch, policy, reset=r, convention=convention).metrics["q"])
+        exact = float(fsc.evaluate(TwoHypothesis(mu), policy, reset=r, convention=convention).metrics["q"])
         closed = asymmetric_ccp_q(mu, M, r, eps_A, eps_B, split, convention=convention)
         worst = max(worst, abs(exact - closed))
     assert worst < 1e-9

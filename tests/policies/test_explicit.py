@@ -17,7 +17,7 @@ MUS = (0.1, 0.2, 0.37)
 
 
 def q_of(world, arch, policy, reset, **kw):
-    return float(fsc.evaluate(world, arch, policy, reset=reset, **kw).metrics["q"])
+    return float(fsc.evaluate(world, policy, reset=reset, **kw).metrics["q"])
 
 
 # Column of confidence policy.
@@ -51,14 +51,14 @@ def test_ccp_optimum_is_a_stationary_point(mu, M, r):
     uses; the others are -inf and carry no gradient)."""
     arch, policy = policies.ccp(M, closed_form.ccp_eps_opt(mu, M, r))
     policy = policy.requires_grad_()
-    gain = fsc.evaluate(tasks.TwoHypothesis(mu), arch, policy, reset=r).gain
+    gain = fsc.evaluate(tasks.TwoHypothesis(mu), policy, reset=r).gain
     gain.backward()
     used = torch.isfinite(policy.logits)
     assert float(policy.logits.grad[used].abs().max()) < 1e-8
     # ... while moving eps away from the optimum gives a first-order change.
     arch2, off = policies.ccp(M, 0.5 * closed_form.ccp_eps_opt(mu, M, r))
     off = off.requires_grad_()
-    fsc.evaluate(tasks.TwoHypothesis(mu), arch2, off, reset=r).gain.backward()
+    fsc.evaluate(tasks.TwoHypothesis(mu), off, reset=r).gain.backward()
     assert float(off.logits.grad[torch.isfinite(off.logits)].abs().max()) > 1e-6
 
 
@@ -114,7 +114,7 @@ def test_no_probability_is_trapped_off_the_chain(m):
 def test_off_chain_necklaces_lose_their_mass(m):
     chain = set(gray_chain(m).chain)
     arch, policy = policies.necklace_policy(m, 1e-4, 1e-2)
-    p = fsc.evaluate(tasks.TwoHypothesis(0.1), arch, policy, reset=1e-9).distribution
+    p = fsc.evaluate(tasks.TwoHypothesis(0.1), policy, reset=1e-9).distribution
     off = [n for n, label in enumerate(arch.node_labels) if len(label) == 2 * m and necklace(label[:m]) not in chain]
     assert off  # m = 4 and 6 have necklaces off the longest chain
     assert float(p[:, :, off].sum()) < 1e-6

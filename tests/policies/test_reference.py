@@ -22,7 +22,7 @@ def _exact(memory: str, probs_init, mu: float, reset: float, convention: str) ->
     kind, size = memory.split(":")
     arch = fsc.RAM(int(size)) if kind == "ram" else fsc.Memento(int(size))
     policy = fsc.Policy.from_probs(arch, *probs_init(arch))
-    return float(fsc.evaluate(TwoHypothesis(mu), arch, policy, reset=reset, convention=convention).metrics["q"])
+    return float(fsc.evaluate(TwoHypothesis(mu), policy, reset=reset, convention=convention).metrics["q"])
 
 
 def _exact_lines(memory, mu, reset, convention):

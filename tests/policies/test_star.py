@@ -31,14 +31,14 @@ GRID = [(k, M, r, eps) for k in (2, 3, 4) for M in (1, 2, 3, 5) for r in (0.3, 1
 @pytest.mark.parametrize("k, M, r, eps", GRID)
 def test_closed_form_matches_exact_evaluation(k, M, r, eps):
     arch, policy = star(M, k, eps)
-    q = float(fsc.evaluate(tasks.TwoHypothesis(0.2, arms=k), arch, policy, reset=r).metrics["q"])
+    q = float(fsc.evaluate(tasks.TwoHypothesis(0.2, arms=k), policy, reset=r).metrics["q"])
     assert star_q(0.2, M, r, eps, k) == pytest.approx(q, rel=1e-9, abs=1e-13)
 
 
 @pytest.mark.parametrize("k, M, r, eps", GRID)
 def test_cyclic_closed_form_matches_exact_evaluation(k, M, r, eps):
     arch, policy = star(M, k, eps, order="cyclic")
-    q = float(fsc.evaluate(tasks.TwoHypothesis(0.2, arms=k), arch, policy, reset=r).metrics["q"])
+    q = float(fsc.evaluate(tasks.TwoHypothesis(0.2, arms=k), policy, reset=r).metrics["q"])
     assert star_q(0.2, M, r, eps, k, order="cyclic") == pytest.approx(q, rel=1e-9, abs=1e-13)
 
 
@@ -79,7 +79,7 @@ def test_exits_per_branch_and_the_column_architecture(k):
     eps = np.linspace(0.02, 0.4, k)
     world = tasks.TwoHypothesis(0.15, arms=k)
     for arch in (star_architecture(4, k), fsc.Column(4, arms=k), fsc.RAM(4, arms=k)):
-        q = float(fsc.evaluate(world, arch, fsc.Policy.from_probs(arch, *star_probs(arch, eps)), reset=1e-2).metrics["q"])
+        q = float(fsc.evaluate(world, fsc.Policy.from_probs(arch, *star_probs(arch, eps)), reset=1e-2).metrics["q"])
         assert star_q(0.15, 4, 1e-2, eps, k) == pytest.approx(q, rel=1e-9)
 
 
@@ -95,7 +95,7 @@ def test_star_architecture_is_the_reachable_part_of_column():
 @pytest.mark.parametrize("k", [3, 4])
 def test_monte_carlo_within_four_standard_errors(k):
     arch, policy = star(3, k, 0.1)
-    sim = fsc.simulate(tasks.TwoHypothesis(0.2, arms=k), arch, policy, reset=1e-2, steps=1_000_000, seed=k)
+    sim = fsc.simulate(tasks.TwoHypothesis(0.2, arms=k), policy, reset=1e-2, steps=1_000_000, seed=k)
     assert abs(sim.metrics["q"] - star_q(0.2, 3, 1e-2, 0.1, k)) <= 4 * sim.stderrs["q"]
 
 

@@ -376,7 +376,7 @@ def test_free_layout_and_auto_choice(tmp_path):
 def test_occupancy_shades_nodes_by_stationary_mass(tmp_path):
     arch = fsc.Column(3)
     policy = ccp_probs(arch, 0.05)
-    evaluation = fsc.evaluate(tasks.TwoHypothesis(0.2), arch, policy, reset=0.01)
+    evaluation = fsc.evaluate(tasks.TwoHypothesis(0.2), policy, reset=0.01)
     graph = viz.build_memory_graph(arch, policy, occupancy=evaluation)
     masses = {node.key: node.mass for node in graph.nodes}
     assert sum(masses.values()) == pytest.approx(1, abs=1e-12)  # every reached node is drawn

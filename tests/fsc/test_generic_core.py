@@ -1,0 +1,169 @@
+"""One generic core: the architecture registry, worlds of any shape, one read-out, bad input against bugs."""
+
+from __future__ import annotations
+
+import gc
+import weakref
+
+import attrs
+import numpy as np
+import pytest
+
+import fsc
+import tasks
+from fsc import cli
+from fsc.errors import InputError, InputTypeError
+
+
+@attrs.frozen
+class RAM(fsc.RAM):
+    """A user's class that happens to be called RAM."""
+
+
+def test_a_user_class_called_RAM_does_not_replace_the_builtin(tmp_path):
+    builtin = fsc.Policy.random(fsc.RAM(2), 1)
+    builtin.save(tmp_path / "builtin.npz")
+    loaded = fsc.Policy.load(tmp_path / "builtin.npz")
+    assert type(loaded.architecture) is fsc.RAM and loaded.architecture == builtin.architecture
+    assert fsc.RAM(2).to_dict()["kind"] == "RAM"
+    assert RAM(2).to_dict()["kind"] == f"{__name__}.RAM"
+
+
+def test_an_unregistered_architecture_is_named_when_loading(tmp_path):
+    @attrs.frozen
+    class Mine(fsc.RAM):
+        pass
+
+    fsc.Policy.uniform(Mine(2)).save(tmp_path / "mine.npz")
+    kind = f"{__name__}.test_an_unregistered_architecture_is_named_when_loading.<locals>.Mine"
+    with pytest.raises(InputError, match=f"unknown memory architecture kind '{kind}'.*fsc.register_architecture"):
+        fsc.Policy.load(tmp_path / "mine.npz")
+    fsc.register_architecture(Mine)
+    fsc.register_architecture(Mine)  # again: harmless
+    assert fsc.Policy.load(tmp_path / "mine.npz").architecture == Mine(2)
+
+
+def test_a_kind_held_by_another_class_is_refused():
+    @attrs.frozen
+    class Other(fsc.RAM):
+        pass
+
+    with pytest.raises(ValueError, match="architecture kind 'RAM' is already registered for fsc.memory.RAM"):
+        fsc.register_architecture(Other, kind="RAM")
+    with pytest.raises(TypeError, match="expects a MemoryArchitecture subclass"):
+        fsc.register_architecture(int)
+    assert fsc.MemoryArchitecture.from_dict({"kind": "RAM", "M": 2}) == fsc.RAM(2)
+
+
+def _world_with_a_metric_called_gain() -> fsc.POMDP:
+    rng = np.random.default_rng(7)
+    S, A, O = 3, 2, 2
+    return fsc.POMDP(
+        transition=rng.dirichlet(np.ones(S), size=(S, A)),
+        observation=rng.dirichlet(np.ones(O), size=(A, S)),
+        reward=rng.normal(size=(S, A, S, O)),
+        initial=rng.dirichlet(np.ones(S)),
+        metrics={"gain": rng.uniform(size=(S, A, S, O)), "first": np.broadcast_to((np.arange(A) == 0)[None, :, None, None], (S, A, S, O))},
+    )
+
+
+def test_a_metric_called_gain_does_not_replace_the_reward_in_simulate():
+    world = _world_with_a_metric_called_gain()
+    policy = fsc.Policy.random(fsc.RAM(2), 3)
+    exact = fsc.evaluate(world, policy, reset=0.05)
+    sim = fsc.simulate(world, policy, reset=0.05, steps=400_000, seed=5)
+    assert set(sim.metrics) == {"gain", "first"}
+    assert abs(sim.gain - float(exact.gain)) < 5 * sim.gain_stderr
+    for name in ("gain", "first"):
+        assert abs(sim.metrics[name] - float(exact.metrics[name])) < 5 * sim.stderrs[name]
+    assert abs(float(exact.gain) - float(exact.metrics["gain"])) > 20 * sim.gain_stderr  # two different quantities
+
+
+def test_any_object_with_a_pomdp_is_a_world():
+    tiger = tasks.Tiger()
+
+    class Plain:  # not a fsc.Task subclass, no paper_metrics
+        pomdp = tiger.pomdp
+
+    policy = fsc.Policy.random(fsc.RAM(3, arms=3, observations=2), 2)
+    for convention in ("native", "paper"):
+        a = fsc.evaluate(Plain(), policy, convention=convention)
+        b = fsc.evaluate(tiger.pomdp, policy, convention=convention)
+        assert float(a.gain) == float(b.gain) and a.metrics.keys() == b.metrics.keys()
+    with pytest.raises(TypeError, match="an object whose .pomdp is one"):
+        fsc.evaluate(object(), policy, reset=0.1)
+
+
+def test_tiger_with_a_metric_of_its_own_agrees_between_evaluation_and_simulation():
+    base = tasks.Tiger().pomdp
+    listen = base.action_labels.index("listen")
+    metric = np.zeros(base.reward.shape[:2] + (base.num_states, base.num_observations))
+    metric[:, listen] = 1.0
+    world = attrs.evolve(base, metrics={**base.metrics, "listening": metric})
+    policy = fsc.Policy.random(fsc.RAM(2, arms=3, observations=2), 4)
+    for convention in ("native", "paper"):
+        exact = fsc.evaluate(world, policy, reset=0.05, convention=convention)
+        sim = fsc.simulate(world, policy, reset=0.05, steps=300_000, seed=9, convention=convention)
+        assert abs(sim.gain - float(exact.gain)) < 5 * sim.gain_stderr
+        assert abs(sim.metrics["listening"] - float(exact.metrics["listening"])) < 5 * sim.stderrs["listening"]
+
+
+def test_the_architecture_comes_from_the_policy_and_the_old_form_warns():
+    world = tasks.TwoHypothesis(0.1)
+    policy = fsc.Policy.random(fsc.RAM(3), 0)
+    new = fsc.evaluate(world, policy, reset=1e-2)
+    with pytest.warns(DeprecationWarning, match=r"call evaluate\(world, policy\)"):
+        old = fsc.evaluate(world, policy.architecture, policy, reset=1e-2)
+    assert float(new.gain) == float(old.gain)
+    with pytest.warns(DeprecationWarning), pytest.raises(ValueError, match=r"policy is for RAM\(M=3"):
+        fsc.evaluate(world, fsc.RAM(4), policy, reset=1e-2)
+    with pytest.warns(DeprecationWarning, match=r"call simulate\(world, policy\)"):
+        fsc.simulate(world, policy.architecture, policy, reset=0.1, steps=1000, seed=0)
+
+
+def test_only_bad_input_is_a_one_line_error_a_bug_keeps_its_traceback(monkeypatch, capsys):
+    from fsc import pomdp_file
+
+    def raises(error):
+        def command(args):
+            raise error
+
+        return command
+
+    monkeypatch.setattr(pomdp_file, "cmd_pomdp", raises(InputError("--x: bad")))
+    assert cli.main(["pomdp", "whatever.pomdp"]) == 2
+    assert capsys.readouterr().err == "fsc: error: --x: bad\n"
+    monkeypatch.setattr(pomdp_file, "cmd_pomdp", raises(InputTypeError("--x: bad type")))
+    assert cli.main(["pomdp", "whatever.pomdp"]) == 2
+    for bug in (ValueError("a bug deep inside"), TypeError("another bug"), KeyError("k")):
+        monkeypatch.setattr(pomdp_file, "cmd_pomdp", raises(bug))
+        with pytest.raises(type(bug)):
+            cli.main(["pomdp", "whatever.pomdp"])
+
+
+def test_joint_chains_are_not_kept_alive_beyond_the_budget(monkeypatch):
+    from fsc import chain as chain_module
+
+    world = tasks.TwoHypothesis(0.1).pomdp
+    first = fsc.joint_chain(world, fsc.Memento(2))
+    assert fsc.joint_chain(world, fsc.Memento(2)) is first  # reused
+    assert not hasattr(first, "cache")  # no mutable scratch dict on a frozen class
+    monkeypatch.setattr(chain_module, "MAX_CACHED_NONZEROS", 0)
+    ref = weakref.ref(first)
+    del first
+    fsc.joint_chain(world, fsc.RAM(2))  # over the budget: only the latest chain stays
+    gc.collect()
+    assert ref() is None
+
+
+def test_the_sparse_pattern_of_the_system_matches_a_direct_build():
+    chain = fsc.joint_chain(tasks.TwoHypothesis(0.2).pomdp, fsc.Memento(2))
+    policy = fsc.Policy.random(fsc.Memento(2), 1)
+    from fsc.sparse import system_matrices
+
+    values = chain.weight * policy.probs().detach().numpy()[chain.node, chain.choice]
+    for k, A in enumerate(system_matrices(chain, values, 0.01)):
+        sl = chain.part_slices[k]
+        P = np.zeros((chain.size, chain.size))
+        np.add.at(P, (chain.rows[sl], chain.cols[sl]), values[sl])
+        assert np.allclose(A.toarray(), np.eye(chain.size) - 0.99 * P, rtol=0, atol=1e-15)
