@@ -254,7 +254,7 @@ def cmd_closed_form(args) -> int:
     from policies.asymmetric import to_convention
 
     eps_opt = closed_form.ccp_eps_opt(args.mu, args.M, args.reset)
-    eps = min(1.0, eps_opt) if args.eps is None else args.eps
+    eps = closed_form.ccp_eps_best(args.mu, args.M, args.reset) if args.eps is None else args.eps
     record = {
         "q": to_convention(closed_form.ccp_q(args.mu, args.M, args.reset, eps), args.reset, args.convention),
         "eps": eps,

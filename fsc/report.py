@@ -97,7 +97,7 @@ def section_ccp_closed_form(out: Path, log: Callable[[str], None]) -> Section:
     rows, worst = [], 0.0
     for M in (2, 4, 8):
         for r in (1e-2, 1e-4, 1e-6):
-            eps = min(1.0, closed_form.ccp_eps_opt(mu, M, r))
+            eps = closed_form.ccp_eps_best(mu, M, r)
             arch, policy = policies.ccp(M, eps)
             exact = float(fsc.evaluate(tasks.TwoHypothesis(mu), policy, reset=r).metrics["q"])
             closed = closed_form.ccp_q(mu, M, r, eps)
@@ -108,18 +108,18 @@ def section_ccp_closed_form(out: Path, log: Callable[[str], None]) -> Section:
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
     resets = np.logspace(-7, -1, 25)
     for M in (1, 2, 4, 8, 16):
-        line = [closed_form.ccp_q(mu, M, r, min(1.0, closed_form.ccp_eps_opt(mu, M, r))) for r in resets]
+        line = [closed_form.ccp_q(mu, M, r, closed_form.ccp_eps_best(mu, M, r)) for r in resets]
         (handle,) = left.loglog(resets, line, label=f"M = {M}")
         points = resets[::4]
         exact = [
-            float(fsc.evaluate(tasks.TwoHypothesis(mu), policies.ccp(M, min(1.0, closed_form.ccp_eps_opt(mu, M, r)))[1], reset=r).metrics["q"]) for r in points
+            float(fsc.evaluate(tasks.TwoHypothesis(mu), policies.ccp(M, closed_form.ccp_eps_best(mu, M, r))[1], reset=r).metrics["q"]) for r in points
         ]
         left.loglog(points, exact, "o", color=handle.get_color(), mfc="none")
     left.set(xlabel="reset probability r", ylabel="q", title=f"optimal CCP, mu = {mu}: closed form (lines), exact (circles)")
     left.legend(fontsize=8)
     sizes = np.arange(1, 21)
     for r in (1e-2, 1e-3, 1e-4, 1e-5):
-        right.semilogy(sizes, [closed_form.ccp_q(mu, int(M), r, min(1.0, closed_form.ccp_eps_opt(mu, int(M), r))) for M in sizes], label=f"r = {r:g}")
+        right.semilogy(sizes, [closed_form.ccp_q(mu, int(M), r, closed_form.ccp_eps_best(mu, int(M), r)) for M in sizes], label=f"r = {r:g}")
     right.semilogy(sizes, [closed_form.ccp_q_limit(mu, int(M)) for M in sizes], "k--", label="r -> 0")
     right.semilogy(sizes, [closed_form.q_hellman_cover(mu, int(M)) for M in sizes], "k:", label="Hellman-Cover")
     right.set(xlabel="memory size M", ylabel="q", title="q against M")

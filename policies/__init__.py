@@ -68,7 +68,7 @@ def named_policy(
         return Policy.uniform(arch)
     if name == "ccp":
         if eps is None:
-            eps = min(1.0, closed_form.ccp_eps_opt(mu, _size(arch, "ccp"), reset))
+            eps = closed_form.ccp_eps_best(mu, _size(arch, "ccp"), reset)
         return Policy.from_probs(arch, *ccp_probs(arch, eps))
     if name == "star":
         if eps is None:

@@ -53,7 +53,7 @@ from fsc.memory import RAM, Chain, Column, MemoryArchitecture
 from fsc.policy import Policy
 
 from .ccp import ccp_probs
-from .closed_form import _check_r, _open_unit, ccp_eps_opt, ccp_q
+from .closed_form import _check_r, _open_unit, ccp_eps_best, ccp_q
 from .necklaces import _integer
 
 __all__ = [
@@ -200,7 +200,7 @@ def asymmetric_ccp_optimum(mu: float, M: int, r: float, *, convention: str = "na
     r = _check_r(r, allow_zero=False)
     if convention not in ("native", "paper"):
         raise InputError(f"convention must be 'native' or 'paper', got {convention!r}")
-    eps0 = min(1.0, ccp_eps_opt(mu, M, r))
+    eps0 = ccp_eps_best(mu, M, r)
     q_sym = ccp_q(mu, M, r, eps0)
 
     def f(z: np.ndarray) -> float:

@@ -36,6 +36,7 @@ from .necklaces import GrayChain, _integer, check_chain, gray_chain
 
 __all__ = [
     "alpha",
+    "ccp_eps_best",
     "ccp_eps_opt",
     "ccp_eps_opt_taylor",
     "ccp_q",
@@ -332,6 +333,12 @@ def ccp_eps_opt(mu: float, M: int, r: float) -> float:
         if best == 0:  # never observed: no minimiser in (0, 1]
             raise ArithmeticError(f"q decreases toward eps -> 0 for mu={mu!r}, M={M}, r={r!r}: no minimiser in (0, 1]")
         return float(best)
+
+
+def ccp_eps_best(mu: float, M: int, r: float) -> float:
+    """The exit probability the reference CCP uses: :func:`ccp_eps_opt` capped at 1 (beyond 1 it is not a
+    probability)."""
+    return min(1.0, ccp_eps_opt(mu, M, r))
 
 
 def ccp_eps_opt_taylor(mu: float, M: int, r: float) -> float:

@@ -27,7 +27,7 @@ import numpy as np
 from fsc.errors import InputError
 
 from .asymmetric import asymmetric_ccp_optimum, to_convention
-from .closed_form import ccp_eps_opt, ccp_q, necklace_q_star
+from .closed_form import ccp_eps_best, ccp_q, necklace_q_star
 
 __all__ = ["ccp_line", "necklace_optimum", "parse_memory", "reference_lines"]
 
@@ -46,7 +46,7 @@ def ccp_line(mu: float, M: int, reset: float, convention: str) -> float:
     """``q`` of the symmetric CCP at its optimal eps (capped at 1), in ``convention``: the first line of :func:`reference_lines`."""
     if convention not in _CONVENTIONS:
         raise InputError(f"convention must be one of {_CONVENTIONS}, got {convention!r}")
-    return to_convention(ccp_q(mu, M, reset, min(1.0, ccp_eps_opt(mu, M, reset))), reset, convention)
+    return to_convention(ccp_q(mu, M, reset, ccp_eps_best(mu, M, reset)), reset, convention)
 
 
 @functools.lru_cache(maxsize=64)

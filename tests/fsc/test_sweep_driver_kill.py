@@ -49,7 +49,7 @@ def _summary(spec: Path, out: Path) -> list[dict]:
 
 @pytest.mark.skipif(not Path("/proc/self/cmdline").exists(), reason="counts processes through /proc")
 @pytest.mark.slow
-@pytest.mark.parametrize("delay", [1.5, 3.0, 6.0])
+@pytest.mark.parametrize("delay", [1.0, 1.5, 3.0, 4.5, 6.0])
 def test_killed_driver_leaves_nothing_and_resumes_equal(tmp_path, delay):
     spec = tmp_path / "kill.json"
     spec.write_text(json.dumps(SPEC))
