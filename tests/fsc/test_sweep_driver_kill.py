@@ -16,7 +16,7 @@ import pytest
 
 SPEC = {
     "name": "kill",
-    "fixed": {"mu": 0.1, "reset": 1e-3, "init": "random", "memory": "ram:2", "until_t": 20_000, "convention": "paper"},
+    "fixed": {"mu": 0.1, "reset": 1e-3, "init": "random", "memory": "ram:2", "until_t": 100_000, "convention": "paper"},
     "grid": {"seed": [0, 1, 2, 3, 4, 5]},
 }
 
@@ -49,7 +49,7 @@ def _summary(spec: Path, out: Path) -> list[dict]:
 
 @pytest.mark.skipif(not Path("/proc/self/cmdline").exists(), reason="counts processes through /proc")
 @pytest.mark.slow
-@pytest.mark.parametrize("delay", [1.0, 1.5, 3.0, 4.5, 6.0])
+@pytest.mark.parametrize("delay", [0.0, 0.5, 1.5, 3.0, 5.0])
 def test_killed_driver_leaves_nothing_and_resumes_equal(tmp_path, delay):
     spec = tmp_path / "kill.json"
     spec.write_text(json.dumps(SPEC))
@@ -58,8 +58,12 @@ def test_killed_driver_leaves_nothing_and_resumes_equal(tmp_path, delay):
     out = tmp_path / "killed"
     driver = subprocess.Popen([sys.executable, "-m", "fsc.cli", "sweep", str(spec), "--out", str(out), "--workers", "2",
                                "--quiet"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    time.sleep(delay)
+    deadline = time.monotonic() + 60
+    while len(_ours(str(out))) < 2 and time.monotonic() < deadline:  # the driver has started its pool
+        time.sleep(0.05)
+    time.sleep(delay)  # then kill it at some moment of the work
     assert len(_ours(str(out))) >= 2  # the driver and its workers were running
+    assert not (out / "runs" / "seed=5" / "result.json").exists()  # the sweep was not over
     driver.send_signal(signal.SIGKILL)
     driver.wait()
     deadline = time.monotonic() + 30
