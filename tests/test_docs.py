@@ -1,0 +1,120 @@
+"""The documentation runs: every Python block and every ``fsc`` command of README.md and docs/*.md.
+
+Each page's Python blocks run in order in one namespace (a block may use what an earlier one defined), in a
+fresh working directory that sees the repository's ``tests/`` and ``examples/``; a DeprecationWarning is an
+error, so the pages show the current API.  A line ``print(...)  # 1.25 7`` states what it prints: the numbers
+printed must equal the numbers of the comment to the digits the comment shows.  Each ``fsc`` line of a shell block runs through the command line
+and must exit with status 0.  ``make`` lines are what CI itself runs and are left out here.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+import warnings
+from pathlib import Path
+
+import pytest
+
+from fsc.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+FENCE = re.compile(r"^```(\w*)\s*$")
+NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
+STATED = re.compile(r"^(\s*)print\((.*)\)\s*#\s*([-+(\[]?\d.*)$")
+
+
+def _check(where: str, stated: str, *values) -> None:
+    """Print ``values`` as ``print`` does and compare their numbers with those of the comment ``stated``."""
+    text = " ".join(str(v) for v in values)
+    print(text)
+    shown, expected = NUMBER.findall(text), NUMBER.findall(stated)
+    assert len(shown) <= len(expected), f"{where}: prints {text!r}, the page says {stated!r}"
+    for got, claim in zip(shown, expected, strict=False):
+        mantissa = claim.lower().split("e")[0]
+        decimals = len(mantissa.split(".")[1]) if "." in mantissa else 0
+        exponent = int(claim.lower().split("e")[1]) if "e" in claim.lower() else 0
+        tolerance = 0.5 * 10.0 ** (exponent - decimals)
+        assert abs(float(got) - float(claim)) <= tolerance * (1 + 1e-12), f"{where}: prints {text!r}, the page says {stated!r}"
+
+
+def _with_checks(text: str, page: str, start: int) -> str:
+    """The block with each ``print(...)  # numbers`` line turned into a call of :func:`_check`."""
+    lines = []
+    for offset, line in enumerate(text.splitlines()):
+        stated = STATED.match(line)
+        if stated:
+            indent, arguments, comment = stated.groups()
+            line = f"{indent}__check__({f'{page}:{start + offset}'!r}, {comment!r}, {arguments})"
+        lines.append(line)
+    return "\n".join(lines) + "\n"
+
+
+def blocks(page: Path, languages: tuple[str, ...]) -> list[tuple[int, str]]:
+    """``(line number, text)`` of each fenced block of ``page`` in one of ``languages``."""
+    out, current, start = [], None, 0
+    for number, line in enumerate(page.read_text().splitlines(), 1):
+        fence = FENCE.match(line)
+        if fence and current is None:
+            current, start, language = [], number + 1, fence.group(1)
+        elif fence:
+            if language in languages:
+                out.append((start, "\n".join(current) + "\n"))
+            current = None
+        elif current is not None:
+            current.append(line)
+    assert current is None, f"{page.name}: a code block is not closed"
+    return out
+
+
+def commands() -> list[tuple[str, int, list[str]]]:
+    found = []
+    for page in PAGES:
+        for start, text in blocks(page, ("sh", "bash", "console")):
+            for offset, line in enumerate(text.splitlines()):
+                argv = shlex.split(line, comments=True)
+                if argv and argv[0] == "fsc":
+                    found.append((page.name, start + offset, argv[1:]))
+                elif argv and argv[0] != "make":
+                    raise AssertionError(f"{page.name}:{start + offset}: a shell line the docs test does not know: {line!r}")
+    return found
+
+
+@pytest.fixture
+def workdir(tmp_path, monkeypatch):
+    for name in ("tests", "examples"):
+        (tmp_path / name).symlink_to(ROOT / name)
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+PYTHON_PAGES = [page for page in PAGES if blocks(page, ("python",))]
+
+
+def test_the_pages_hold_code():
+    assert len(PYTHON_PAGES) >= 4 and len(commands()) >= 8
+
+
+@pytest.mark.parametrize("page", PYTHON_PAGES, ids=[page.name for page in PYTHON_PAGES])
+def test_python_blocks_run(page, workdir, capsys):
+    namespace = {"__name__": f"docs_{page.stem}", "__check__": _check}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeprecationWarning)
+        for start, text in blocks(page, ("python",)):
+            exec(compile(_with_checks(text, page.name, start), f"{page.name}:{start}", "exec"), namespace)
+
+
+def test_a_stated_output_is_checked():
+    _check("here", "0.10952 551", 0.109521, 551)
+    with pytest.raises(AssertionError, match="the page says"):
+        _check("here", "0.10952 550", 0.109521, 551)
+    with pytest.raises(AssertionError, match="the page says"):
+        _check("here", "100163.9", 100027.588)
+    assert "__check__('p:3', '1.5', x)" in _with_checks("print(x)   # 1.5\n", "p", 3)
+
+
+@pytest.mark.parametrize(("page", "line", "argv"), commands(), ids=[f"{p}:{n}" for p, n, _ in commands()])
+def test_commands_run(page, line, argv, workdir, capsys):
+    status = main(argv)
+    assert status == 0, f"{page}:{line}: fsc {' '.join(argv)} exited with {status}: {capsys.readouterr().err}"
