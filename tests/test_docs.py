@@ -3,8 +3,8 @@
 Each page's Python blocks run in order in one namespace (a block may use what an earlier one defined), in a
 fresh working directory that sees the repository's ``tests/`` and ``examples/``; a DeprecationWarning is an
 error, so the pages show the current API.  A line ``print(...)  # 1.25 7`` states what it prints: the numbers
-printed must equal the numbers of the comment to the digits the comment shows.  Each ``fsc`` line of a shell block runs through the command line
-and must exit with status 0.  ``make`` lines are what CI itself runs and are left out here.
+printed must equal the numbers of the comment to the digits the comment shows.  Each ``fsc`` line of a page's shell blocks runs through the command
+line, in order and in one working directory per page, and must exit with status 0.  ``make`` lines are what CI itself runs and are left out here.
 """
 
 from __future__ import annotations
@@ -114,7 +114,27 @@ def test_a_stated_output_is_checked():
     assert "__check__('p:3', '1.5', x)" in _with_checks("print(x)   # 1.5\n", "p", 3)
 
 
-@pytest.mark.parametrize(("page", "line", "argv"), commands(), ids=[f"{p}:{n}" for p, n, _ in commands()])
-def test_commands_run(page, line, argv, workdir, capsys):
-    status = main(argv)
-    assert status == 0, f"{page}:{line}: fsc {' '.join(argv)} exited with {status}: {capsys.readouterr().err}"
+COMMAND_PAGES = sorted({page for page, _, _ in commands()})
+
+
+@pytest.mark.parametrize("page", COMMAND_PAGES)
+def test_commands_run(page, workdir, capsys):
+    """A page's commands, in order, in one working directory (a command may use what an earlier one wrote)."""
+    for name, line, argv in commands():
+        if name == page:
+            status = main(argv)
+            assert status == 0, f"{page}:{line}: fsc {' '.join(argv)} exited with {status}: {capsys.readouterr().err}"
+
+
+def test_json_blocks_parse_and_specs_match_their_files():
+    """Every JSON block is valid JSON; a sweep spec shown whole equals the file of that name in examples/sweeps."""
+    import json
+
+    for page in PAGES:
+        for start, text in blocks(page, ("json",)):
+            doc = json.loads(text)
+            shown = ROOT / "examples" / "sweeps" / f"{doc.get('name')}.json"
+            if isinstance(doc, dict) and shown.exists():
+                on_disk = json.loads(shown.read_text())
+                on_disk.pop("description", None)
+                assert doc == on_disk, f"{page.name}:{start} differs from {shown.name}"
