@@ -17,9 +17,10 @@ from pathlib import Path
 
 import torch
 
+from .arguments import number, positive_int
 from .errors import InputError
 from .evaluate import CONVENTIONS, evaluate
-from .limits import check_necklace_work, closed_form_M_arg, seed_arg, threads_arg, walkers_arg
+from .limits import check_necklace_work, closed_form_M_arg, seed_arg, walkers_arg
 from .memory import MemoryArchitecture, parse_memory
 from .policy import Policy
 from .simulate import simulate
@@ -36,37 +37,17 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(message)
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}")
-    return value
-
-
-def _number(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not math.isfinite(value):
-        raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
-    return value
-
-
 # Options shared by the commands that build a controller.
 
 
 def _add_world_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--mu", type=_number, default=None, help="the two-hypothesis world: gap between the arms, in (0, 1) (default 0.1)")
+    p.add_argument("--mu", type=number, default=None, help="the two-hypothesis world: gap between the arms, in (0, 1) (default 0.1)")
     p.add_argument("--pomdp", default=None, metavar="FILE", help="another world: a .POMDP file (its action and observation counts size --memory)")
 
 
 def _add_reset_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--reset", type=_number, default=None, help="reset probability r per step (default: 1 - the file's discount, else 1e-3)")
-    p.add_argument("--discount", type=_number, default=None, help="discount gamma: the same parameter as --reset, r = 1 - gamma")
+    p.add_argument("--reset", type=number, default=None, help="reset probability r per step (default: 1 - the file's discount, else 1e-3)")
+    p.add_argument("--discount", type=number, default=None, help="discount gamma: the same parameter as --reset, r = 1 - gamma")
 
 
 def _add_controller_options(p: argparse.ArgumentParser, *, policy: bool = True) -> None:
@@ -79,9 +60,9 @@ def _add_controller_options(p: argparse.ArgumentParser, *, policy: bool = True) 
             help="uniform, random, ccp, necklace, an initialisation name (random, linear, columns, near-ccp, cycles, "
             "near-necklace), or a policy file (.npz/.json) (default uniform)",
         )
-        p.add_argument("--eps", type=_number, default=None, help="CCP exit probability (default: optimal at --reset)")
-        p.add_argument("--eps0", type=_number, default=None, help="necklace: exit probability of the end necklaces")
-        p.add_argument("--eps1", type=_number, default=None, help="necklace: exit probability between necklaces")
+        p.add_argument("--eps", type=number, default=None, help="CCP exit probability (default: optimal at --reset)")
+        p.add_argument("--eps0", type=number, default=None, help="necklace: exit probability of the end necklaces")
+        p.add_argument("--eps1", type=number, default=None, help="necklace: exit probability between necklaces")
     p.add_argument("--seed", type=seed_arg, default=0, help="seed of random policies and of sampling (default 0)")
     _add_reset_options(p)
     p.add_argument("--convention", choices=CONVENTIONS, default="native", help="native (default) or paper (docs/model.md)")
@@ -239,7 +220,7 @@ def _evaluate_options(p):
 
 def _simulate_options(p):
     _add_controller_options(p)
-    p.add_argument("--steps", type=_positive_int, default=1_000_000, help="step budget (default 1e6)")
+    p.add_argument("--steps", type=positive_int, default=1_000_000, help="step budget (default 1e6)")
     p.add_argument("--walkers", type=walkers_arg, default=256, help="independent walkers (default 256)")
 
 
@@ -271,10 +252,10 @@ def cmd_closed_form(args) -> int:
 
 def _closed_form_options(p):
     p.add_argument("policy", choices=["ccp", "asymmetric-ccp"], help="ccp (appendix C) or asymmetric-ccp (optimum over two exits and the reset split)")
-    p.add_argument("--mu", type=_number, default=0.1, help="gap between the arms, in (0, 1) (default 0.1)")
+    p.add_argument("--mu", type=number, default=0.1, help="gap between the arms, in (0, 1) (default 0.1)")
     p.add_argument("--M", type=closed_form_M_arg, required=True, help="memory size")
-    p.add_argument("--reset", type=_number, default=1e-3, help="reset probability r (default 1e-3)")
-    p.add_argument("--eps", type=_number, default=None, help="exit probability at the top (default: the optimum, capped at 1)")
+    p.add_argument("--reset", type=number, default=1e-3, help="reset probability r (default 1e-3)")
+    p.add_argument("--eps", type=number, default=None, help="exit probability at the top (default: the optimum, capped at 1)")
     p.add_argument("--convention", choices=CONVENTIONS, default="native", help="the convention of q: native (default) or paper, (1 - r) q + r/2")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
@@ -300,9 +281,9 @@ def cmd_necklace(args) -> int:
 
 
 def _necklace_options(p):
-    p.add_argument("--m", type=_positive_int, required=True, help="memory length m")
-    p.add_argument("--mu", type=_number, default=0.1, help="gap between the arms, for q* (default 0.1)")
-    p.add_argument("--time-budget", type=_number, default=10.0, help="seconds for the longest-chain search (default 10)")
+    p.add_argument("--m", type=positive_int, required=True, help="memory length m")
+    p.add_argument("--mu", type=number, default=0.1, help="gap between the arms, for q* (default 0.1)")
+    p.add_argument("--time-budget", type=number, default=10.0, help="seconds for the longest-chain search (default 10)")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
 
@@ -339,7 +320,7 @@ def _draw_options(p):
     _add_controller_options(p)
     p.add_argument("--format", choices=("svg", "png", "dot"), default=None, help="output format (default: the suffix of --out)")
     p.add_argument("--out", required=True, help="file to write (.svg, .png or .dot)")
-    p.add_argument("--threshold", type=_number, default=1e-3, help="hide edges of smaller probability (stated in the caption; default 1e-3)")
+    p.add_argument("--threshold", type=number, default=1e-3, help="hide edges of smaller probability (stated in the caption; default 1e-3)")
     p.add_argument("--title", default=None, help="caption title")
 
 
@@ -353,27 +334,9 @@ def cmd_train(args) -> int:
 
 
 def _train_options(p):
-    _add_world_options(p)
-    p.add_argument("--memory", required=True, help="ram:M, chain:M, column:M, memento:m, or FILE.py:NAME for an architecture of your own")
-    p.add_argument("--init", required=True, help="random, linear, columns, near-ccp, cycles, near-necklace, or a policy file")
-    p.add_argument("--seed", type=seed_arg, default=0, help="seed of the initialisation (default 0)")
-    _add_reset_options(p)
-    until_t = (
-        "algorithm time to reach (t of dw/dt = d gain / dw, docs/model.md; on paper eq. (4)'s G = gain / r, t is r times smaller); "
-        "without it, train until converged (the gain changes by less than 1e-9 of its size over a decade of t) or another limit"
-    )
-    p.add_argument("--until-t", type=_number, default=None, help=until_t)
-    p.add_argument("--max-dgrad", type=_number, default=None, help="flow: largest change of the gradient per step (default 1e-4)")
-    p.add_argument("--max-seconds", type=_number, default=None, help="stop after this much wall time (over all sessions)")
-    p.add_argument("--max-steps", type=_positive_int, default=None, help="stop after this many accepted steps")
-    p.add_argument("--convention", choices=CONVENTIONS, default="native", help="native (default) or paper (docs/model.md)")
-    p.add_argument("--optimizer", choices=("flow", "adam", "ascent"), default="flow", help="gradient flow (default), adam, or plain ascent")
-    p.add_argument("--lr", type=_number, default=None, help="adam / ascent learning rate")
-    p.add_argument("--engine", default="auto", help="evaluation engine (default auto)")
-    p.add_argument("--checkpoint-seconds", type=_number, default=60.0, help="wall time between checkpoints (default 60)")
-    p.add_argument("--threads", type=threads_arg, default=1, help="torch threads (default 1: bit-for-bit resumes)")
-    p.add_argument("--out", required=True, help="run directory; started again, the run resumes from its checkpoint")
-    p.add_argument("--quiet", action="store_true", help="no progress bar (none either when stderr is not a terminal)")
+    from .arguments import add_training_options
+
+    add_training_options(p)
     p.add_argument("--json", action="store_true", help="print the final q, t, steps, seconds as JSON")
 
 

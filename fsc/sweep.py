@@ -104,6 +104,7 @@ from typing import Any
 
 import attrs
 
+from .arguments import STOP, SWEEP_TYPES
 from .errors import InputError, InputTypeError
 from .limits import MAX_WORKERS, workers_arg
 
@@ -128,25 +129,7 @@ __all__ = [
 ]
 
 #: The ``fsc train`` arguments a spec may set, with their kind, in the order of the summary's columns.
-ARGUMENTS: dict[str, str] = {
-    "mu": "number",
-    "pomdp": "string",
-    "discount": "number",
-    "memory": "string",
-    "init": "string",
-    "seed": "integer",
-    "reset": "number",
-    "until_t": "number",
-    "max_dgrad": "number",
-    "max_seconds": "number",
-    "max_steps": "integer",
-    "convention": "string",
-    "optimizer": "string",
-    "lr": "number",
-    "engine": "string",
-    "checkpoint_seconds": "number",
-    "threads": "integer",
-}
+ARGUMENTS: dict[str, str] = SWEEP_TYPES  # fsc train's arguments a spec may set, and their types (fsc.arguments)
 
 #: Most points a spec may expand to (each is a run directory).
 MAX_POINTS = 10**6
@@ -155,7 +138,7 @@ MAX_POINTS = 10**6
 REQUIRED = ("memory", "init", "until_t")
 
 #: Arguments that only say when a run stops: a finished point run with other values is continued.
-STOP_ARGUMENTS = ("until_t", "max_seconds", "max_steps")
+STOP_ARGUMENTS = STOP
 
 #: Keys of a spec file.
 SPEC_KEYS = ("name", "description", "out", "fixed", "grid")

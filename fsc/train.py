@@ -66,6 +66,7 @@ import attrs
 import numpy as np
 import torch
 
+from .arguments import MAY_CHANGE
 from .errors import InputError, InputTypeError
 from .evaluate import CONVENTIONS, resolve_reset
 from .limits import MAX_THREADS
@@ -80,7 +81,7 @@ __all__ = ["CSV_HEADER", "TrainingResult", "load_checkpoint", "main", "read_traj
 CSV_HEADER = "t,step,q,gain,dt,seconds"
 
 #: Arguments that may differ when a run is continued (they only say when to stop, or how to show it).
-_MAY_CHANGE = {"until_t", "max_seconds", "max_steps", "quiet", "checkpoint_seconds", "threads"}
+_MAY_CHANGE = MAY_CHANGE  # stop conditions and how the run runs (fsc.arguments)
 
 _FORMAT = "fsc-training-checkpoint/1"
 

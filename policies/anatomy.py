@@ -267,13 +267,13 @@ def describe(a: Anatomy, *, top: int = 12) -> str:
 
 def add_options(p) -> None:
     """Options of ``fsc inspect``."""
-    from fsc.cli import _number
+    from fsc.arguments import number
 
     p.add_argument("policy_file", metavar="POLICY_FILE", help="a policy .npz or .json (e.g. RUN/policy.npz of fsc train)")
-    p.add_argument("--mu", type=_number, default=0.1, help="gap between the arms, in (0, 1) (default 0.1)")
-    p.add_argument("--reset", type=_number, default=1e-3, help="reset probability r (default 1e-3)")
+    p.add_argument("--mu", type=number, default=0.1, help="gap between the arms, in (0, 1) (default 0.1)")
+    p.add_argument("--reset", type=number, default=1e-3, help="reset probability r (default 1e-3)")
     p.add_argument("--convention", choices=("native", "paper"), default="native", help="convention of q (default native)")
-    p.add_argument("--tol", type=_number, default=0.05, help="largest distance at which a family is claimed (default 0.05)")
+    p.add_argument("--tol", type=number, default=0.05, help="largest distance at which a family is claimed (default 0.05)")
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
 
 

@@ -167,3 +167,28 @@ def test_the_sparse_pattern_of_the_system_matches_a_direct_build():
         P = np.zeros((chain.size, chain.size))
         np.add.at(P, (chain.rows[sl], chain.cols[sl]), values[sl])
         assert np.allclose(A.toarray(), np.eye(chain.size) - 0.99 * P, rtol=0, atol=1e-15)
+
+
+def test_the_training_arguments_are_declared_once():
+    import inspect
+
+    from fsc import sweep
+    from fsc.arguments import MAY_CHANGE, STOP, SWEEP_TYPES, TRAINING
+    from fsc.train import run_training
+
+    keywords = set(inspect.signature(run_training).parameters) - {"policy"}  # a Policy object: the API only
+    assert {a.name for a in TRAINING} == keywords
+    parser = cli.make_parser()
+    train = parser._subparsers._group_actions[0].choices["train"]
+    options = {o for action in train._actions for o in action.option_strings if o.startswith("--")}
+    assert options == {a.option for a in TRAINING} | {"--json", "--help"}
+    assert sweep.ARGUMENTS == SWEEP_TYPES and "target" in SWEEP_TYPES and "out" not in SWEEP_TYPES
+    assert sweep.STOP_ARGUMENTS == STOP == ("until_t", "max_seconds", "max_steps")
+    assert {"until_t", "threads", "quiet"} <= MAY_CHANGE and not {"seed", "memory", "target"} & MAY_CHANGE
+
+
+def test_a_sweep_passes_target_to_its_points(tmp_path):
+    from fsc import sweep
+
+    spec = sweep.Sweep.from_dict({"fixed": {"memory": "ram:2", "init": "random", "until_t": 10, "target": "return"}, "grid": {"seed": [0]}})
+    assert "--target=return" in spec.points[0].argv()
