@@ -779,17 +779,14 @@ def write_summary(sweep: Sweep, out: str | os.PathLike) -> list[dict[str, Any]]:
 
 
 def _read_trajectory(path: Path) -> tuple[list[float], list[float]] | None:
-    """``(t, q)`` columns of a ``trajectory.csv``, or ``None`` when there is none."""
+    """``(t, q)`` of a ``trajectory.csv``, or ``None`` when there is none (or the world has no ``q``)."""
+    from .train import read_trajectory
+
     try:
-        with open(path, newline="") as f:
-            reader = csv.DictReader(f)
-            t, q = [], []
-            for record in reader:
-                t.append(float(record["t"]))
-                q.append(float(record["q"]))
-    except (OSError, KeyError, ValueError, TypeError):
+        columns = read_trajectory(path)
+    except (OSError, ValueError):
         return None
-    return t, q
+    return (columns["t"].tolist(), columns["q"].tolist()) if "q" in columns else None
 
 
 def _plot_summary(sweep: Sweep, out: Path, path: Path) -> None:

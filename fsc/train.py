@@ -297,16 +297,22 @@ def _write_csv(path: Path, trajectory: _Trajectory) -> None:
 
 
 def read_trajectory(path: str | os.PathLike) -> dict[str, np.ndarray]:
-    """Columns of a ``trajectory.csv`` (``t, step, q, gain, dt, seconds``) as arrays."""
+    """Columns of a ``trajectory.csv`` (a path or a run directory) as arrays, named by its header.
+
+    The header starts ``t,step``; ``step`` is int64, every other column float64
+    (the metrics of the world, ``gain``, ``dt``, ``seconds``).
+    """
     path = Path(path)
     if path.is_dir():
         path = path / "trajectory.csv"
     with open(path) as f:
         header = f.readline().strip()
-        if header != CSV_HEADER:
-            raise InputError(f"{str(path)!r} is not a trajectory (header {header!r}, expected {CSV_HEADER!r})")
+        names = header.split(",")
+        if names[:2] != ["t", "step"] or len(set(names)) != len(names):
+            raise InputError(f"{str(path)!r} is not a trajectory (header {header!r}, expected 't,step,...')")
         rows = [line.rstrip("\n").split(",") for line in f if line.strip()]
-    names = CSV_HEADER.split(",")
+    if any(len(row) != len(names) for row in rows):
+        raise InputError(f"{str(path)!r} is not a trajectory (a row without {len(names)} fields)")
     return {name: np.array([r[i] for r in rows], dtype=np.int64 if name == "step" else np.float64) for i, name in enumerate(names)}
 
 
