@@ -9,6 +9,7 @@ import attrs
 import torch
 
 from .chain import joint_chain
+from .checks import check_reset
 from .errors import InputError, InputTypeError
 from .policy import Policy, policy_argument
 from .pomdp import POMDP, Task, as_pomdp, paper_read
@@ -65,17 +66,6 @@ class Evaluation:
             "reset": self.reset,
             "seconds": self.seconds,
         }
-
-
-def check_reset(reset: object, *, allow_zero: bool = False) -> float:
-    """Return ``reset`` as a float in (0, 1] (or [0, 1] with ``allow_zero``), or raise."""
-    interval = "[0, 1]" if allow_zero else "(0, 1]"
-    if isinstance(reset, bool) or not isinstance(reset, (int, float)):
-        raise InputTypeError(f"reset must be a number in {interval}, got {reset!r}")
-    reset = float(reset)
-    if not (math.isfinite(reset) and (0 <= reset if allow_zero else 0 < reset) and reset <= 1):
-        raise InputError(f"reset must be in {interval}, got {reset!r}")
-    return reset
 
 
 def resolve_reset(

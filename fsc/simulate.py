@@ -23,8 +23,9 @@ import time
 import attrs
 import numpy as np
 
+from .checks import check_reset
 from .errors import InputError
-from .evaluate import CONVENTIONS, check_reset
+from .evaluate import CONVENTIONS
 from .limits import MAX_WALKERS
 from .policy import Policy, policy_argument
 from .pomdp import POMDP, Task, as_pomdp, paper_read

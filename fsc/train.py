@@ -67,6 +67,7 @@ import numpy as np
 import torch
 
 from .arguments import MAY_CHANGE
+from .checks import real
 from .errors import InputError, InputTypeError
 from .evaluate import CONVENTIONS, resolve_reset
 from .limits import MAX_THREADS
@@ -175,19 +176,6 @@ class TrainingResult:
 
 # ---------------------------------------------------------------------------
 # Argument checks.
-
-
-def _number(name: str, value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise InputTypeError(f"{name} must be a number, got {value!r}")
-    return float(value)
-
-
-def _positive(name: str, value: object) -> float:
-    value = _number(name, value)
-    if not (math.isfinite(value) and value > 0):
-        raise InputError(f"{name} must be a finite number > 0, got {value!r}")
-    return value
 
 
 def _memory(memory: object, world: POMDP) -> MemoryArchitecture:
@@ -550,7 +538,7 @@ def run_training(
         raise InputError(f"seed must be in [0, 2**63 - 1], got {seed!r}")
     reset = resolve_reset(world, reset, discount, allow_zero=False, default=1e-3)
     if until_t is not None:
-        until_t = _number("until_t", until_t)
+        until_t = real("until_t", until_t, nan=True)
         if not (math.isfinite(until_t) and until_t >= 0):
             raise InputError(f"until_t must be a finite number >= 0, got {until_t!r}")
     if convention not in CONVENTIONS:
@@ -561,7 +549,7 @@ def run_training(
         raise InputError(f"max_steps must be an int >= 1 or None, got {max_steps!r}")
     rule = StopRule(until_t=until_t, max_steps=max_steps, max_seconds=max_seconds)
     opt = make_optimizer(optimizer, lr=lr, max_dgrad=max_dgrad)
-    checkpoint_seconds = _number("checkpoint_seconds", checkpoint_seconds)
+    checkpoint_seconds = real("checkpoint_seconds", checkpoint_seconds, nan=True)
     if not checkpoint_seconds >= 0:
         raise InputError(f"checkpoint_seconds must be >= 0, got {checkpoint_seconds!r}")
     if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or not 1 <= threads <= MAX_THREADS):

@@ -282,7 +282,7 @@ def run(args) -> int:
     import json
     from pathlib import Path
 
-    from fsc.evaluate import check_reset
+    from fsc.checks import check_reset
 
     path = Path(args.policy_file)
     if not path.is_file():

@@ -26,11 +26,11 @@ from __future__ import annotations
 
 import decimal
 import math
-import numbers
 from collections.abc import Sequence
 from decimal import Decimal
 
-from fsc.errors import InputError, InputTypeError
+from fsc.checks import check_reset, real
+from fsc.errors import InputError
 
 from .necklaces import GrayChain, _integer, check_chain, gray_chain
 
@@ -52,31 +52,19 @@ __all__ = [
 # Argument checks
 
 
-def _real(name: str, value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise InputTypeError(f"{name} must be a real number, got {value!r}")
-    value = float(value)
-    if math.isnan(value):
-        raise InputError(f"{name} must not be NaN, got {value!r}")
-    return value
-
-
 def _open_unit(name: str, value: object) -> float:
-    value = _real(name, value)
+    value = real(name, value)
     if not 0 < value < 1:
         raise InputError(f"{name} must be in (0, 1), got {value!r}")
     return value
 
 
 def _check_r(r: object, allow_zero: bool) -> float:
-    r = _real("r", r)
-    if not (0 <= r <= 1 if allow_zero else 0 < r <= 1):
-        raise InputError(f"r must be in {'[0, 1]' if allow_zero else '(0, 1]'}, got {r!r}")
-    return r
+    return check_reset(r, allow_zero=allow_zero, name="r")
 
 
 def _check_eps(eps: object) -> float:
-    eps = _real("eps", eps)
+    eps = real("eps", eps)
     if not 0 < eps <= 1:
         raise InputError(f"eps must be in (0, 1], got {eps!r}")
     return eps

@@ -20,12 +20,12 @@ horizon and discounted, as in their benchmark files.
 from __future__ import annotations
 
 import functools
-import math
 
 import attrs
 import numpy as np
 
-from fsc.errors import InputError, InputTypeError
+from fsc.checks import real
+from fsc.errors import InputError
 from fsc.pomdp import POMDP, Task
 
 __all__ = ["CheeseMaze", "Grid4x3", "Tiger"]
@@ -33,17 +33,8 @@ __all__ = ["CheeseMaze", "Grid4x3", "Tiger"]
 MOVES = {"N": (-1, 0), "S": (1, 0), "E": (0, 1), "W": (0, -1)}
 
 
-def _number(name: str, value: object, low: float = -math.inf, high: float = math.inf) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise InputTypeError(f"{name} must be a number, got {value!r}")
-    value = float(value)
-    if not (math.isfinite(value) and low <= value <= high):
-        raise InputError(f"{name} must be in [{low}, {high}], got {value!r}")
-    return value
-
-
 def _discount(value: object) -> float:
-    value = _number("discount", value, 0.0, 1.0)
+    value = real("discount", value, 0.0, 1.0)
     if not 0 < value < 1:
         raise InputError(f"discount must be in (0, 1), got {value!r}")
     return value
@@ -68,9 +59,9 @@ class Tiger(Task):
     discount: float = attrs.field(default=0.95, kw_only=True)
 
     def __attrs_post_init__(self) -> None:
-        object.__setattr__(self, "accuracy", _number("accuracy", self.accuracy, 0.0, 1.0))
+        object.__setattr__(self, "accuracy", real("accuracy", self.accuracy, 0.0, 1.0))
         for name in ("listen_cost", "penalty", "treasure"):
-            object.__setattr__(self, name, _number(name, getattr(self, name)))
+            object.__setattr__(self, name, real(name, getattr(self, name)))
         object.__setattr__(self, "discount", _discount(self.discount))
 
     @functools.cached_property
@@ -172,7 +163,7 @@ class CheeseMaze(Task):
     discount: float = attrs.field(default=0.95, kw_only=True)
 
     def __attrs_post_init__(self) -> None:
-        object.__setattr__(self, "reward", _number("reward", self.reward))
+        object.__setattr__(self, "reward", real("reward", self.reward))
         object.__setattr__(self, "discount", _discount(self.discount))
 
     CELLS = ((0, 0), (0, 1), (0, 2), (0, 3), (0, 4), (1, 0), (1, 2), (1, 4), (2, 0), (2, 4), (2, 2))
@@ -212,8 +203,8 @@ class Grid4x3(Task):
     discount: float = attrs.field(default=0.95, kw_only=True)
 
     def __attrs_post_init__(self) -> None:
-        object.__setattr__(self, "slip", _number("slip", self.slip, 0.0, 1.0))
-        object.__setattr__(self, "step_cost", _number("step_cost", self.step_cost))
+        object.__setattr__(self, "slip", real("slip", self.slip, 0.0, 1.0))
+        object.__setattr__(self, "step_cost", real("step_cost", self.step_cost))
         object.__setattr__(self, "discount", _discount(self.discount))
 
     CELLS = ((0, 0), (0, 1), (0, 2), (0, 3), (1, 0), (1, 2), (1, 3), (2, 0), (2, 1), (2, 2), (2, 3))
