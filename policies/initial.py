@@ -10,6 +10,7 @@ zero probability and gradient flow can move every weight; under the
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -22,7 +23,7 @@ from fsc.policy import Policy
 from .ccp import _check_eps, ccp_probs
 from .necklace import default_eps, necklace_probs
 
-__all__ = ["INITIALISATIONS", "NOISE", "from_weights", "initial_policy", "paper_necklace_weights"]
+__all__ = ["INITIALISATIONS", "NOISE", "from_weights", "initial_policy", "paper_necklace_weights", "published_order"]
 
 INITIALISATIONS = ("random", "linear", "columns", "near-ccp", "near-star", "cycles", "near-necklace")
 
@@ -56,15 +57,71 @@ def _memento(arch: MemoryArchitecture, name: str) -> None:
         raise InputError(f"the {name!r} initialisation needs a two-arm Memento memory, got {arch!r}")
 
 
-def _random_on(arch: MemoryArchitecture, structure: np.ndarray, generator: torch.Generator) -> Policy:
-    """Gaussian logits (std 1) softmaxed over ``structure & allowed``, then ``+ 1e-4`` and log."""
-    mask = structure & arch.allowed
-    logits = torch.randn(arch.num_nodes, arch.num_choices, generator=generator, dtype=torch.float64).numpy()
-    weights = np.where(mask, np.exp(logits - np.where(mask, logits, -np.inf).max(axis=1, keepdims=True)), 0.0)
-    weights /= weights.sum(axis=1, keepdims=True)
-    init = torch.randn(arch.num_nodes, generator=generator, dtype=torch.float64).numpy()
-    init_weights = np.where(arch.reset_mask, np.exp(init - init[arch.reset_mask].max()), 0.0)
-    return from_weights(arch, weights, init_weights / init_weights.sum())
+def published_order(arch: MemoryArchitecture) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Where the published code's tensors sit in ours, for a two-arm RAM-like or Memento memory.
+
+    The published code names RAM states ``"ii  "`` (memory ``ii`` from 00, no
+    observation yet: the reset states, first) then ``"iiX+"``, actions
+    ``"iiX"``, and Memento states by the arms then the rewards, newest last
+    (``"AB+-"``, blank-padded when shorter), in its own order.  Returns
+    ``(node, choice, reset_node)``: our node of each published state, our
+    choice of each published action, our node of each published initial state.
+    """
+    arms, signs = ("A", "B"), ("+", "-")
+    if isinstance(arch, (RAM, Chain, Column)) and arch.arms == 2 and arch.observations == 2:
+        M = arch.M
+        states = [f"{i + 1}_" for i in range(M)] + [f"{i + 1}{x}{o}" for i in range(M) for x in arms for o in signs]
+        actions = [f"{i + 1}{x}" for i in range(M) for x in arms]
+        initial = states[:M]
+    elif isinstance(arch, Memento) and arch.arms == 2 and arch.observations == 2:
+        states = []
+        for n in range(arch.m + 1):
+            states += ["".join(h) + "".join(o) or "_" for h in itertools.product(arms, repeat=n) for o in itertools.product(signs, repeat=n)]
+        actions, initial = list(arms), ["_"]
+    else:
+        raise InputError(f"the published code has no {arch!r}")
+    nodes = {label: n for n, label in enumerate(arch.node_labels)}
+    choices = {label: c for c, label in enumerate(arch.choice_labels)}
+    return (np.array([nodes[s] for s in states]), np.array([choices[a] for a in actions]), np.array([nodes[s] for s in initial]))
+
+
+def _published_start(arch: MemoryArchitecture, name: str, seed: int) -> Policy:
+    """The published code's ``randn``, ``randn_lin``, ``randn_u`` or ``randn_cycles`` start for seed ``seed``.
+
+    The same draws in the same order (``torch.manual_seed(seed)``, then the
+    policy's ``(states, actions)`` Gaussian logits, then the initial states'),
+    the same arithmetic in the same order, laid onto our node and choice order.
+    """
+    node, choice, reset_node = published_order(arch)
+    generator = torch.Generator().manual_seed(seed)
+    pi = torch.randn(len(node), len(choice), generator=generator, dtype=torch.float64)
+    if name in ("linear", "columns"):  # random probabilities on the chain- or column-shaped choices
+        shape = (Chain if name == "linear" else Column)(arch.M)
+        keep = torch.from_numpy(shape.allowed[np.ix_(node, choice)])
+        pi = pi.softmax(1).masked_fill(~keep, 0.0)
+        pi = (pi / pi.sum(1, True) + NOISE).log()
+    elif name == "cycles":  # the oldest arm, except where the history is maximally informative
+        pi = pi.softmax(1)
+        labels = [arch.node_labels[n] for n in node]
+        for i, label in enumerate(labels):
+            if len(label) == 2 * arch.m and not _maximally_informative(label, arch.m):
+                pi[i] = 0.0
+                pi[i, choice.tolist().index(arch.choice_labels.index(label[0]))] = 1.0
+        pi = (pi + NOISE).log()
+    p0 = torch.randn(len(reset_node), generator=generator, dtype=torch.float64)
+    logits = np.zeros((arch.num_nodes, arch.num_choices))
+    logits[np.ix_(node, choice)] = pi.numpy()
+    init_logits = np.zeros(arch.num_nodes)
+    init_logits[reset_node] = p0.numpy()
+    return Policy(architecture=arch, logits=logits, init_logits=init_logits)
+
+
+def _maximally_informative(label: str, m: int) -> bool:
+    """Every remembered play says the same about which arm is better (A won, or B lost, each time; or the reverse)."""
+    arms, rewards = label[:m], label[m:]
+    return all((x == "A") == (o == "+") for x, o in zip(arms, rewards, strict=True)) or all(
+        (x == "B") == (o == "+") for x, o in zip(arms, rewards, strict=True)
+    )
 
 
 def paper_necklace_weights(arch: Memento, eps0: float, eps1: float) -> tuple[np.ndarray, np.ndarray]:
@@ -90,24 +147,6 @@ def paper_necklace_weights(arch: Memento, eps0: float, eps1: float) -> tuple[np.
     return weights, init
 
 
-def _cycles_weights(arch: Memento) -> tuple[np.ndarray, np.ndarray]:
-    """Play the oldest arm, except where every reward is maximally informative (then 1/2 each)."""
-    m = arch.m
-    weights = np.full((arch.num_nodes, 2), 0.5)
-    for n, label in enumerate(arch.node_labels):
-        if len(label) != 2 * m:
-            continue
-        arms, rewards = label[:m], label[m:]
-        for_a = all((x == "A") == (o == "+") for x, o in zip(arms, rewards, strict=True))
-        for_b = all((x == "B") == (o == "+") for x, o in zip(arms, rewards, strict=True))
-        if not (for_a or for_b):
-            weights[n] = 0.0
-            weights[n, "AB".index(arms[0])] = 1.0
-    init = np.zeros(arch.num_nodes)
-    init[0] = 1.0
-    return weights, init
-
-
 def _check_reset(reset: object) -> float:
     if isinstance(reset, bool) or not isinstance(reset, (int, float)) or not (math.isfinite(reset) and 0 < reset <= 1):
         raise InputError(f"reset must be in (0, 1], got {reset!r}")
@@ -128,18 +167,23 @@ def initial_policy(
 ) -> Policy:
     """The initialisation ``name`` on ``arch`` (paper section 5, Figure 4).
 
-    - ``random``: Gaussian logits, std 1 (seeded).
-    - ``linear``: random probabilities on the chain-shaped choices (memory
-      ``i -> i-1, i, i+1``), ``+ 1e-4``, log.
-    - ``columns``: the same on the column-shaped choices (same arm above memory 1).
+    - ``random``: Gaussian logits, std 1 (seeded); for two-arm RAM-like and
+      Memento memories, seed ``s`` draws exactly the published code's start
+      for seed ``s`` (:func:`published_order`), so curves compare seed by seed.
+    - ``linear``: random probabilities (a softmax of Gaussian logits) kept on
+      the chain-shaped choices (memory ``i -> i-1, i, i+1``) and renormalised,
+      ``+ 1e-4``, log; Gaussian logits for the reset nodes (the published ``randn_lin``).
+    - ``columns``: the same on the column-shaped choices (same arm above
+      memory 1; the published ``randn_u``).
     - ``near-ccp``: the column of confidence policy with ``eps`` (default:
       the closed-form optimum at ``reset``, capped at 1), ``+ 1e-4``, log.
     - ``near-star``: the star policy (the CCP for ``k`` arms,
       :mod:`policies.star`) with ``eps`` (default: its optimum at ``reset``),
       ``+ 1e-4``, log.
-    - ``cycles``: play the oldest arm except where every reward is
-      maximally informative (there 1/2 each): the paths between necklaces
-      are left to training.
+    - ``cycles``: play the oldest arm, except where the remembered history is
+      maximally informative; there, and in the partial histories, random
+      probabilities as for ``random`` (the published ``randn_cycles``): the
+      paths between necklaces are left to training.
     - ``near-necklace``: the necklace policy with ``eps0 = r^(1/2)``,
       ``eps1 = r^(1/4)`` (defaults), ``+ 1e-4``, log; with the ``paper``
       convention and m = 3 or 4, exactly the published exit nodes.
@@ -151,13 +195,14 @@ def initial_policy(
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise InputTypeError(f"seed must be an int, got {seed!r}")
     reset = _check_reset(reset)
-    generator = torch.Generator().manual_seed(seed)
     if name == "random":
-        return Policy.random(arch, generator)
+        published = isinstance(arch, (RAM, Chain, Column, Memento)) and arch.arms == 2 and arch.observations == 2
+        return _published_start(arch, name, seed) if published else Policy.random(arch, seed)
     if name in ("linear", "columns"):
         _ram_like(arch, name)
-        shape = (Chain if name == "linear" else Column)(arch.M, arms=arch.arms, observations=arch.observations)
-        return _random_on(arch, shape.allowed, generator)
+        if arch.arms != 2 or arch.observations != 2:
+            raise InputError(f"the {name!r} initialisation needs a two-arm memory, got {arch!r}")
+        return _published_start(arch, name, seed)
     if name == "near-ccp":
         _ram_like(arch, name)
         if eps is None:
@@ -175,7 +220,7 @@ def initial_policy(
         return from_weights(arch, *star_probs(arch, _check_eps(eps)))
     _memento(arch, name)
     if name == "cycles":
-        return from_weights(arch, *_cycles_weights(arch))
+        return _published_start(arch, name, seed)
     default0, default1 = default_eps(reset)
     eps0 = _check_eps(default0 if eps0 is None else eps0, "eps0")
     eps1 = _check_eps(default1 if eps1 is None else eps1, "eps1")

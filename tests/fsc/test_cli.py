@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 import fsc
+import policies
 import tasks
 from fsc.cli import main
 
@@ -25,7 +26,7 @@ def test_evaluate_json_matches_library(capsys):
     record = json.loads(out)
     assert {"q", "gain", "engine", "nodes", "seconds", "residual"} <= record.keys()
     arch = fsc.Memento(2)
-    expected = fsc.evaluate(tasks.TwoHypothesis(0.2), fsc.Policy.random(arch, 3), reset=0.01)
+    expected = fsc.evaluate(tasks.TwoHypothesis(0.2), policies.initial_policy("random", arch, seed=3), reset=0.01)
     assert record["q"] == float(expected.metrics["q"])
     assert record["nodes"] == arch.num_nodes and record["engine"] == "dense"
 
