@@ -104,7 +104,7 @@ from typing import Any
 
 import attrs
 
-from .arguments import STOP, SWEEP_TYPES
+from .arguments import MAY_CHANGE, STOP, SWEEP_TYPES
 from .errors import InputError, InputTypeError
 from .limits import MAX_WORKERS, workers_arg
 
@@ -350,7 +350,10 @@ def _expand(block: object, fixed: dict[str, Any], source: str, where: str) -> li
     for combo in itertools.product(*axes.values()):
         varying = dict(zip(keys, combo, strict=True))
         arguments = {**fixed, **varying}
-        points.append(Point(name=_dir_name(varying), arguments=dict(_ordered(arguments)), grid_keys=keys))
+        # A block's single stop condition (a panel's horizon) does not name the directory: the run continued
+        # with another horizon is the same run.
+        named = {key: value for key, value in varying.items() if not (key in MAY_CHANGE and len(axes[key]) == 1)} or varying
+        points.append(Point(name=_dir_name(named), arguments=dict(_ordered(arguments)), grid_keys=keys))
     return points
 
 

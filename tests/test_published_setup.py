@@ -1,0 +1,57 @@
+"""The full-size specs equal the published set-up, point by point.
+
+The table below is written from the published plotting script's facts (panels, memories, resets,
+initialisations, 20 seeds, mu, the Figure 2 grids), not from the specs; the horizons are the ones the specs
+document (the t the published runs reached in their hour).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import fsc.sweep as sweep
+
+SPECS = Path(__file__).resolve().parents[1] / "examples" / "sweeps"
+SEEDS = range(20)
+
+#: Figure 4: panel -> (memory, reset, horizon, random initialisations (20 seeds), deterministic ones (1 seed)).
+FIGURE4 = {
+    "A": [("ram:8", 1e-3, 2.4e8, ("random", "linear", "columns"), ("near-ccp",))],
+    "B": [("ram:20", 1e-3, 3.1e8, ("random", "linear", "columns"), ("near-ccp",))],
+    "C": [("memento:3", 1e-3, 3.8e7, ("random", "cycles"), ("near-necklace",))],  # near-necklace: the paper's caption
+    "D": [("memento:4", 1e-3, 3.7e6, ("random", "cycles"), ("near-necklace",))],
+    "E": [("memento:3", 1e-5, 3e7, ("random",), ()), ("ram:16", 1e-5, 1e9, ("random",), ())],
+    "F": [("memento:4", 1e-5, 1.6e6, ("random",), ()), ("ram:64", 1e-5, 1e9, ("random",), ())],
+}
+
+
+def _points(name: str) -> list[dict]:
+    return [dict(p.arguments) for p in sweep.load_spec(SPECS / f"{name}.json").points]
+
+
+def test_figure4_is_the_published_set_up():
+    expected = set()
+    for rows in FIGURE4.values():
+        for memory, reset, horizon, random, deterministic in rows:
+            expected |= {(memory, reset, horizon, init, seed) for init in random for seed in SEEDS}
+            expected |= {(memory, reset, horizon, init, 0) for init in deterministic}
+    points = _points("fig4")
+    assert len(points) == len(expected) == 284
+    assert {(p["memory"], p["reset"], p["until_t"], p["init"], p["seed"]) for p in points} == expected
+    assert all(p["mu"] == 0.1 and p["convention"] == "paper" and p["max_seconds"] == 3600 for p in points)
+
+
+def test_figure2_is_the_published_set_up():
+    left = {(mu, f"ram:{M}", 2.0**-k) for mu in (0.1, 0.2) for M in (5, 10, 20) for k in range(1, 21)}
+    sizes = (2, 3, 4, 5, 7, 9, 11, 14, 17, 20, 23, 26, 29, 33, 37)
+    right = {(mu, f"ram:{M}", r) for mu in (0.1, 0.2) for r in (1e-6, 1e-4, 1e-2) for M in sizes}
+    points = _points("fig2")
+    assert len(points) == len(left | right) == 210
+    assert {(p["mu"], p["memory"], p["reset"]) for p in points} == left | right
+    assert all(p["init"] == "near-ccp" and p["convention"] == "paper" and p["until_t"] == 1e9 for p in points)
+
+
+def test_a_horizon_does_not_name_the_run_directory():
+    """A panel's horizon can be raised later: the point keeps its directory and continues from its checkpoint."""
+    names = [p.name for p in sweep.load_spec(SPECS / "fig4.json").points]
+    assert names[0] == "memory=ram-8/reset=0.001/init=random/seed=0" and not any("until_t" in n for n in names)
