@@ -28,12 +28,18 @@ import numpy as np
 #: The published set-up (examples/sweeps/fig4.json runs the same points with `fsc sweep`): memories,
 #: reset, initialisations, and each memory's horizon (the t the published runs reached in their hour).
 PANELS = {
-    "A": {"title": "RAM M = 8", "reset": 1e-3, "runs": [("ram:8", init) for init in ("random", "linear", "columns", "near-ccp")], "until_t": {"ram:8": 2.4e8}},
-    "B": {"title": "RAM M = 20", "reset": 1e-3, "runs": [("ram:20", init) for init in ("random", "linear", "columns", "near-ccp")], "until_t": {"ram:20": 3.1e8}},
-    "C": {"title": "Memento m = 3", "reset": 1e-3, "runs": [("memento:3", init) for init in ("random", "cycles", "near-necklace")], "until_t": {"memento:3": 3.8e7}},
-    "D": {"title": "Memento m = 4", "reset": 1e-3, "runs": [("memento:4", init) for init in ("random", "cycles", "near-necklace")], "until_t": {"memento:4": 3.7e6}},
-    "E": {"title": "random starts, M_eff = 64", "reset": 1e-5, "runs": [("ram:16", "random"), ("memento:3", "random")], "until_t": {"ram:16": 1e9, "memento:3": 3e7}},
-    "F": {"title": "random starts, M_eff = 256", "reset": 1e-5, "runs": [("ram:64", "random"), ("memento:4", "random")], "until_t": {"ram:64": 1e9, "memento:4": 1.6e6}},
+    "A": {"title": "RAM M = 8", "reset": 1e-3, "until_t": {"ram:8": 2.4e8},
+          "runs": [("ram:8", init) for init in ("random", "linear", "columns", "near-ccp")]},
+    "B": {"title": "RAM M = 20", "reset": 1e-3, "until_t": {"ram:20": 3.1e8},
+          "runs": [("ram:20", init) for init in ("random", "linear", "columns", "near-ccp")]},
+    "C": {"title": "Memento m = 3", "reset": 1e-3, "until_t": {"memento:3": 3.8e7},
+          "runs": [("memento:3", init) for init in ("random", "cycles", "near-necklace")]},
+    "D": {"title": "Memento m = 4", "reset": 1e-3, "until_t": {"memento:4": 3.7e6},
+          "runs": [("memento:4", init) for init in ("random", "cycles", "near-necklace")]},
+    "E": {"title": "random starts, M_eff = 64", "reset": 1e-5, "until_t": {"ram:16": 1e9, "memento:3": 3e7},
+          "runs": [("ram:16", "random"), ("memento:3", "random")]},
+    "F": {"title": "random starts, M_eff = 256", "reset": 1e-5, "until_t": {"ram:64": 1e9, "memento:4": 1.6e6},
+          "runs": [("ram:64", "random"), ("memento:4", "random")]},
 }  # fmt: skip
 
 #: Initialisations that draw no random numbers: one run, whatever --seeds.
@@ -81,7 +87,8 @@ def main() -> None:
         for memory, init in spec["runs"]:
             for seed in range(1 if init in DETERMINISTIC else args.seeds):
                 name = f"{memory.replace(':', '')}-{init}-r{spec['reset']:g}-seed{seed}"
-                jobs.append({"mu": args.mu, "memory": memory, "init": init, "seed": seed, "reset": spec["reset"], "until_t": args.until_t or spec["until_t"][memory],
+                until_t = args.until_t or spec["until_t"][memory]
+                jobs.append({"mu": args.mu, "memory": memory, "init": init, "seed": seed, "reset": spec["reset"], "until_t": until_t,
                              "max_seconds": args.max_seconds, "convention": args.convention, "out": str(args.out / "runs" / name)})  # fmt: skip
     with ProcessPoolExecutor(args.workers) as pool:
         results = list(pool.map(run_one, jobs))
