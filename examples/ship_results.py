@@ -13,6 +13,8 @@ Writes, from what the runs computed (nothing is trained here):
   minimum and maximum of their final q;
 - ``figure.png``: one panel per (memory, reset), each seed faint and the median bold (``viz.q_curves``), with
   the reference lines of ``policies.reference`` dashed;
+- ``claims.json``, ``claims.md`` (the spec named ``fig4``): the paper's claims about training checked on the
+  finished runs (:mod:`policies.claims`);
 - ``provenance.json``: the spec, the commit the runs were made with (``--commit``), the machine, the points
   done, and the runs' own times summed (one thread each: their CPU time when each had a core).
 """
@@ -132,6 +134,15 @@ def main() -> None:
             ax.remove()
         figure.tight_layout()
         figure.savefig(args.out / "figure.png", dpi=100)
+
+    if sweep.name == "fig4":  # the paper's claims about training, on what has run
+        from policies.claims import check_figure4
+
+        claims = check_figure4(groups, expected=total)
+        (args.out / "claims.json").write_text(json.dumps(claims, indent=1) + "\n")
+        lines = ["| panel | the paper says | numbers (final q) | verdict |", "|---|---|---|---|"]
+        lines += [f"| {c['panel']} | {c['claim']} | {c['numbers'] or '-'} | {c['verdict']} |" for c in claims]
+        (args.out / "claims.md").write_text("\n".join(lines) + "\n")
 
     done = [r for r in rows if r["status"] == "done"]
     here = Path(__file__).resolve().parents[1]

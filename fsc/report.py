@@ -258,12 +258,47 @@ def section_beyond_the_paper(out: Path, log: Callable[[str], None]) -> Section:
     return section(out, log)
 
 
+#: Where results computed at full size are shipped with the project.
+SHIPPED = Path(__file__).resolve().parents[1] / "results"
+
+
+def section_full_size(out: Path, log: Callable[[str], None]) -> Section:
+    """Figure 4 at full size: the shipped results and the paper's claims checked on them."""
+    import csv
+
+    shipped = SHIPPED / "fig4"
+    commands = (
+        "fsc sweep examples/sweeps/fig4.json --out sweeps/fig4",
+        "python examples/ship_results.py examples/sweeps/fig4.json sweeps/fig4 results/fig4",
+    )
+    if not (shipped / "claims.json").is_file():
+        return Section("Figure 4 at full size", "<p>No results shipped with this copy (results/fig4).</p>", commands)
+    claims = json.loads((shipped / "claims.json").read_text())
+    provenance = json.loads((shipped / "provenance.json").read_text())
+    with open(shipped / "groups.csv", newline="") as f:
+        groups = [[r["memory"], float(r["reset"]), r["init"], f"{r['finished']} of {r['of']}", float(r["median_q"]), float(r["min_q"]), float(r["max_q"])]
+                  for r in csv.DictReader(f)]  # fmt: skip
+    figure = out / "figures" / "full-size.png"
+    shutil.copyfile(shipped / "figure.png", figure)
+    log(f"  {provenance['done']} of {provenance['points']} runs shipped")
+    body = (
+        f"<p>The published set-up (examples/sweeps/fig4.json), run with this project at commit {html.escape(provenance['commit'][:10])} on "
+        f"{html.escape(provenance['machine']['cpu'])} ({provenance['machine']['cores']} cores): {provenance['done']} of {provenance['points']} "
+        "runs finished so far (the sweep resumes where it stopped). Final q per group, then the paper's claims about training on them.</p>"
+        + table(["memory", "r", "initialisation", "runs", "median q", "min q", "max q"], groups)
+        + table(["panel", "the paper says", "numbers (final q)", "verdict"], [[c["panel"], c["claim"], c["numbers"] or "-", c["verdict"]] for c in claims])
+        + "<img src='figures/full-size.png' alt='q(t) at full size'>"
+    )
+    return Section("Figure 4 at full size", body, commands, {"done": provenance["done"], "verdicts": {c["claim"]: c["verdict"] for c in claims}})
+
+
 SECTIONS: list[Callable[[Path, Callable[[str], None]], Section]] = [
     section_exact_vs_monte_carlo,
     section_ccp_closed_form,
     section_necklaces,
     section_drawings,
     section_training,
+    section_full_size,
     section_beyond_the_paper,
 ]
 

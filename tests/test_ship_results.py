@@ -44,3 +44,36 @@ def test_ship_a_small_sweep(tmp_path, monkeypatch):
         assert float(group["median_q"]) == float(np.median(qs)) and int(group["finished"]) == 2
     provenance = json.loads(Path("shipped/provenance.json").read_text())
     assert provenance["done"] == 4 and len(provenance["commit"]) == 40 and Path("shipped/figure.png").stat().st_size > 1000
+
+
+def test_the_claims_are_checked_on_hand_made_numbers():
+    from policies.claims import check_figure4
+
+    groups = {("ram:8", 1e-3, "random"): [0.4, 0.3, 0.35], ("ram:8", 1e-3, "near-ccp"): [0.11],
+              ("ram:8", 1e-3, "linear"): [0.2, 0.25], ("ram:8", 1e-3, "columns"): [0.3, 0.28],
+              ("memento:3", 1e-3, "random"): [0.2, 0.1, 0.3], ("memento:3", 1e-3, "near-necklace"): [0.15]}  # fmt: skip
+    verdicts = {c["claim"]: c["verdict"] for c in check_figure4(groups)}
+    assert verdicts["RAM M = 8: random initialisation leads to very poor results"] == "holds"  # 0.35 >= 2 x 0.11
+    assert verdicts["RAM M = 8: results improve with a linear structure, and more with two columns"] == "does not hold"  # 0.29 > 0.225
+    assert verdicts["RAM M = 8: training converges to the CCP only from near it"] == "holds"
+    assert verdicts["Memento m = 3: random does not do as well as the necklace start, but not significantly"] == "holds"  # 0.15 < 0.2, >= 0.1
+    assert verdicts["RAM M = 20: random initialisation leads to very poor results"] == "not run yet"
+    partial = check_figure4(groups, expected={("ram:8", 1e-3, "random"): 20})
+    assert partial[0]["verdict"] == "not run yet" and "over 3" in partial[0]["numbers"]
+
+
+def test_the_report_shows_shipped_results(tmp_path, monkeypatch):
+    from fsc import report
+
+    monkeypatch.chdir(tmp_path)
+    spec = json.loads((ROOT / "examples" / "sweeps" / "tiny.json").read_text())
+    Path("fig4.json").write_text(json.dumps({**spec, "name": "fig4"}))
+    assert main(["sweep", "fig4.json", "--out", "sweep", "--workers", "1", "--quiet"]) == 0
+    subprocess.run([sys.executable, str(ROOT / "examples" / "ship_results.py"), "fig4.json", "sweep", "results/fig4"], check=True, capture_output=True)
+    monkeypatch.setattr(report, "SHIPPED", tmp_path / "results")
+    (tmp_path / "out" / "figures").mkdir(parents=True)
+    section = report.section_full_size(tmp_path / "out", lambda message: None)
+    assert section.numbers["done"] == 4 and set(section.numbers["verdicts"].values()) == {"not run yet"}
+    assert "ram:2" in section.body and (tmp_path / "out" / "figures" / "full-size.png").is_file()
+    monkeypatch.setattr(report, "SHIPPED", tmp_path / "nothing")
+    assert "No results shipped" in report.section_full_size(tmp_path / "out", lambda message: None).body

@@ -1,0 +1,75 @@
+"""The paper's claims about training (section 6, Figure 4), checked against final values of q.
+
+Each claim names the runs it compares; :func:`check_figure4` reads them from a mapping ``(memory, reset,
+init) -> final q of each seed`` (the ``groups`` of a shipped sweep) and says, per claim, the numbers
+(median and range over seeds) and whether the claim holds on them, or that its runs are not there yet.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+__all__ = ["FIGURE4_CLAIMS", "check_figure4"]
+
+Group = tuple[str, float, str]  # (memory, reset, init)
+
+#: (panel, the paper's words, the groups compared, how): ``below`` means each group's median q is below the
+#: previous one's; ``within`` means the second (one deterministic run) is below the first's median but inside
+#: the range of its seeds (better, not significantly); ``poor`` means the first group's median is at least twice the second's
+#: (random against near-CCP).
+FIGURE4_CLAIMS: tuple[tuple[str, str, tuple[Group, ...], str], ...] = (
+    ("A", "RAM M = 8: random initialisation leads to very poor results",
+     (("ram:8", 1e-3, "random"), ("ram:8", 1e-3, "near-ccp")), "poor"),
+    ("A", "RAM M = 8: results improve with a linear structure, and more with two columns",
+     (("ram:8", 1e-3, "random"), ("ram:8", 1e-3, "linear"), ("ram:8", 1e-3, "columns")), "below"),
+    ("A", "RAM M = 8: training converges to the CCP only from near it",
+     (("ram:8", 1e-3, "columns"), ("ram:8", 1e-3, "near-ccp")), "below"),
+    ("B", "RAM M = 20: random initialisation leads to very poor results",
+     (("ram:20", 1e-3, "random"), ("ram:20", 1e-3, "near-ccp")), "poor"),
+    ("B", "RAM M = 20: results improve with a linear structure, and more with two columns",
+     (("ram:20", 1e-3, "random"), ("ram:20", 1e-3, "linear"), ("ram:20", 1e-3, "columns")), "below"),
+    ("B", "RAM M = 20: training converges to the CCP only from near it",
+     (("ram:20", 1e-3, "columns"), ("ram:20", 1e-3, "near-ccp")), "below"),
+    ("C", "Memento m = 3: random does not do as well as the necklace start, but not significantly",
+     (("memento:3", 1e-3, "random"), ("memento:3", 1e-3, "near-necklace")), "within"),
+    ("D", "Memento m = 4: random does not do as well as the necklace start, but not significantly",
+     (("memento:4", 1e-3, "random"), ("memento:4", 1e-3, "near-necklace")), "within"),
+    ("E", "random starts: Memento m = 3 ends better than RAM M = 16 (the same effective memory)",
+     (("ram:16", 1e-5, "random"), ("memento:3", 1e-5, "random")), "below"),
+    ("F", "random starts: Memento m = 4 ends better than RAM M = 64 (the same effective memory)",
+     (("ram:64", 1e-5, "random"), ("memento:4", 1e-5, "random")), "below"),
+)  # fmt: skip
+
+
+def _describe(group: Group, qs: Sequence[float]) -> str:
+    memory, reset, init = group
+    if len(qs) == 1:
+        return f"{memory} {init}: q = {qs[0]:.4g}"
+    return f"{memory} {init}: median {np.median(qs):.4g} [{min(qs):.4g}, {max(qs):.4g}] over {len(qs)}"
+
+
+def check_figure4(groups: Mapping[Group, Sequence[float]], expected: Mapping[Group, int] | None = None) -> list[dict]:
+    """One record per claim: ``panel``, ``claim``, ``numbers`` (text), ``verdict``.
+
+    ``verdict`` is ``holds``, ``does not hold``, or ``not run yet`` when a compared group has no finished
+    run, or fewer than ``expected[group]`` of them (then the numbers are shown, and the verdict waits).
+    """
+    out = []
+    for panel, claim, compared, how in FIGURE4_CLAIMS:
+        runs = [list(groups.get(group, ())) for group in compared]
+        numbers = "; ".join(_describe(g, qs) for g, qs in zip(compared, runs, strict=True) if qs)
+        complete = all(qs and (expected is None or len(qs) >= expected.get(g, 1)) for g, qs in zip(compared, runs, strict=True))
+        if not complete:
+            out.append({"panel": panel, "claim": claim, "numbers": numbers, "verdict": "not run yet"})
+            continue
+        medians = [float(np.median(qs)) for qs in runs]
+        if how == "below":
+            holds = all(b < a for a, b in zip(medians, medians[1:], strict=False))
+        elif how == "within":
+            holds = medians[1] < medians[0] and min(runs[0]) <= medians[1]
+        else:  # poor
+            holds = medians[0] >= 2 * medians[1]
+        out.append({"panel": panel, "claim": claim, "numbers": numbers, "verdict": "holds" if holds else "does not hold"})
+    return out
