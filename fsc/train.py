@@ -79,6 +79,8 @@ from .rundir import RunLock, read_run_json
 
 __all__ = ["CSV_HEADER", "TrainingResult", "load_checkpoint", "main", "read_trajectory", "run_training"]
 
+#: The header of ``trajectory.csv`` for the two-hypothesis task (metric ``q``); other worlds put their own
+#: metrics between ``step`` and ``gain``.
 CSV_HEADER = "t,step,q,gain,dt,seconds"
 
 #: Arguments that may differ when a run is continued (they only say when to stop, or how to show it).
@@ -86,42 +88,68 @@ _MAY_CHANGE = MAY_CHANGE  # stop conditions and how the run runs (fsc.arguments)
 
 _FORMAT = "fsc-training-checkpoint/1"
 
-#: Trajectory columns kept in the checkpoint, with their dtypes.
-_COLUMNS = {
-    "t": np.float64,
-    "step": np.int64,
-    "q": np.float64,
-    "gain": np.float64,
-    "dt": np.float64,
-    "seconds": np.float64,
-    "grad_norm": np.float64,
-    "evaluations": np.int64,
-}
+#: The columns of every trajectory around the world's metrics: ``t, step`` before them, then these (the last
+#: two are kept in the checkpoint only), with their dtypes.
+_BEFORE = {"t": np.float64, "step": np.int64}
+_AFTER = {"gain": np.float64, "dt": np.float64, "seconds": np.float64, "grad_norm": np.float64, "evaluations": np.int64}
+_BASE = {**_BEFORE, **_AFTER}
+
+
+def metric_column(name: str) -> str:
+    """The trajectory column of the world's metric ``name`` (``metric:gain`` if it is called like a column of its own)."""
+    return f"metric:{name}" if name in _BASE or name.startswith("metric:") else name
 
 
 class _Trajectory:
-    """The rows so far: compact columns (for the checkpoint) and their CSV lines."""
+    """The rows so far: compact columns (for the checkpoint) and their CSV lines.
+
+    Columns: ``t, step``, one per metric of the world (in the world's order), ``gain, dt, seconds``, and
+    ``grad_norm, evaluations`` (checkpoint only).  The metrics are known from the first row (or from the
+    checkpoint's columns).
+    """
 
     def __init__(self, columns: dict[str, np.ndarray] | None = None) -> None:
-        self.columns = {name: array.array("q" if dtype is np.int64 else "d") for name, dtype in _COLUMNS.items()}
+        self.metrics: tuple[str, ...] = ()
+        self.columns: dict[str, array.array] = {}
+        self.lines: list[str] = []
         if columns is not None:
-            for name in _COLUMNS:
+            self._start(tuple(name for name in columns if name not in _BASE))
+            for name in self.columns:
                 self.columns[name].extend(columns[name].tolist())
-        self.lines = [_csv_row({name: self.columns[name][i] for name in _COLUMNS}) for i in range(len(self))]
+            self.lines = [self._line({name: self.columns[name][i] for name in self.columns}) for i in range(len(self))]
+
+    def _start(self, metrics: tuple[str, ...]) -> None:
+        self.metrics = metrics
+        dtypes = {**_BEFORE, **dict.fromkeys(metrics, np.float64), **_AFTER}
+        self.columns = {name: array.array("q" if dtype is np.int64 else "d") for name, dtype in dtypes.items()}
+
+    @property
+    def header(self) -> str:
+        return ",".join(["t", "step", *self.metrics, "gain", "dt", "seconds"])
+
+    def _line(self, row: dict[str, Any]) -> str:
+        metrics = "".join(f"{row[name]!r}," for name in self.metrics)
+        return f"{row['t']!r},{row['step']},{metrics}{row['gain']!r},{row['dt']!r},{row['seconds']:.6f}\n"
 
     def __len__(self) -> int:
-        return len(self.columns["t"])
+        return len(self.columns["t"]) if self.columns else 0
 
     def append(self, row: dict[str, Any]) -> None:
+        if not self.columns:
+            self._start(tuple(name for name in row if name not in _BASE))
+        if set(row) != set(self.columns):
+            raise AssertionError(f"a trajectory row with the columns {sorted(row)}, not {sorted(self.columns)}")
         for name, column in self.columns.items():
             column.append(row[name])
-        self.lines.append(_csv_row(row))
+        self.lines.append(self._line(row))
 
     def last(self, name: str):
         return self.columns[name][-1] if len(self) else None
 
     def trim(self) -> None:
         """Drop a row that an interrupt left half-appended: every column (and the CSV lines) as long as the shortest."""
+        if not self.columns:
+            return
         rows = min(min(len(column) for column in self.columns.values()), len(self.lines))
         for column in self.columns.values():
             del column[rows:]
@@ -130,8 +158,8 @@ class _Trajectory:
     def arrays(self) -> dict[str, np.ndarray]:
         # A consistent snapshot: an interrupt between two columns' appends leaves one column a row longer;
         # only whole rows are saved.
-        rows = min(len(column) for column in self.columns.values())
-        return {name: np.array(column[:rows], dtype=_COLUMNS[name]) for name, column in self.columns.items()}
+        rows = min((len(column) for column in self.columns.values()), default=0)
+        return {name: np.array(column[:rows], dtype=np.int64 if column.typecode == "q" else np.float64) for name, column in self.columns.items()}
 
 
 @attrs.frozen(kw_only=True)
@@ -139,6 +167,7 @@ class TrainingResult:
     """The end of a training run (what ``fsc train --json`` prints).
 
     Attributes:
+        metrics: the world's metrics at the final policy (``q`` for the two-hypothesis task).
         q, gain: at the final policy (``q`` NaN in a world without it).
         value: ``gain / reset``, the discounted return (native convention).
         t: algorithm time reached; steps: accepted steps.
@@ -158,6 +187,7 @@ class TrainingResult:
     stop: str
     out: str
     resumed: bool
+    metrics: dict[str, float] = attrs.field(factory=dict)
 
     def summary(self) -> dict[str, Any]:
         """JSON-able numbers: ``q`` (where the world defines it), ``t``, ``steps``, ``seconds`` first, then ``value``."""
@@ -168,10 +198,16 @@ class TrainingResult:
             "seconds": self.seconds,
             "value": self.value,
             "gain": self.gain,
+            **{_summary_key(name): value for name, value in self.metrics.items() if name != "q"},
             "evaluations": self.evaluations,
             "stop": self.stop,
             "out": self.out,
         }
+
+
+def _summary_key(name: str) -> str:
+    taken = {"q", "t", "steps", "seconds", "value", "gain", "evaluations", "stop", "out"}
+    return f"metric:{name}" if name in taken else name
 
 
 # ---------------------------------------------------------------------------
@@ -196,19 +232,27 @@ def _memory(memory: object, world: POMDP) -> MemoryArchitecture:
 CONVERGED = 1e-9  # relative change of the gain over a decade of t that ends a run without until_t
 
 
-def _world(mu: object, pomdp: object) -> tuple[POMDP | Task, dict[str, Any]]:
-    """The two-hypothesis world of ``mu`` or the ``.POMDP`` file ``pomdp``, and what ``run.json`` records of it."""
+def _world(mu: object, pomdp: object, world: object = None) -> tuple[POMDP | Task, dict[str, Any]]:
+    """The world of a run, and what ``run.json`` records of it: the two-hypothesis world of ``mu``, the
+    ``.POMDP`` file ``pomdp`` (its sha256), or ``world`` itself, a POMDP or an object whose ``.pomdp`` is one
+    (the sha256 of its ``.POMDP`` text, :func:`fsc.pomdp_file.format_pomdp`)."""
+    import hashlib
+
+    given = [name for name, value in (("mu", mu), ("pomdp", pomdp), ("world", world)) if value is not None]
+    if len(given) > 1:
+        raise InputError(f"give one of mu (the two-hypothesis world), pomdp (a .POMDP file) and world, got {' and '.join(given)}")
+    if world is not None:
+        from .pomdp_file import format_pomdp
+
+        as_pomdp(world)  # a POMDP, or an object whose .pomdp is one
+        return world, {"world": hashlib.sha256(format_pomdp(world).encode()).hexdigest()}
     if pomdp is None:
         import tasks  # the two-hypothesis world
 
         mu = 0.1 if mu is None else mu
         return tasks.TwoHypothesis(mu), {"mu": float(mu)}
-    if mu is not None:
-        raise InputError("give mu (the two-hypothesis world) or pomdp (a .POMDP file), not both")
     if not isinstance(pomdp, (str, os.PathLike)):
         raise InputTypeError(f"pomdp must be a path to a .POMDP file, got {pomdp!r}")
-    import hashlib
-
     from .pomdp_file import read_pomdp
 
     try:
@@ -259,15 +303,11 @@ def _write_json(path: Path, doc: dict) -> None:
     atomic_write(path, lambda f: f.write((json.dumps(doc, indent=2, allow_nan=True) + "\n").encode()))
 
 
-def _csv_row(row: dict[str, Any]) -> str:
-    return f"{row['t']!r},{row['step']},{row['q']!r},{row['gain']!r},{row['dt']!r},{row['seconds']:.6f}\n"
-
-
 def _row(record: Record) -> dict[str, Any]:
     return {
         "t": float(record.t),
         "step": int(record.step),
-        "q": float(record.q),
+        **{metric_column(name): float(value) for name, value in record.metrics.items()},
         "gain": float(record.gain),
         "dt": float(record.dt),
         "seconds": float(record.seconds),
@@ -278,7 +318,7 @@ def _row(record: Record) -> dict[str, Any]:
 
 def _write_csv(path: Path, trajectory: _Trajectory) -> None:
     def write(f: io.BufferedWriter) -> None:
-        f.write((CSV_HEADER + "\n").encode())
+        f.write((trajectory.header + "\n").encode())
         f.write("".join(trajectory.lines).encode())
 
     atomic_write(path, write)
@@ -417,7 +457,11 @@ def _load_checkpoint(path: Path) -> tuple[State, dict[str, np.ndarray], dict[str
             seconds=float(data["seconds"]),
             slots=slots,
         )
-        columns = {name: np.array(data[f"trajectory_{name}"], dtype=dtype) for name, dtype in _COLUMNS.items()}
+        names = [key[len("trajectory_") :] for key in data.files if key.startswith("trajectory_")]
+        missing = set(_BASE) - set(names)
+        if missing:
+            raise InputError(f"{str(path)!r} is not a usable checkpoint (no trajectory column {sorted(missing)[0]!r})")
+        columns = {name: np.array(data[f"trajectory_{name}"], dtype=_BASE.get(name, np.float64)) for name in names}
     lengths = {len(column) for column in columns.values()}
     if len(lengths) != 1 or (len(columns["step"]) and (np.any(np.diff(columns["step"]) <= 0) or columns["step"][-1] > state.step)):
         raise InputError(f"{str(path)!r} is inconsistent (trajectory columns of lengths {sorted(lengths)}); start the run again in another --out")
@@ -461,6 +505,7 @@ def run_training(
     *,
     mu: float | None = None,
     pomdp: str | os.PathLike | None = None,
+    world: POMDP | Task | None = None,
     memory: str | MemoryArchitecture,
     init: str,
     seed: int = 0,
@@ -491,6 +536,9 @@ def run_training(
         mu: the two-hypothesis world's gap, in (0, 1) (default 0.1).
         pomdp: instead, a ``.POMDP`` file; ``run.json`` records the sha256 of
             its content, so a run resumed with another file is refused.
+        world: instead, the world itself (the API only): a ``fsc.POMDP`` or
+            any object whose ``.pomdp`` is one (``tasks.Tiger()``, a task of
+            yours); ``run.json`` records the sha256 of its ``.POMDP`` text.
         memory: ``ram:M``, ``chain:M``, ``column:M``, ``memento:m`` (sized to
             the world's actions and observations) or an architecture.
         init: an initialisation name of :func:`policies.initial_policy`, or a
@@ -528,7 +576,7 @@ def run_training(
         ValueError, TypeError: a bad argument (naming it), or ``out`` holding a
             run with other arguments.  Raised before anything is written.
     """
-    world, world_record = _world(mu, pomdp)
+    world, world_record = _world(mu, pomdp, world)
     arch = _memory(memory, as_pomdp(world))
     if not isinstance(init, str) or not init:
         raise InputTypeError(f"init must be an initialisation name or a policy file, got {init!r}")
@@ -687,6 +735,7 @@ def _train(records, arch, policy, rule, out, resumed, trajectory, meta, quiet, c
         stop=str(record.stop),
         out=str(out),
         resumed=resumed,
+        metrics={name: float(value) for name, value in record.metrics.items()},
     )
     _write_json(out / "run.json", {**run_doc, "status": "done", "stop": record.stop, "result": result.summary()})
     _write_json(out / "result.json", result.summary())

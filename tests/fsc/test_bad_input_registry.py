@@ -297,10 +297,10 @@ def _same(a, b) -> bool:
 
 
 def test_snapshot_saves_whole_rows_only():
-    from fsc.train import _COLUMNS, _Trajectory
+    from fsc.train import _BASE, _Trajectory
 
     trajectory = _Trajectory()
-    trajectory.append(dict.fromkeys(_COLUMNS, 1))
+    trajectory.append(dict.fromkeys([*_BASE, "q"], 1))
     first = next(iter(trajectory.columns.values()))
     first.append(2)  # as if interrupted after the first column of the next row
     assert {len(c) for c in trajectory.arrays().values()} == {1}

@@ -176,7 +176,7 @@ def test_the_training_arguments_are_declared_once():
     from fsc.arguments import MAY_CHANGE, STOP, SWEEP_TYPES, TRAINING
     from fsc.train import run_training
 
-    keywords = set(inspect.signature(run_training).parameters) - {"policy"}  # a Policy object: the API only
+    keywords = set(inspect.signature(run_training).parameters) - {"policy", "world"}  # Python objects: the API only
     assert {a.name for a in TRAINING} == keywords
     parser = cli.make_parser()
     train = parser._subparsers._group_actions[0].choices["train"]
@@ -192,3 +192,28 @@ def test_a_sweep_passes_target_to_its_points(tmp_path):
 
     spec = sweep.Sweep.from_dict({"fixed": {"memory": "ram:2", "init": "random", "until_t": 10, "target": "return"}, "grid": {"seed": [0]}})
     assert "--target=return" in spec.points[0].argv()
+
+
+def test_training_on_any_world_records_its_metrics(tmp_path):
+    """A world object, metrics of its own (one called gain), no q: the trajectory's columns are its metrics."""
+    from fsc.train import read_trajectory, run_training
+
+    base = tasks.Tiger().pomdp
+    listening = np.zeros((base.num_states, base.num_actions, base.num_states, base.num_observations))
+    listening[:, base.action_labels.index("listen")] = 1.0
+    world = attrs.evolve(base, metrics={"listening": listening, "gain": listening})
+    result = run_training(world=world, memory="ram:2", init="random", seed=1, until_t=200.0, out=tmp_path / "run", quiet=True)
+    columns = read_trajectory(tmp_path / "run")
+    assert list(columns) == ["t", "step", "listening", "metric:gain", "gain", "dt", "seconds"]
+    assert np.array_equal(columns["listening"], columns["metric:gain"])
+    last = fsc.evaluate(world, fsc.Policy.load(tmp_path / "run" / "policy.npz"))  # at the world's discount, as trained
+    # Training's adjoint and evaluate's dense engine round differently (to be one evaluator): the last bits may differ.
+    assert columns["listening"][-1] == pytest.approx(float(last.metrics["listening"]), rel=1e-13)
+    assert columns["gain"][-1] == pytest.approx(float(last.gain), rel=1e-13)
+    summary = result.summary()
+    assert "q" not in summary and summary["listening"] == columns["listening"][-1] and summary["metric:gain"] == columns["listening"][-1]
+    again = run_training(world=world, memory="ram:2", init="random", seed=1, until_t=400.0, out=tmp_path / "run", quiet=True)
+    assert again.resumed and again.t >= 400
+    other = attrs.evolve(base, metrics={"listening": 1 - listening})
+    with pytest.raises(ValueError, match="other arguments"):
+        run_training(world=other, memory="ram:2", init="random", seed=1, until_t=400.0, out=tmp_path / "run", quiet=True)
