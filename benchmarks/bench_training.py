@@ -81,7 +81,7 @@ def run_once(case: dict, engine: str) -> dict:
 
     world = tasks.TwoHypothesis(0.1)
     arch = fsc.parse_memory(case["memory"])
-    policy = policies.initial_policy(case["init"], arch, mu=0.1, reset=case["reset"], seed=0, convention="paper")
+    policy = policies.initial_policy(case["init"], arch, mu=0.1, reset=case["reset"], seed=0, published=True)
     ts, qs = [], []
     start = time.perf_counter()
     last = None

@@ -130,7 +130,7 @@ def build_policy(args, arch: MemoryArchitecture) -> Policy:
     import policies
 
     return policies.named_policy(
-        name, arch, mu=args.mu, reset=args.reset, seed=args.seed, convention=args.convention, eps=args.eps, eps0=args.eps0, eps1=args.eps1
+        name, arch, mu=args.mu, reset=args.reset, seed=args.seed, published=args.convention == "paper", eps=args.eps, eps0=args.eps0, eps1=args.eps1
     )
 
 

@@ -285,7 +285,8 @@ def _initial_policy(init: str, arch: MemoryArchitecture, *, mu: float, reset: fl
     else:
         import policies  # the initialisations live in the `policies` package
 
-        policy = policies.initial_policy(init, arch, mu=mu, reset=reset, seed=seed, convention=convention)
+        # The paper convention is the published code's set-up, start included.
+        policy = policies.initial_policy(init, arch, mu=mu, reset=reset, seed=seed, published=convention == "paper")
     return policy
 
 

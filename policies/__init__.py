@@ -53,7 +53,7 @@ def named_policy(
     mu: float = 0.1,
     reset: float = 1e-3,
     seed: int = 0,
-    convention: str = "native",
+    published: bool = False,
     eps: float | None = None,
     eps0: float | None = None,
     eps1: float | None = None,
@@ -78,7 +78,7 @@ def named_policy(
         default0, default1 = default_eps(reset)
         return Policy.from_probs(arch, *necklace_probs(arch, default0 if eps0 is None else eps0, default1 if eps1 is None else eps1))
     if name in INITIALISATIONS:
-        return initial_policy(name, arch, mu=mu, reset=reset, seed=seed, convention=convention, eps=eps, eps0=eps0, eps1=eps1)
+        return initial_policy(name, arch, mu=mu, reset=reset, seed=seed, published=published, eps=eps, eps0=eps0, eps1=eps1)
     raise InputError(f"policy must be one of {POLICY_NAMES} or a .npz/.json file, got {name!r}")
 
 

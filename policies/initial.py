@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import warnings
 
 import numpy as np
 import torch
@@ -160,12 +161,17 @@ def initial_policy(
     mu: float = 0.1,
     reset: float = 1e-3,
     seed: int = 0,
-    convention: str = "native",
+    published: bool = False,
     eps: float | None = None,
     eps0: float | None = None,
     eps1: float | None = None,
+    convention: str | None = None,
 ) -> Policy:
     """The initialisation ``name`` on ``arch`` (paper section 5, Figure 4).
+
+    ``published``: where the published code's start differs from the one
+    described here, take the published one (today: near-necklace's exit nodes
+    for m = 3 and 4).  ``convention="paper"`` meant the same and is deprecated.
 
     - ``random``: Gaussian logits, std 1 (seeded); for two-arm RAM-like and
       Memento memories, seed ``s`` draws exactly the published code's start
@@ -185,13 +191,17 @@ def initial_policy(
       probabilities as for ``random`` (the published ``randn_cycles``): the
       paths between necklaces are left to training.
     - ``near-necklace``: the necklace policy with ``eps0 = r^(1/2)``,
-      ``eps1 = r^(1/4)`` (defaults), ``+ 1e-4``, log; with the ``paper``
-      convention and m = 3 or 4, exactly the published exit nodes.
+      ``eps1 = r^(1/4)`` (defaults), ``+ 1e-4``, log; with ``published``
+      and m = 3 or 4, exactly the published exit nodes.
     """
     if name not in INITIALISATIONS:
         raise InputError(f"initialisation must be one of {INITIALISATIONS}, got {name!r}")
-    if convention not in ("native", "paper"):
-        raise InputError(f"convention must be 'native' or 'paper', got {convention!r}")
+    if convention is not None:
+        if convention not in ("native", "paper"):
+            raise InputError(f"convention must be 'native' or 'paper', got {convention!r}")
+        warnings.warn("initial_policy(convention=...) is deprecated: it chose the start, not a convention; pass published=True "
+                      "for the published code's start", DeprecationWarning, stacklevel=2)  # fmt: skip
+        published = convention == "paper"
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise InputTypeError(f"seed must be an int, got {seed!r}")
     reset = _check_reset(reset)
@@ -224,7 +234,7 @@ def initial_policy(
     default0, default1 = default_eps(reset)
     eps0 = _check_eps(default0 if eps0 is None else eps0, "eps0")
     eps1 = _check_eps(default1 if eps1 is None else eps1, "eps1")
-    if convention == "paper" and arch.m in PAPER_NECKLACE_EXITS:
+    if published and arch.m in PAPER_NECKLACE_EXITS:
         return from_weights(arch, *paper_necklace_weights(arch, eps0, eps1))
     if arch.m < 2:
         raise InputError(f"the near-necklace initialisation needs m >= 2, got {arch!r}")

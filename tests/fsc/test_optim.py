@@ -327,7 +327,7 @@ def _policies():
 def test_paper_starts_match_the_published_code_at_t0(memory, init, reset, published_q):
     policies = _policies()
     arch = fsc.parse_memory(memory)
-    policy = policies.initial_policy(init, arch, mu=0.1, reset=reset, seed=0, convention="paper")
+    policy = policies.initial_policy(init, arch, mu=0.1, reset=reset, seed=0, published=True)
     first = next(flow(tasks.TwoHypothesis(0.1), policy, reset=reset, convention="paper"))
     assert first.t == 0 and round(first.q, 6) == published_q
 
@@ -342,7 +342,7 @@ def test_figure4_ordering_of_initialisations():
     for init in ("random", "linear", "columns", "near-ccp"):
         finals = []
         for seed in range(5):
-            policy = policies.initial_policy(init, arch, mu=0.1, reset=reset, seed=seed, convention="paper")
+            policy = policies.initial_policy(init, arch, mu=0.1, reset=reset, seed=seed, published=True)
             *_, last = flow(world, policy, reset=reset, convention="paper", until_t=1e5)
             finals.append(last.q)
         medians[init] = statistics.median(finals)
@@ -358,7 +358,7 @@ def test_dense_and_power_engines_give_the_same_curve():
     """The adaptive path is chaotic in rounding (accept/reject), but q(t) is one curve whatever the engine."""
     policies = _policies()
     arch, world, reset = fsc.RAM(8), tasks.TwoHypothesis(0.1), 1e-3
-    policy = policies.initial_policy("near-ccp", arch, mu=0.1, reset=reset, seed=0, convention="paper")
+    policy = policies.initial_policy("near-ccp", arch, mu=0.1, reset=reset, seed=0, published=True)
     curves = {}
     for engine in ("adjoint", "power"):
         records = list(flow(world, policy, reset=reset, convention="paper", engine=engine, until_t=1e5))

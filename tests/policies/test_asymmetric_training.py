@@ -16,7 +16,7 @@ def test_training_reaches_the_asymmetric_ccp(one_thread):
     arch, world, reset = fsc.RAM(8), TwoHypothesis(0.1), 1e-3
     target = asymmetric_ccp_optimum(0.1, 8, reset)
     q_ccp = list(reference_lines("ram:8", 0.1, reset, "native").values())[0]
-    policy = policies.initial_policy("near-ccp", arch, mu=0.1, reset=reset, seed=0, convention="native")
+    policy = policies.initial_policy("near-ccp", arch, mu=0.1, reset=reset, seed=0)
     start, reached, last = time.perf_counter(), None, None
     for record in flow(world, policy, reset=reset, convention="native", until_t=1e9):
         last = record

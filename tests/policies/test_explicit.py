@@ -141,7 +141,7 @@ def test_theorem_4_3(m):
 
 def test_paper_near_ccp_at_t0_matches_the_published_code():
     arch = fsc.RAM(8)
-    policy = policies.initial_policy("near-ccp", arch, mu=0.1, reset=1e-3, convention="paper")
+    policy = policies.initial_policy("near-ccp", arch, mu=0.1, reset=1e-3, published=True)
     for engine in ("dense", "power"):
         q = q_of(tasks.TwoHypothesis(0.1), arch, policy, 1e-3, convention="paper", engine=engine)
         assert round(q, 6) == 0.172167
@@ -149,7 +149,7 @@ def test_paper_near_ccp_at_t0_matches_the_published_code():
 
 def test_paper_near_necklace_at_t0_matches_the_published_code():
     arch = fsc.Memento(4)
-    policy = policies.initial_policy("near-necklace", arch, mu=0.1, reset=1e-5, convention="paper")
+    policy = policies.initial_policy("near-necklace", arch, mu=0.1, reset=1e-5, published=True)
     for engine in ("dense", "power"):
         q = q_of(tasks.TwoHypothesis(0.1), arch, policy, 1e-5, convention="paper", engine=engine)
         assert round(q, 6) == 0.164731
@@ -173,7 +173,7 @@ def test_ram_initialisations(name, arch):
 def test_memento_initialisations(name, m):
     arch = fsc.Memento(m)
     for convention in ("native", "paper"):
-        policy = policies.initial_policy(name, arch, reset=1e-4, convention=convention)
+        policy = policies.initial_policy(name, arch, reset=1e-4, published=convention == "paper")
         assert np.allclose(policy.probs().detach().numpy().sum(axis=1), 1)
         assert 0 < q_of(tasks.TwoHypothesis(0.1), arch, policy, 1e-4, convention=convention) < 1
 
@@ -195,3 +195,12 @@ def test_memento_initialisations(name, m):
 def test_bad_input(call, pattern):
     with pytest.raises(ValueError, match=pattern):
         call()
+
+
+def test_the_old_convention_keyword_of_initial_policy_warns_and_means_published():
+    arch = fsc.Memento(3)
+    with pytest.warns(DeprecationWarning, match="published=True"):
+        old = policies.initial_policy("near-necklace", arch, reset=1e-5, convention="paper")
+    new = policies.initial_policy("near-necklace", arch, reset=1e-5, published=True)
+    assert torch.equal(old.logits, new.logits)
+    assert not torch.equal(new.logits, policies.initial_policy("near-necklace", arch, reset=1e-5).logits)
