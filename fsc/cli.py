@@ -106,11 +106,21 @@ def _architecture(args, world=None) -> MemoryArchitecture:
     return arch
 
 
+#: Keys of the command-line records that a world's metric must not take (it is then printed as metric:NAME).
+_RECORD_KEYS = {"q", "q_stderr", "gain", "gain_stderr", "value", "value_stderr", "grad_norm", "engine", "residual", "fallback",
+                "nodes", "memory", "pomdp", "mu", "reset", "convention", "policy", "seconds", "steps", "episodes", "walkers"}  # fmt: skip
+
+
+def _metric_key(name: str) -> str:
+    return f"metric:{name}" if name in _RECORD_KEYS else name
+
+
 def _world_record(result) -> dict:
-    """``q`` where the world defines it, then ``gain`` and ``value``."""
+    """``q`` where the world defines it, then ``gain`` and ``value``, then the world's other metrics."""
     record = {"q": float(result.metrics["q"].detach())} if "q" in result.metrics else {}
     record["gain"] = float(result.gain.detach())
     record["value"] = None if result.value is None else float(result.value.detach())
+    record |= {_metric_key(name): float(value.detach()) for name, value in result.metrics.items() if name != "q"}
     return record
 
 
@@ -193,6 +203,9 @@ def cmd_simulate(args) -> int:
         value=result.gain / args.reset,
         value_stderr=result.gain_stderr / args.reset,
     )
+    for name, value in result.metrics.items():
+        if name != "q":
+            record |= {_metric_key(name): value, _metric_key(name) + "_stderr": result.stderrs[name]}
     record |= {
         "steps": result.steps,
         "episodes": result.episodes,

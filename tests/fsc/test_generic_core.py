@@ -217,3 +217,12 @@ def test_training_on_any_world_records_its_metrics(tmp_path):
     other = attrs.evolve(base, metrics={"listening": 1 - listening})
     with pytest.raises(ValueError, match="other arguments"):
         run_training(world=other, memory="ram:2", init="random", seed=1, until_t=400.0, out=tmp_path / "run", quiet=True)
+
+
+def test_the_command_line_prints_every_metric_of_the_world():
+    world = _world_with_a_metric_called_gain()
+    policy = fsc.Policy.random(fsc.RAM(2), 3)
+    record = cli._world_record(fsc.evaluate(world, policy, reset=0.05))
+    exact = fsc.evaluate(world, policy, reset=0.05)
+    assert list(record) == ["gain", "value", "metric:gain", "first"]
+    assert record["gain"] == float(exact.gain) and record["metric:gain"] == float(exact.metrics["gain"])
