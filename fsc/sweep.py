@@ -1,84 +1,15 @@
-"""Sweeps: many ``fsc train`` runs, on a laptop or on a cluster (docs/model.md).
+"""Sweeps: many ``fsc train`` runs, on a laptop or on a cluster (docs/sweeps.md).
 
-A sweep is a JSON (or TOML) file that names a grid of ``fsc train`` arguments::
+A sweep spec (JSON or TOML) names a grid of ``fsc train`` arguments (:data:`ARGUMENTS`); each point is an
+ordinary run directory ``OUT/runs/NAME`` trained by ``python -m fsc.cli train`` in a subprocess, from a
+local process pool or a Dask cluster; a point is finished when its ``result.json`` exists, and a sweep run
+again continues the others from their checkpoints.  A point's directory has one writer at a time (a
+``flock`` on ``OUT/locks/NAME.lock`` held by the worker and passed to the trainer); when the driver dies,
+the local pool starts nothing more and stops its trainers, which checkpoint.  :func:`summarize` writes
+``OUT/summary.csv`` and ``OUT/summary.png``.  The page docs/sweeps.md says all of it in full.
 
-    {
-      "name": "fig4-small",
-      "out": "sweeps/fig4-small",
-      "fixed": {"mu": 0.1, "until_t": 1e5, "convention": "paper"},
-      "grid": [
-        {"memory": ["ram:8"], "init": ["random", "linear"], "reset": [1e-3], "seed": [0, 1, 2]},
-        {"memory": ["memento:3"], "init": ["random", "cycles"], "reset": [1e-5], "seed": [0, 1, 2]}
-      ]
-    }
-
-Keys of the file: ``fixed`` (arguments shared by every point), ``grid`` (an
-object of non-empty lists, or a list of such objects: the points are the
-union of their Cartesian products, in order, the last key varying fastest),
-and optionally ``name``, ``description`` and ``out`` (the default output
-directory, relative to the current directory).  Arguments are the options of
-``fsc train`` without dashes (:data:`ARGUMENTS`; ``until-t`` and ``until_t``
-both work); every point needs ``memory``, ``init`` and ``until_t``.  The spec
-is checked whole before anything runs (unknown keys, empty lists, wrong
-types, two points sharing a directory), each error naming the key; the values
-themselves (``ram:0``, an unknown ``init``) are left to ``fsc train``, so a bad
-point fails alone and is reported with its arguments.
-
-Each point is an ordinary run directory ``OUT/runs/NAME`` whose name is made
-from the point's grid arguments, one level per key: ``memory=ram-8/init=random/seed=0``.  A
-point is *finished* when its ``result.json`` exists (and its ``run.json``
-says ``done``, with the point's stop conditions ``until_t``, ``max_seconds``,
-``max_steps``: a sweep run again with a larger ``until_t`` continues its
-points from their checkpoints).  Finished points are skipped, without being sent to a
-worker; an interrupted point is handed to ``fsc train`` again, which resumes
-it from its checkpoint.
-
-How a point runs: a worker of a :class:`concurrent.futures.Executor` (a local
-process pool, or a Dask cluster's executor) starts ``python -m fsc.cli train
-... --out OUT/runs/NAME --quiet --json`` as a *subprocess* and waits for it.
-A subprocess per point, rather than ``fsc.cli.main`` called inside the
-worker, costs about a second of start-up per point, which is nothing next to
-the paper's runs (up to an hour each), and buys: a point that crashes, leaks
-memory or is killed takes no worker down with it (a Dask worker that died
-would have its tasks retried elsewhere); the exit status and the one-line
-error of ``fsc train`` are exactly what is reported; and a point can be
-stopped with a signal, so that the trainer writes its checkpoint and exits.
-
-Ownership: a point's directory is written by one trainer at a time.  The
-worker takes an exclusive ``flock`` on ``OUT/locks/NAME.lock`` before it
-starts the trainer and passes the locked descriptor to it, so the lock is held
-while either of them lives and the kernel releases it when both are gone
-(no stale lock after a crash).  A second driver running the same sweep at the
-same time (or a restarted one, while an orphaned trainer is still running)
-waits on that lock, then finds the point finished and skips it: nothing is
-computed twice at once and nothing is written twice.  The lock needs a file
-system with working ``flock`` (local disks; NFS emulates it with POSIX locks);
-on systems without ``fcntl`` there is no lock, and two drivers must not run
-the same sweep at once.
-
-Killing the driver: the local pool's workers watch the driver; when it is
-gone (even by SIGKILL) each sends SIGINT to its trainer, which checkpoints
-and exits, and then exits itself, so no orphan keeps running.  On a Dask
-cluster a task that is already running is not cancelled when its client
-dies: the trainer runs to its end (holding the point's lock), and a restarted
-sweep waits for it and skips the point.  Ctrl-C in a terminal reaches the
-trainers too (same process group): they checkpoint, and the sweep exits with
-status 130.
-
-Aggregation (:func:`summarize`, ``fsc sweep SPEC --out DIR --summary``):
-``OUT/summary.csv`` has one row per point, in the spec's order (its arguments,
-its status and the final ``q``, ``t``, ``steps``, ``seconds`` from
-``result.json``, and ``q`` at ``t = 0`` from ``trajectory.csv``), and
-``OUT/summary.png`` draws q(t) of every seed faintly and the median over seeds
-in bold (:func:`viz.q_curves`), one colour per value of the other varying
-arguments, one panel per ``memory``, with the closed form of the CCP or the
-necklace policy dashed (the paper's Figure 4).  The rows depend only on what
-the runs computed, so a killed-and-resumed sweep has the summary of an
-uninterrupted one (but for the wall-clock ``seconds``).
-
-Also a command: ``python -m fsc.sweep SPEC --out DIR [--workers N |
---scheduler ADDRESS] [--summary] [--json] [--quiet]`` (the ``fsc sweep``
-options).
+Also a command: ``python -m fsc.sweep SPEC --out DIR [--workers N | --scheduler ADDRESS] [--summary]
+[--json] [--quiet]`` (the ``fsc sweep`` options).
 """
 
 from __future__ import annotations
