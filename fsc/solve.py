@@ -32,7 +32,7 @@ import torch
 from .accurate import solve_accurate
 from .chain import JointChain
 from .iterative import ConvergenceError, solve_iterative
-from .sparse import Solution, solve_sparse
+from .sparse import DenseLU, Solution, solve_sparse, solve_with
 
 __all__ = [
     "ENGINES",
@@ -55,21 +55,14 @@ def _residual(P: torch.Tensor, p: torch.Tensor, p0: torch.Tensor, reset: float) 
 
 
 def solve_dense(chain: JointChain, probs: torch.Tensor, init_probs: torch.Tensor, reset: float) -> Solution:
-    """Dense LU: ``torch.linalg.solve`` on ``I - (1 - r) P``, gradient by autograd.
+    """Dense LU (LAPACK) of ``I - (1 - r) P`` per part, reused by the adjoint gradient.
 
     Cost ``O(K X^3)`` time and ``O(K X^2)`` memory; exact to rounding for the
-    chains of a few thousand states this is meant for.
+    chains of a few thousand states this is meant for.  The backward pass
+    solves ``A^T lambda = dL/dp`` with the same factors (:class:`fsc.sparse.DenseLU`),
+    as training does, instead of differentiating through the solver.
     """
-    P = chain.dense(probs)
-    p0 = chain.initial(init_probs)
-    eye = torch.eye(chain.size, dtype=torch.float64)
-    A = eye - (1 - reset) * P
-    # One solve per part: the batched torch.linalg.solve of torch 2.13 (oneMKL) fails with
-    # "Pivots given to lu_solve must all be greater or equal to 1" once torch.set_num_threads(n)
-    # has been called, even with n equal to the default; the unbatched one does not.
-    b = reset * p0
-    p = torch.stack([torch.linalg.solve(A[k], b[k]) for k in range(chain.num_parts)])
-    return Solution(distribution=p, residual=_residual(P, p, p0, reset))
+    return solve_with(DenseLU, chain, probs, init_probs, reset, "dense")
 
 
 def solve_power(

@@ -1,0 +1,77 @@
+"""Benchmark: one value and gradient by ``fsc.evaluate`` + ``backward`` against the training path.
+
+Both in the same process, one torch thread, paper convention, mu = 0.1, the published random start:
+
+- ``training``: :class:`fsc.optim.Objective` with its default engine (the numpy adjoint for dense chains,
+  :class:`fsc.optim.DenseAdjoint`; the sparse engine otherwise);
+- ``evaluate + backward``: ``fsc.evaluate(world, policy)`` with the engine ``auto`` picks, then
+  ``gain.backward()`` (the dense and sparse engines' backward pass is the adjoint solve).
+
+Prints microseconds per value-and-gradient (best of ``--repeats`` blocks of ``--calls``), their ratio,
+and the largest difference between the two gradients.
+
+Usage: ``.venv/bin/python benchmarks/bench_evaluate_backward.py [--calls 200] [--repeats 5]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import fsc  # noqa: E402
+import policies  # noqa: E402
+import tasks  # noqa: E402
+from fsc.optim import Objective  # noqa: E402
+
+CASES = [("ram:8", 1e-3), ("ram:20", 1e-3), ("memento:3", 1e-3), ("memento:4", 1e-3)]
+
+
+def best(function, calls: int, repeats: int) -> float:
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        for _ in range(calls):
+            function()
+        times.append((time.perf_counter() - start) / calls)
+    return min(times)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--calls", type=int, default=200)
+    parser.add_argument("--repeats", type=int, default=5)
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    world = tasks.TwoHypothesis(0.1)
+    print(f"{'memory':<10} {'engine':<8} {'training us':>12} {'evaluate+backward us':>21} {'ratio':>6} {'max |dgrad|':>12}")
+    for memory, reset in CASES:
+        arch = fsc.parse_memory(memory)
+        start = policies.initial_policy("random", arch, seed=0)
+        objective = Objective(world=world, architecture=arch, reset=reset, convention="paper")
+        logits, init_logits = start.logits.detach(), start.init_logits.detach()
+
+        def training(objective=objective, logits=logits, init_logits=init_logits):
+            return objective(logits, init_logits)
+
+        def by_evaluate(arch=arch, logits=logits, init_logits=init_logits, reset=reset):
+            policy = fsc.Policy(architecture=arch, logits=logits.clone().requires_grad_(True), init_logits=init_logits.clone().requires_grad_(True))
+            result = fsc.evaluate(world, policy, reset=reset, convention="paper")
+            result.gain.backward()
+            return policy, result
+
+        policy, result = by_evaluate()
+        point = training()
+        difference = max(float((policy.logits.grad - point.grad_logits).abs().max()), float((policy.init_logits.grad - point.grad_init).abs().max()))
+        t_train = best(training, args.calls, args.repeats)
+        t_eval = best(by_evaluate, args.calls, args.repeats)
+        print(f"{memory:<10} {result.engine:<8} {t_train * 1e6:>12.0f} {t_eval * 1e6:>21.0f} {t_eval / t_train:>6.2f} {difference:>12.2e}")
+
+
+if __name__ == "__main__":
+    main()
