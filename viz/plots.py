@@ -189,7 +189,7 @@ def q_curves(
             keep = t > 0
             ax.plot(t[keep], q[keep], color=colour, alpha=0.25, linewidth=0.8)
         grid, median = median_curve(series, points)
-        ax.plot(grid, median, color=colour, linewidth=2.2, label=f"{name} (median of {len(series)})")
+        ax.plot(grid, median, color=colour, linewidth=2.2, label=f"{name} (median of {len(series)})" if len(series) > 1 else name)
     for k, (name, value) in enumerate((reference or {}).items()):
         ax.axhline(float(value), color="black" if k == 0 else f"C{(len(curves) + k) % 10}", linestyle="--", linewidth=1, label=name)
     ax.set_xscale("log")
@@ -199,7 +199,7 @@ def q_curves(
     if title is not None:
         ax.set_title(title, fontsize=10)
     if curves or reference:
-        ax.legend(fontsize=8)
+        ax.legend(fontsize=8, loc="lower left")  # q falls from the top left: keep the legend out of its way
     return ax
 
 
