@@ -2,10 +2,10 @@
 
 Both in the same process, one torch thread, paper convention, mu = 0.1, the published random start:
 
-- ``training``: :class:`fsc.optim.Objective` with its default engine (the numpy adjoint for dense chains,
-  :class:`fsc.optim.DenseAdjoint`; the sparse engine otherwise);
-- ``evaluate + backward``: ``fsc.evaluate(world, policy)`` with the engine ``auto`` picks, then
-  ``gain.backward()`` (the dense and sparse engines' backward pass is the adjoint solve).
+- ``training``: :class:`fsc.optim.Objective` with its default engine: :class:`fsc.evaluate.Evaluator`'s
+  forward pass and adjoint, called directly;
+- ``evaluate + backward``: a new ``fsc.Policy`` on leaves that require a gradient, ``fsc.evaluate(world,
+  policy)`` with the engine ``auto`` picks, then ``gain.backward()``: the same evaluator under autograd.
 
 Prints microseconds per value-and-gradient (best of ``--repeats`` blocks of ``--calls``), their ratio,
 and the largest difference between the two gradients.

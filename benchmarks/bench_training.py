@@ -7,11 +7,11 @@ The two trajectories of issue 4, paper convention, mu = 0.1:
 
 Each is run with the training objective's engines, one torch thread each:
 
-- ``auto``: what training uses by default here (dense LU with the adjoint
-  gradient, :class:`fsc.optim.DenseAdjoint`);
-- ``dense``: :func:`fsc.evaluate` with dense LU and autograd;
-- ``power``: :func:`fsc.evaluate` with the paper's power method (repeated
-  squaring) and autograd.
+- ``auto``: what training uses by default here (dense LU for RAM, sparse LU
+  for Memento 4; the adjoint gradient of :class:`fsc.evaluate.Evaluator`);
+- ``dense``: dense LU for both;
+- ``power``: the paper's power method (repeated squaring), its adjoint by
+  the same squaring.
 
 The adaptive step makes each accept/reject decision on gradient changes
 compared with ``max_dgrad``, so rounding differences between engines (1e-13)
@@ -52,7 +52,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import fsc  # noqa: E402
 import tasks  # noqa: E402
 from fsc.optim import flow  # noqa: E402
-from fsc.solve import ENGINES, solve_power  # noqa: E402
+from fsc.solve import BACKENDS, Power  # noqa: E402
 
 CASES = [
     {"name": "near-ccp RAM M=8 r=1e-3", "memory": "ram:8", "init": "near-ccp", "reset": 1e-3, "until_t": 1e6},
@@ -115,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--power-tol", type=float, default=1e-12, help="tolerance of the fallback power method")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
-    ENGINES["power-tol"] = functools.partial(solve_power, tol=args.power_tol)
+    BACKENDS["power-tol"] = functools.partial(Power, tol=args.power_tol)
     if args.repeats < 1:
         parser.error(f"--repeats must be at least 1, got {args.repeats}")
     report = {"threads": 1, "repeats": args.repeats, "torch": torch.__version__, "load_before": os.getloadavg()[0], "cases": []}

@@ -204,7 +204,7 @@ def recurrent_class(P: sp.spmatrix, p0: np.ndarray) -> np.ndarray:
 class Accurate(Backend):
     """GTH for the values; sparse LU (or the bordered system at ``r = 0``) for the adjoint."""
 
-    def __init__(self, chain: JointChain, values: np.ndarray, p0: np.ndarray, reset: float, *, dense_size: int):
+    def __init__(self, chain: JointChain, values: np.ndarray, p0: np.ndarray, reset: float, *, dense_size: int = 1500):
         self.chain, self.values = chain, values
         self.matrices = chain.matrices(values)
         self.p0, self.reset, self.dense_size = p0, reset, dense_size

@@ -116,10 +116,29 @@ class JointChain:
         return tuple(out)
 
     @functools.cached_property
+    def node_choice(self) -> np.ndarray:
+        """``node * C + choice`` of each nonzero (int64): where its factor sits in ``probs.reshape(-1)``."""
+        return _readonly(self.node.astype(np.int64) * self.architecture.num_choices + self.choice)
+
+    @functools.cached_property
+    def flat_rows(self) -> np.ndarray:
+        """``part * X + row`` of each nonzero (int64): its entry of a ``(K, X)`` array read flat."""
+        return _readonly(self.parts.astype(np.int64) * self.size + self.rows)
+
+    @functools.cached_property
+    def flat_cols(self) -> np.ndarray:
+        """``part * X + col`` of each nonzero (int64)."""
+        return _readonly(self.parts.astype(np.int64) * self.size + self.cols)
+
+    @functools.cached_property
+    def dense_index_t(self) -> np.ndarray:
+        """Flat index of each nonzero in the ``(K, X, X)`` array ``P^T`` (``[k, col, row]``)."""
+        return _readonly(self.flat_cols * self.size + self.rows)
+
+    @functools.cached_property
     def _torch_node_choice(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         C = self.architecture.num_choices
-        flat = torch.from_numpy(self.node.astype(np.int64) * C + self.choice)
-        return flat, torch.from_numpy(self.weight.copy()), torch.tensor(C)
+        return torch.from_numpy(self.node_choice.copy()), torch.from_numpy(self.weight.copy()), torch.tensor(C)
 
     @functools.cached_property
     def _torch_tables(self) -> dict[str, torch.Tensor]:
@@ -186,10 +205,6 @@ class JointChain:
         world = self._torch_tables["initial_world"]
         return (world[:, :, None] * init_probs[None, None, :]).reshape(self.num_parts, self.size)
 
-    def expected_step(self, table: np.ndarray, probs: torch.Tensor) -> torch.Tensor:
-        """``E[f | x]`` for a per-step table ``(K, S_part, C)``: shape ``(K, X)``."""
-        per_node = torch.einsum("ksc,nc->ksn", torch.from_numpy(np.array(table, dtype=np.float64)), probs)
-        return per_node.reshape(self.num_parts, self.size)
 
 
 #: The joint chains kept for reuse, most recent last, while their nonzeros add up to at most

@@ -2,20 +2,25 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import time
+from typing import ClassVar
 
 import attrs
+import numpy as np
 import torch
 
 from .chain import joint_chain
 from .checks import check_reset
 from .errors import InputError, InputTypeError
+from .memory import MemoryArchitecture
 from .policy import Policy, policy_argument
 from .pomdp import POMDP, Task, as_pomdp, paper_read
-from .solve import ENGINES, ZERO_RESET_ENGINES, choose_engine
+from .solve import BACKENDS, ZERO_RESET_ENGINES, choose_engine
+from .sparse import Backend
 
-__all__ = ["CONVENTIONS", "Evaluation", "check_reset", "evaluate", "resolve_reset"]
+__all__ = ["CONVENTIONS", "Evaluation", "Evaluator", "Pass", "check_reset", "evaluate", "read_out", "resolve_reset"]
 
 CONVENTIONS = ("native", "paper")
 
@@ -47,11 +52,16 @@ class Evaluation:
     distribution: torch.Tensor
     part_weights: torch.Tensor
     engine: str
-    residual: float
     convention: str
     reset: float
     seconds: float
     info: dict = attrs.field(factory=dict)
+    _run: Pass = attrs.field(repr=False, alias="run")
+
+    @property
+    def residual(self) -> float:
+        """The engine's ``max |p - (1-r) P p - r p0|``, computed on first use."""
+        return self._run.residual
 
     def summary(self) -> dict:
         """Plain numbers (JSON-able)."""
@@ -68,9 +78,7 @@ class Evaluation:
         }
 
 
-def resolve_reset(
-    world: POMDP | Task, reset: object = None, discount: object = None, *, allow_zero: bool = True, default: float | None = None
-) -> float:
+def resolve_reset(world: POMDP | Task, reset: object = None, discount: object = None, *, allow_zero: bool = True, default: float | None = None) -> float:
     """The reset ``r`` from ``reset``, or ``discount`` (``r = 1 - discount``), or the world's discount, or ``default``.
 
     ``reset`` and ``discount`` are two names for one parameter: give at most one.
@@ -112,6 +120,224 @@ def read_out(world: object, convention: str, reset: float, gain, metrics: dict):
     return gain, (dict(read) if read is not None else {name: (1 - reset) * value for name, value in metrics.items()})
 
 
+class Evaluator:
+    """Value, metrics and exact gradient of any policy on one world, architecture, reset, engine and convention.
+
+    The one place where they are computed: :func:`evaluate` runs it under
+    autograd (its backward pass is :meth:`backward`), training calls
+    :meth:`forward` and :meth:`backward` directly.  Per closed part ``k``,
+    with ``A = I - (1 - r) P`` (``P[x2, x]``: probability of ``x -> x2``) and
+    the engine's solver for ``A`` and ``A^T`` (:data:`fsc.solve.BACKENDS`):
+
+    .. math::
+
+        p = r A^{-1} p_0, \\quad \\hat p = p / \\textstyle\\sum p, \\quad
+        E[T] = \\sum_k w_k \\, f_k \\cdot \\hat p_k, \\quad
+        f_k[(s, n)] = \\sum_c \\pi[n, c] \\, T_k[s, c]
+
+    for the reward and each metric table ``T``, read out by :func:`read_out`;
+    for a loss ``L`` of those, with ``lambda = A^{-T} dL/dp``:
+    ``dL/dP = (1 - r) lambda p^T``, ``dL/dp0 = r lambda``, then through the
+    softmaxes to the logits.  Everything is numpy on the tables laid out once
+    by the chain, so that a call on a small chain is a few kernels (RAM M = 8:
+    two parts of 40 states).
+    """
+
+    _last: ClassVar[Evaluator | None] = None
+
+    def __init__(self, world: POMDP | Task, architecture: MemoryArchitecture, reset: float, engine: str = "auto", convention: str = "native"):
+        if convention not in CONVENTIONS:
+            raise InputError(f"convention must be one of {CONVENTIONS}, got {convention!r}")
+        chain = joint_chain(as_pomdp(world), architecture)
+        name = choose_engine(chain, reset) if engine == "auto" else engine
+        if not isinstance(name, str) or name not in BACKENDS:
+            raise InputError(f"engine must be 'auto' or one of {sorted(BACKENDS)}, got {engine!r}")
+        if reset == 0 and name not in ZERO_RESET_ENGINES:
+            raise InputError(f"reset = 0 (a chain with a single recurrent class) needs one of the engines {sorted(ZERO_RESET_ENGINES)}, got {name!r}")
+        self.world, self.architecture, self.chain, self.reset, self.engine, self.convention = world, architecture, chain, reset, name, convention
+        self.key = (reset, engine, convention)
+        self.make_backend = BACKENDS[name]
+        K, S, N, C = chain.num_parts, chain.states_per_part, architecture.num_nodes, architecture.num_choices
+        self.shape = (K, S, N, C)
+        allowed = architecture.allowed
+        self.mask = None if allowed.all() else np.where(allowed, 0.0, -np.inf)  # added to the logits
+        self.reset_nodes = np.flatnonzero(architecture.reset_mask)
+        self.step_reward = chain.step_reward.reshape(K * S, C)
+        self.step_metrics = {name_: np.asarray(table, dtype=np.float64).reshape(K * S, C) for name_, table in chain.step_metrics.items()}
+        self.scaled_weight = (1 - reset) * chain.weight
+        # The read-out's slope: the gain reported is ``factor`` times the native one; a world with
+        # its own paper read-out derives its metrics from that gain, the others scale theirs alike.
+        self.factor = 1.0 if convention == "native" else 1 - reset
+        self.derived_metrics = convention == "paper" and callable(getattr(world, "paper_metrics", None))
+
+    @classmethod
+    def of(cls, world: POMDP | Task, architecture: MemoryArchitecture, reset: float, engine: str = "auto", convention: str = "native") -> Evaluator:
+        """The evaluator for these arguments: the previous one when they are the same objects (a loop of
+        evaluations does not lay out its tables each time); only the latest is kept, so it holds at
+        most one chain alive, the one the chain cache keeps anyway."""
+        last = cls._last
+        if last is not None and last.world is world and last.architecture is architecture and last.key == (reset, engine, convention):
+            return last
+        evaluator = cls(world, architecture, reset, engine, convention)
+        cls._last = evaluator
+        return evaluator
+
+    def forward(self, w_pi: np.ndarray, w_0: np.ndarray) -> Pass:
+        """Value and metrics at ``(w_pi, w_0)`` (logits ``(N, C)`` and ``(N,)``, no NaN or ``+inf``), and what :meth:`backward` needs."""
+        probs = _softmax(w_pi if self.mask is None else w_pi + self.mask, axis=1)
+        init_probs = np.zeros(self.shape[2])
+        init_probs[self.reset_nodes] = _softmax(w_0[self.reset_nodes], axis=0)
+        return self.forward_probs(probs, init_probs)
+
+    def forward_probs(self, probs: np.ndarray, init_probs: np.ndarray) -> Pass:
+        """:meth:`forward` from the probabilities ``(N, C)`` and ``(N,)`` themselves (checked by the caller)."""
+        chain, r = self.chain, self.reset
+        K, S, N, C = self.shape
+        values = probs.reshape(-1)[chain.node_choice] * chain.weight
+        p0 = (chain.initial_world[:, :, None] * init_probs).reshape(K, S * N)
+        backend = self.make_backend(chain, values, p0, r)
+        p = backend.solve()
+        total = p.sum(axis=1, keepdims=True)
+        # Each part's exact p sums to 1.  Near r = 0, A is nearly singular (condition ~ 1/r) and LU's
+        # error lies almost entirely along its near-null vector, which is p itself: a scale error,
+        # removed here.  The exact gradient is unchanged (the exact sum is identically 1).
+        p_hat = p / total
+        weighted = chain.part_weights[:, None] * p_hat
+        gain = float((weighted * (self.step_reward @ probs.T).reshape(K, S * N)).sum())
+        native = (
+            {} if self.derived_metrics else {name: float((weighted * (table @ probs.T).reshape(K, S * N)).sum()) for name, table in self.step_metrics.items()}
+        )
+        gain, metrics = read_out(self.world, self.convention, r, gain, native)
+        return Pass(
+            probs=probs,
+            init_probs=init_probs,
+            backend=backend,
+            p=p,
+            total=total,
+            p_hat=p_hat,
+            weighted=weighted,
+            gain=gain,
+            metrics={name: float(value) for name, value in metrics.items()},
+        )
+
+    def backward(
+        self,
+        run: Pass,
+        *,
+        gain: float = 0.0,
+        value: float = 0.0,
+        metrics: dict[str, float] | None = None,
+        distribution: np.ndarray | None = None,
+        on: str = "logits",
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """``(dL/dw_pi, dL/dw_0)`` for ``L = gain * G + value * V + sum metrics[m] * m + distribution . p_hat``.
+
+        The weights are those of the read-out quantities of :meth:`forward`
+        (``p_hat`` of shape ``(K, X)``); by the adjoint method, one solve with ``A^T``.
+        ``on="probs"``: the gradient with respect to the probabilities ``(pi, pi_0)``
+        instead, each entry moved alone (before the softmax).
+        """
+        chain, r = self.chain, self.reset
+        K, S, N, C = self.shape
+        metrics = {name: weight for name, weight in (metrics or {}).items() if weight}
+        seed = gain + (value / r if value else 0.0)  # on the gain read out
+        if metrics and self.derived_metrics:  # metrics read from the gain: their slope by autograd on one scalar
+            with torch.enable_grad():  # also inside autograd's own backward pass
+                read = torch.tensor(run.gain, dtype=torch.float64, requires_grad=True)
+                derived = paper_read(self.world, read)
+                outputs = [derived[name] for name in metrics]
+                (slope,) = torch.autograd.grad(outputs, [read], [torch.tensor(w, dtype=torch.float64) for w in metrics.values()])
+            seed, metrics = seed + float(slope), {}
+        if metrics or distribution is not None:
+            table = self.factor * seed * self.step_reward
+            for name, weight in metrics.items():
+                table = table + self.factor * weight * self.step_metrics[name]
+            scale = 1.0
+        else:  # the gain alone: scale the result, not the tables (training's case)
+            table, scale = self.step_reward, self.factor * seed
+        probs, init_probs, p, p_hat = run.probs, run.init_probs, run.p, run.p_hat
+        h = chain.part_weights[:, None] * (table @ probs.T).reshape(K, S * N)
+        if distribution is not None:
+            h = h + distribution.reshape(K, S * N)
+        lam = run.backend.solve_adjoint((h - (h * p_hat).sum(axis=1, keepdims=True)) / run.total)
+        d_values = lam.reshape(-1)[chain.flat_rows] * p.reshape(-1)[chain.flat_cols]
+        d_probs = np.bincount(chain.node_choice, d_values * self.scaled_weight, minlength=N * C).reshape(N, C)
+        d_probs += run.weighted.reshape(K * S, N).T @ table
+        d_init = r * np.einsum("ksn,ks->n", lam.reshape(K, S, N), chain.initial_world)
+        if on == "probs":
+            return scale * d_probs, scale * d_init
+        grad_logits = probs * (d_probs - (probs * d_probs).sum(axis=1, keepdims=True))
+        grad_init = init_probs * (d_init - (init_probs * d_init).sum())
+        if scale != 1.0:
+            grad_logits *= scale
+            grad_init *= scale
+        return grad_logits, grad_init
+
+
+@attrs.frozen(kw_only=True, eq=False)
+class Pass:
+    """One forward pass of :class:`Evaluator`: the read-out and what the backward pass reuses."""
+
+    probs: np.ndarray
+    init_probs: np.ndarray
+    backend: Backend
+    p: np.ndarray
+    total: np.ndarray
+    p_hat: np.ndarray
+    weighted: np.ndarray
+    gain: float
+    metrics: dict[str, float]
+
+    @functools.cached_property
+    def residual(self) -> float:
+        """``max |p - (1 - r) P p - r p0|`` (computed when asked)."""
+        return self.backend.residual(self.p)
+
+
+def _softmax(z: np.ndarray, axis: int) -> np.ndarray:
+    e = np.exp(z - z.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def _scalar(x: float) -> torch.Tensor:
+    return torch.from_numpy(np.array(x, dtype=np.float64))  # 4x faster than torch.tensor(x)
+
+
+class _Evaluate(torch.autograd.Function):
+    """Autograd around :class:`Evaluator`: outputs the gain, the value (if ``r > 0``), each metric and ``p_hat``."""
+
+    @staticmethod
+    def forward(ctx, logits, init_logits, evaluator, box):
+        ctx.set_materialize_grads(False)
+        run = evaluator.forward(logits.detach().numpy(), init_logits.detach().numpy())
+        box["run"] = run
+        ctx.evaluator, ctx.run = evaluator, run
+        K, S, N, _ = evaluator.shape
+        value = () if evaluator.reset == 0 else (_scalar(run.gain / evaluator.reset),)
+        return (_scalar(run.gain), *value, *map(_scalar, run.metrics.values()), torch.from_numpy(run.p_hat.reshape(K, S, N)))
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, grad_gain, *grads):
+        evaluator, run = ctx.evaluator, ctx.run
+        grad_value = None
+        if evaluator.reset != 0:
+            grad_value, grads = grads[0], grads[1:]
+        grad_metrics, grad_distribution = grads[:-1], grads[-1]
+
+        def number(g) -> float:
+            return 0.0 if g is None else float(g)
+
+        grad_logits, grad_init = evaluator.backward(
+            run,
+            gain=number(grad_gain),
+            value=number(grad_value),
+            metrics={name: number(g) for name, g in zip(run.metrics, grad_metrics, strict=True)},
+            distribution=None if grad_distribution is None else grad_distribution.numpy(),
+        )
+        return torch.from_numpy(grad_logits), torch.from_numpy(grad_init), None, None
+
+
 def evaluate(
     world: POMDP | Task,
     policy: Policy,
@@ -133,9 +359,12 @@ def evaluate(
       reads its metrics from that gain (two-hypothesis:
       ``q = (1 - gain / mu) / 2``).
 
-    Both are differentiable in ``policy.logits`` and ``policy.init_logits``.
-    ``value = gain / r`` is the discounted return: ``p / r = sum_t gamma^t
-    P^t p0`` with ``gamma = 1 - r``, so ``sum p R / r = sum_t gamma^t E[R_t]``.
+    Everything it returns is differentiable in ``policy.logits`` and
+    ``policy.init_logits``; the backward pass is the adjoint method of
+    :class:`Evaluator` (one more solve with the factors of the forward pass),
+    the same computation training runs.  ``value = gain / r`` is the
+    discounted return: ``p / r = sum_t gamma^t P^t p0`` with ``gamma = 1 - r``,
+    so ``sum p R / r = sum_t gamma^t E[R_t]``.
 
     ``reset`` and ``discount`` (``r = 1 - discount``) name one parameter;
     given neither, the world's declared discount is used.
@@ -148,44 +377,21 @@ def evaluate(
     start = time.perf_counter()
     policy = policy_argument("evaluate", policy, deprecated)
     reset = resolve_reset(world, reset, discount)
-    if convention not in CONVENTIONS:
-        raise InputError(f"convention must be one of {CONVENTIONS}, got {convention!r}")
-    architecture = policy.architecture
-    pomdp = as_pomdp(world)
-    chain = joint_chain(pomdp, architecture)
-    name = choose_engine(chain, reset) if engine == "auto" else engine
-    if name not in ENGINES:
-        raise InputError(f"engine must be 'auto' or one of {sorted(ENGINES)}, got {engine!r}")
-    if reset == 0 and name not in ZERO_RESET_ENGINES:
-        raise InputError(f"reset = 0 (a chain with a single recurrent class) needs one of the engines {sorted(ZERO_RESET_ENGINES)}, got {name!r}")
-
-    probs, init_probs = policy.probs(), policy.init_probs()
-    solution = ENGINES[name](chain, probs, init_probs, reset)
-    # Each part's exact p sums to 1.  Near r = 0, I - (1 - r) P is nearly
-    # singular (condition ~ 1/r) and LU's error lies almost entirely along its
-    # near-null vector, which is p itself: a scale error, removed here.  The
-    # exact gradient is unchanged (the exact sum is identically 1).
-    p = solution.distribution
-    p = p / p.sum(dim=1, keepdim=True)
-    weights = torch.tensor(chain.part_weights)
-
-    def expectation(table) -> torch.Tensor:
-        return (weights * (p * chain.expected_step(table, probs)).sum(dim=1)).sum()
-
-    gain = expectation(chain.step_reward)
-    metrics = {name_: expectation(table) for name_, table in chain.step_metrics.items()}
-    gain, metrics = read_out(world, convention, reset, gain, metrics)
-    K, S = chain.num_parts, chain.states_per_part
+    evaluator = Evaluator.of(world, policy.architecture, reset, engine, convention)
+    box: dict = {}
+    gain, *outputs, distribution = _Evaluate.apply(policy.logits, policy.init_logits, evaluator, box)
+    value = outputs.pop(0) if reset > 0 else None
+    run = box["run"]
     return Evaluation(
         gain=gain,
-        value=gain / reset if reset > 0 else None,
-        metrics=metrics,
-        distribution=p.reshape(K, S, architecture.num_nodes),
-        part_weights=weights,
-        engine=name,
-        residual=solution.residual,
+        value=value,
+        metrics=dict(zip(run.metrics, outputs, strict=True)),
+        distribution=distribution,
+        part_weights=torch.from_numpy(evaluator.chain.part_weights.astype(np.float64)),
+        engine=evaluator.engine,
+        run=run,
         convention=convention,
         reset=reset,
         seconds=time.perf_counter() - start,
-        info=solution.info,
+        info=run.backend.info,
     )

@@ -216,12 +216,12 @@ class Iterative(Backend):
         p0: np.ndarray,
         reset: float,
         *,
-        tol: float,
-        restart: int,
-        maxiter: int,
-        pre: int,
-        post: int,
-        fallback_states: int,
+        tol: float = 1e-12,
+        restart: int = 30,
+        maxiter: int = 600,
+        pre: int = 1,
+        post: int = 1,
+        fallback_states: int = 25_000,
     ):
         self.chain, self.values, self.p0, self.reset = chain, values, p0, reset
         self.tol, self.restart, self.maxiter, self.pre, self.post = tol, restart, maxiter, pre, post

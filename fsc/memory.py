@@ -416,18 +416,6 @@ class Memento(MemoryArchitecture):
         K = self.arms * self.observations
         return np.concatenate([[0], np.cumsum([K**length for length in range(self.m + 1)])]).astype(np.int64)
 
-    def history_index(self, arms: str, observations: str) -> int:
-        """Index of the history with these arm and observation labels (oldest first)."""
-        a, o = arm_labels(self.arms), observation_labels(self.observations)
-        if len(arms) != len(observations) or len(arms) > self.m:
-            raise InputError(f"a history of {self!r} has equal arm and observation counts <= {self.m}, got {arms!r}, {observations!r}")
-        code = 0
-        for x, y in zip(arms, observations, strict=True):
-            if x not in a or y not in o:
-                raise InputError(f"unknown arm or observation in history {arms + observations!r}")
-            code = code * len(a) * len(o) + a.index(x) * len(o) + o.index(y)
-        return int(self._offsets[len(arms)] + code)
-
     @functools.cached_property
     def node_labels(self) -> tuple[str, ...]:
         a, o = arm_labels(self.arms), observation_labels(self.observations)
@@ -436,7 +424,7 @@ class Memento(MemoryArchitecture):
         for length in range(1, self.m + 1):
             codes = np.arange(K**length)
             digits = [(codes // K ** (length - 1 - j)) % K for j in range(length)]
-            arm_part = ["".join(a[d[i] // O] for d in digits) for i in range(len(codes))] if length else []
+            arm_part = ["".join(a[d[i] // O] for d in digits) for i in range(len(codes))]
             obs_part = ["".join(o[d[i] % O] for d in digits) for i in range(len(codes))]
             labels += [x + y for x, y in zip(arm_part, obs_part, strict=True)]
         return tuple(labels)

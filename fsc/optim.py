@@ -60,23 +60,18 @@ from typing import Any, ClassVar
 import attrs
 import numpy as np
 import torch
-from scipy.linalg.lapack import dgetrf as _getrf
-from scipy.linalg.lapack import dgetrs as _getrs
 
-from .chain import JointChain, joint_chain
 from .errors import InputError, InputTypeError
-from .evaluate import CONVENTIONS, check_reset, evaluate
+from .evaluate import CONVENTIONS, Evaluator, check_reset
 from .memory import MemoryArchitecture
 from .policy import Policy
-from .pomdp import POMDP, Task, as_pomdp, paper_read
-from .solve import ENGINES, choose_engine
+from .pomdp import POMDP, Task, as_pomdp
 
 __all__ = [
     "OPTIMIZERS",
     "TARGETS",
     "Adam",
     "Ascent",
-    "DenseAdjoint",
     "GradientFlow",
     "Objective",
     "Optimizer",
@@ -135,16 +130,11 @@ class Point:
 class Objective:
     """``w -> (gain(w), grad gain(w))`` for a world, an architecture and a reset.
 
-    ``engine``:
-
-    - ``adjoint``: dense LU (numpy and torch) with the gradient by the adjoint
-      method (one LU per part, solves with ``A`` and ``A^T``; see
-      :class:`DenseAdjoint`).  The same numbers as ``dense`` to rounding, with
-      a few times less overhead per call on small chains.
-    - ``auto``: ``adjoint`` where :func:`fsc.solve.choose_engine` picks
-      ``dense``, otherwise that engine through :func:`fsc.evaluate`.
-    - any engine of :func:`fsc.evaluate` (``dense``, ``power``, ...): one
-      :func:`fsc.evaluate` and one backward pass by autograd.
+    It runs :class:`fsc.evaluate.Evaluator`, the computation of
+    :func:`fsc.evaluate` and its backward pass, without autograd's
+    bookkeeping: one forward pass and one adjoint solve per call.
+    ``engine``: ``auto`` or an engine of :func:`fsc.evaluate` (``dense``,
+    ``sparse``, ``power``, ...); ``adjoint`` is an older name of ``dense``.
 
     ``target``: what is climbed, hence the gradient returned: ``gain`` (the
     expected reward per step, docs/model.md) or ``return``, the expected
@@ -161,191 +151,38 @@ class Objective:
     engine: str = "auto"
     convention: str = "native"
     target: str = "gain"
-    _adjoint: DenseAdjoint | None = attrs.field(init=False, default=None, repr=False)
-    _method: str = attrs.field(init=False, default="", repr=False)
+    _evaluator: Evaluator = attrs.field(init=False, default=None, repr=False)
 
     def __attrs_post_init__(self) -> None:
-        if not isinstance(self.engine, str) or self.engine not in ("auto", "adjoint", *ENGINES):
-            raise InputError(f"engine must be 'auto', 'adjoint' or one of {sorted(ENGINES)}, got {self.engine!r}")
-        if self.convention not in CONVENTIONS:
-            raise InputError(f"convention must be one of {CONVENTIONS}, got {self.convention!r}")
+        if not isinstance(self.engine, str):
+            raise InputTypeError(f"engine must be a string, got {self.engine!r}")
         if self.target not in TARGETS:
             raise InputError(f"target must be one of {TARGETS}, got {self.target!r}")
-        chain = joint_chain(as_pomdp(self.world), self.architecture)
-        method = choose_engine(chain, self.reset) if self.engine == "auto" else self.engine
-        if method in ("dense", "adjoint") and self.engine != "dense":
-            method = "adjoint"
-            object.__setattr__(self, "_adjoint", DenseAdjoint(self.world, chain, self.reset, self.convention))
-        object.__setattr__(self, "_method", method)
+        engine = "dense" if self.engine == "adjoint" else self.engine
+        object.__setattr__(self, "_evaluator", Evaluator(self.world, self.architecture, self.reset, engine, self.convention))
 
     @property
     def method(self) -> str:
-        """What runs: ``adjoint`` or the name of the :func:`fsc.evaluate` engine."""
-        return self._method
+        """The engine that runs (what ``auto`` chose)."""
+        return self._evaluator.engine
 
     def __call__(self, logits: torch.Tensor, init_logits: torch.Tensor) -> Point:
-        point = self._gain_point(logits, init_logits)
-        if self.target == "return":
-            point = attrs.evolve(point, grad_logits=point.grad_logits / self.reset, grad_init=point.grad_init / self.reset)
-        return point
-
-    def _gain_point(self, logits: torch.Tensor, init_logits: torch.Tensor) -> Point:
-        if self._adjoint is not None:
-            return self._adjoint(logits.detach(), init_logits.detach())
-        leaf = logits.detach().requires_grad_(True)
-        leaf0 = init_logits.detach().requires_grad_(True)
-        policy = Policy(architecture=self.architecture, logits=leaf, init_logits=leaf0)
-        result = evaluate(self.world, policy, reset=self.reset, engine=self._method, convention=self.convention)
-        grad_logits, grad_init = torch.autograd.grad(result.gain, [leaf, leaf0], allow_unused=True)
-        # A world whose gain ignores a set of logits gives it no gradient at all.
-        grad_logits = torch.zeros_like(leaf.detach()) if grad_logits is None else grad_logits
-        grad_init = torch.zeros_like(leaf0.detach()) if grad_init is None else grad_init
-        return Point(
-            logits=logits.detach(),
-            init_logits=init_logits.detach(),
-            gain=result.gain.item(),
-            metrics={name: value.item() for name, value in result.metrics.items()},
-            grad_logits=grad_logits.detach(),
-            grad_init=grad_init.detach(),
-        )
-
-
-class DenseAdjoint:
-    """Gain and exact gradient by dense LU and the adjoint method, in numpy.
-
-    The same quantity as :func:`fsc.evaluate` (engine ``dense``, either
-    convention) without autograd.  Per closed part ``k``, with
-    ``A = I - (1 - r) P`` (``P[x2, x]``: probability of ``x -> x2``):
-
-    .. math::
-
-        p = r A^{-1} p_0, \\quad \\hat p = p / \\textstyle\\sum p, \\quad
-        G = \\sum_k w_k \\, f_k \\cdot \\hat p_k, \\quad
-        f_k[(s, n)] = \\sum_c \\pi[n, c] \\, \\bar R_k[s, c]
-
-    and, with ``lambda = A^{-T} dG/dp``: ``dG/dP = (1 - r) lambda p^T``,
-    ``dG/dp0 = r lambda``; then through the softmaxes to the logits.  The
-    ``paper`` convention multiplies the gain by ``1 - r`` and reads the
-    task's metrics from it (as :func:`fsc.evaluate` does).
-
-    Training calls this thousands of times on small chains (RAM M = 8: two
-    parts of 40 states), where fixed per-call costs dominate: the tables are
-    laid out once so that a call is a few numpy kernels, and parts of at most
-    :data:`LAPACK_STATES` states are factorised by LAPACK directly
-    (single-threaded at that size; 2x less overhead than torch's batched LU).
-    """
-
-    LAPACK_STATES: ClassVar[int] = 128
-
-    def __init__(self, world: POMDP | Task, chain: JointChain, reset: float, convention: str) -> None:
-        arch = chain.architecture
-        self.world, self.reset, self.convention = world, reset, convention
-        K, X, S = chain.num_parts, chain.size, chain.states_per_part
-        N, C = arch.num_nodes, arch.num_choices
-        self.shape = (K, X, S, N, C)
-        allowed = np.array(arch.allowed, dtype=bool)
-        # Added to the logits: -inf masks a disallowed choice (logits are checked finite or -inf).
-        self.mask = None if allowed.all() else np.where(allowed, 0.0, -np.inf)
-        self.reset_nodes = np.flatnonzero(arch.reset_mask)
-        self.node_choice = np.asarray(chain.node, dtype=np.int64) * C + np.asarray(chain.choice, dtype=np.int64)
-        self.scaled_weight = (1 - reset) * np.asarray(chain.weight, dtype=np.float64)
-        parts = np.asarray(chain.parts, dtype=np.int64)
-        rows, cols = np.asarray(chain.rows, dtype=np.int64), np.asarray(chain.cols, dtype=np.int64)
-        self.to_index = parts * X + rows
-        self.from_index = parts * X + cols
-        # -(1 - r) P is accumulated transposed, P^T[k, x, x2], so that each
-        # part's block read as a Fortran array is A itself (LAPACK, no copy).
-        self.dense_index_t = (parts * X + cols) * X + rows
-        self.base = np.broadcast_to(np.eye(X), (K, X, X)).copy()
-        padding = np.asarray(chain.padding, dtype=np.float64).reshape(K, X)
-        if padding.any():
-            self.base -= (1 - reset) * padding[:, None, :] * np.eye(X)
-        self.step_reward = np.asarray(chain.step_reward, dtype=np.float64).reshape(K * S, C)
-        self.step_metrics = {name: np.asarray(table, dtype=np.float64).reshape(K * S, C) for name, table in chain.step_metrics.items()}
-        self.initial_world = np.asarray(chain.initial_world, dtype=np.float64)
-        self.part_weights = np.asarray(chain.part_weights, dtype=np.float64)
-        self.use_lapack = X <= self.LAPACK_STATES
-
-    def _factor_and_solve(self, A_t: np.ndarray, b: np.ndarray):
-        """``A^{-1} b`` per part and a solver for ``A^{-T}``; ``A_t[k]`` holds ``A_k^T``."""
-        if self.use_lapack:
-            factors = []
-            x = np.empty_like(b)
-            for k in range(A_t.shape[0]):
-                lu, piv, info = _getrf(A_t[k].T, overwrite_a=True)
-                if info > 0:
-                    raise np.linalg.LinAlgError(f"I - (1 - r) P is singular (part {k})")
-                factors.append((lu, piv))
-                x[k] = _getrs(lu, piv, b[k])[0]
-
-            def adjoint(c: np.ndarray) -> np.ndarray:
-                y = np.empty_like(c)
-                for k, (lu, piv) in enumerate(factors):
-                    y[k] = _getrs(lu, piv, c[k], trans=1)[0]
-                return y
-
-            return x, adjoint
-        # torch's LU for larger parts: its threads follow torch.set_num_threads
-        # (numpy's BLAS threads do not, and thrash on a busy machine).
-        A = torch.from_numpy(A_t).mT
-        LU, pivots = torch.linalg.lu_factor(A)
-        x = torch.linalg.lu_solve(LU, pivots, torch.from_numpy(b)[:, :, None]).numpy()[:, :, 0]
-
-        def adjoint(c: np.ndarray) -> np.ndarray:
-            return torch.linalg.lu_solve(LU, pivots, torch.from_numpy(c)[:, :, None], adjoint=True).numpy()[:, :, 0]
-
-        return x, adjoint
-
-    def __call__(self, logits: torch.Tensor, init_logits: torch.Tensor) -> Point:
-        K, X, S, N, C = self.shape
-        r = self.reset
+        logits, init_logits = logits.detach(), init_logits.detach()
+        evaluator = self._evaluator
         w_pi, w_0 = logits.numpy(), init_logits.numpy()
         top = max(w_pi.max(), w_0.max())  # NaN propagates through max
         if not top < np.inf:
             raise InputError(f"logits must not contain NaN or +inf, got a maximum of {top!r}")
-        probs = _softmax(w_pi if self.mask is None else w_pi + self.mask, axis=1)
-        init_probs = np.zeros(N)
-        init_probs[self.reset_nodes] = _softmax(w_0[self.reset_nodes], axis=0)
-        flat_probs = probs.reshape(-1)
-        A_t = self.base - np.bincount(self.dense_index_t, flat_probs[self.node_choice] * self.scaled_weight, minlength=K * X * X).reshape(K, X, X)
-        p0 = (self.initial_world[:, :, None] * (r * init_probs)).reshape(K, X)
-        p, adjoint = self._factor_and_solve(A_t, p0)
-        total = p.sum(axis=1, keepdims=True)
-        p_hat = p / total
-        f = (self.step_reward @ probs.T).reshape(K, X)
-        weighted = self.part_weights[:, None] * p_hat
-        gain = float((weighted * f).sum())
-        # Backward: dG/dp_hat = w_k f_k; through the normalisation, then the adjoint solve.
-        h = self.part_weights[:, None] * f
-        lam = adjoint((h - (h * p_hat).sum(axis=1, keepdims=True)) / total)
-        d_values = lam.reshape(-1)[self.to_index] * p.reshape(-1)[self.from_index]
-        d_probs = np.bincount(self.node_choice, d_values * self.scaled_weight, minlength=N * C).reshape(N, C)
-        d_probs += weighted.reshape(K * S, N).T @ self.step_reward
-        d_init = r * np.einsum("ksn,ks->n", lam.reshape(K, S, N), self.initial_world)
-        grad_logits = probs * (d_probs - (probs * d_probs).sum(axis=1, keepdims=True))
-        grad_init = init_probs * (d_init - (init_probs * d_init).sum())
-        if self.convention == "paper":
-            gain = (1 - r) * gain
-            grad_logits, grad_init = (1 - r) * grad_logits, (1 - r) * grad_init
-        read = paper_read(self.world, gain) if self.convention == "paper" else None
-        if read is not None:
-            metrics = {name: float(value) for name, value in read.items()}
-        else:
-            scale = (1 - r) if self.convention == "paper" else 1.0
-            metrics = {name: scale * float((weighted * (table @ probs.T).reshape(K, X)).sum()) for name, table in self.step_metrics.items()}
+        run = evaluator.forward(w_pi, w_0)
+        grad_logits, grad_init = evaluator.backward(run, **{"gain" if self.target == "gain" else "value": 1.0})
         return Point(
             logits=logits,
             init_logits=init_logits,
-            gain=gain,
-            metrics=metrics,
+            gain=run.gain,
+            metrics=run.metrics,
             grad_logits=torch.from_numpy(grad_logits),
             grad_init=torch.from_numpy(grad_init),
         )
-
-
-def _softmax(z: np.ndarray, axis: int) -> np.ndarray:
-    e = np.exp(z - z.max(axis=axis, keepdims=True))
-    return e / e.sum(axis=axis, keepdims=True)
 
 
 # ---------------------------------------------------------------------------
@@ -702,7 +539,7 @@ def optimize(
         reset: reset probability ``r`` (in (0, 1]).
         optimizer: ``flow``, ``adam``, ``ascent`` or an :class:`Optimizer`.
         convention: ``native`` or ``paper`` (:func:`fsc.evaluate`).
-        engine: ``auto``, ``adjoint`` or an engine of :func:`fsc.evaluate`
+        engine: ``auto`` or an engine of :func:`fsc.evaluate`
             (see :class:`Objective`).
         target: ``gain`` (default, docs/model.md) or ``return`` (``gain / r``,
             paper eq. (4)); see :class:`Objective`.

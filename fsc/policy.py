@@ -74,8 +74,7 @@ def _as_logits(name: str, value, shape: tuple[int, ...]) -> torch.Tensor:
             raise InputTypeError(f"{name} must be an array of numbers, got {type(value).__name__}") from error
     if tuple(tensor.shape) != shape:
         raise InputError(f"{name} must have shape {shape}, got {tuple(tensor.shape)}")
-    detached = tensor.detach()
-    if torch.isnan(detached).any() or (detached == math.inf).any():
+    if not tensor.detach().numpy().max(initial=-math.inf) < math.inf:  # NaN propagates through max
         raise InputError(f"{name} must not contain NaN or +inf")
     return tensor
 
@@ -112,13 +111,11 @@ class Policy:
         N, C = arch.num_nodes, arch.num_choices
         logits = _as_logits("logits", self.logits, (N, C))
         init_logits = _as_logits("init_logits", self.init_logits, (N,))
-        allowed = torch.from_numpy(arch.allowed.copy())
-        finite = torch.isfinite(logits.detach()) & allowed
-        dead = (~finite.any(dim=1)).nonzero()
-        if len(dead):
-            n = int(dead[0])
+        alive = (np.isfinite(logits.detach().numpy()) & arch.allowed).any(axis=1)
+        if not alive.all():
+            n = int(np.flatnonzero(~alive)[0])
             raise InputError(f"node {arch.node_labels[n]!r} has no allowed choice with a finite logit")
-        if not (torch.isfinite(init_logits.detach()) & torch.from_numpy(arch.reset_mask.copy())).any():
+        if not (np.isfinite(init_logits.detach().numpy()) & arch.reset_mask).any():
             raise InputError("init_logits must give a finite logit to at least one reset node")
         object.__setattr__(self, "logits", logits)
         object.__setattr__(self, "init_logits", init_logits)

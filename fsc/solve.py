@@ -10,11 +10,14 @@ Every engine computes, for each closed part ``k`` of the world,
 that resets to ``p0`` with probability ``r`` each step), differentiably in
 ``P`` and ``p0``.  ``P[k, x2, x]`` is the probability of ``x -> x2``.
 
-An engine is a function ``(chain, probs, init_probs, reset) -> Solution``;
-:data:`ENGINES` maps the names used by :func:`fsc.evaluate` and the command
-line to them (docs/model.md):
+An engine is a :class:`fsc.sparse.Backend`: a solver for ``p`` and for the
+adjoint system that gives the gradient.  :data:`BACKENDS` maps the names used
+by :func:`fsc.evaluate`, training and the command line to them
+(docs/model.md); :data:`ENGINES` maps the same names to functions
+``(chain, probs, init_probs, reset) -> Solution`` that return ``p`` as a
+differentiable tensor, for whoever needs the distribution alone:
 
-- ``dense``: LU of the dense ``(K, X, X)`` matrix by torch, gradient by autograd;
+- ``dense``: LU of the dense ``(K, X, X)`` matrix (LAPACK, or torch for large parts);
 - ``power``: the paper's repeated squaring (appendix B), the reference;
 - ``sparse``: SuperLU, one factorisation per part reused by the adjoint (:mod:`fsc.sparse`);
 - ``iterative``: FGMRES with a two-level aggregation preconditioner (:mod:`fsc.iterative`);
@@ -27,15 +30,18 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import numpy as np
 import torch
 
-from .accurate import solve_accurate
+from .accurate import Accurate, solve_accurate
 from .chain import JointChain
-from .iterative import ConvergenceError, solve_iterative
-from .sparse import DenseLU, Solution, solve_sparse, solve_with
+from .iterative import ConvergenceError, Iterative, solve_iterative
+from .sparse import Backend, DenseLU, Solution, SparseLU, solve_sparse, solve_with, stationary_residual
 
 __all__ = [
+    "BACKENDS",
     "ENGINES",
+    "Power",
     "ZERO_RESET_ENGINES",
     "ConvergenceError",
     "Solution",
@@ -48,21 +54,76 @@ __all__ = [
 ]
 
 
-def _residual(P: torch.Tensor, p: torch.Tensor, p0: torch.Tensor, reset: float) -> float:
-    with torch.no_grad():
-        r = p - (1 - reset) * torch.einsum("kyx,kx->ky", P, p) - reset * p0
-        return float(r.abs().max())
-
-
 def solve_dense(chain: JointChain, probs: torch.Tensor, init_probs: torch.Tensor, reset: float) -> Solution:
-    """Dense LU (LAPACK) of ``I - (1 - r) P`` per part, reused by the adjoint gradient.
+    """Dense LU of ``I - (1 - r) P`` per part, reused by the adjoint gradient (:class:`fsc.sparse.DenseLU`).
 
     Cost ``O(K X^3)`` time and ``O(K X^2)`` memory; exact to rounding for the
-    chains of a few thousand states this is meant for.  The backward pass
-    solves ``A^T lambda = dL/dp`` with the same factors (:class:`fsc.sparse.DenseLU`),
-    as training does, instead of differentiating through the solver.
+    chains of a few thousand states this is meant for.
     """
     return solve_with(DenseLU, chain, probs, init_probs, reset, "dense")
+
+
+class Power(Backend):
+    """The paper's power method (appendix B, Algorithm 1) for ``p``, and the same squaring for the adjoint.
+
+    Forward: ``M = (1 - r) P + r p0 1^T`` (column stochastic) is squared until
+    its columns agree to ``tol``; ``p`` is a column.  On slowly mixing chains
+    the spread of the columns can stall at a rounding floor above ``tol``
+    (3.7e-14 for a near-CCP RAM(8) at ``r = 1e-5``) while further squarings
+    double the error of the column sums each time, until they overflow to NaN;
+    so the squaring also stops when the spread stops decreasing once below
+    ``floor``.  ``info["squarings"]`` and ``info["spread"]`` say where it stopped.
+
+    Adjoint: ``A^{-T} g = sum_t Q^t g = prod_j (I + Q^(2^j)) g`` with
+    ``Q = (1 - r) P^T``, squaring ``Q`` until the tail ``(1 - r)^(2^(j+1))``
+    (``P^T`` is row stochastic) is below ``tol``: the exact gradient, to
+    rounding, at the cost of the same kind of squarings as the forward pass
+    (``info["adjoint_squarings"]``).
+    """
+
+    def __init__(
+        self, chain: JointChain, values: np.ndarray, p0: np.ndarray, reset: float, *, tol: float = 1e-14, max_squarings: int = 80, floor: float = 1e-10
+    ):
+        self.chain, self.values, self.p0, self.reset = chain, values, p0, reset
+        self.tol, self.max_squarings, self.floor = tol, max_squarings, floor
+        K, X = chain.num_parts, chain.size
+        P_t = np.bincount(chain.dense_index_t, values, minlength=K * X * X).reshape(K, X, X)
+        P_t.reshape(K, X * X)[:, :: X + 1] += chain.padding
+        self.P_t = P_t  # P^T[k, x, x2]
+        self.info = {}
+
+    def solve(self) -> np.ndarray:
+        r = self.reset
+        # torch for the products: its threads follow torch.set_num_threads, numpy's BLAS threads do not.
+        M = torch.from_numpy((1 - r) * self.P_t.transpose(0, 2, 1) + r * self.p0[:, :, None])
+        previous = float("inf")
+        for squarings in range(self.max_squarings + 1):
+            spread = float((M - M[:, :, :1]).abs().max())
+            if spread <= self.tol or (spread <= self.floor and spread >= previous):
+                break
+            if squarings == self.max_squarings or not spread < float("inf"):
+                raise RuntimeError(f"power method: columns still differ by {spread:.3g} after {squarings} squarings")
+            previous = spread
+            M = M @ M
+        self.info.update(squarings=squarings, spread=spread)
+        return np.ascontiguousarray(M[:, :, 0].numpy())
+
+    def solve_adjoint(self, g: np.ndarray) -> np.ndarray:
+        Q = torch.from_numpy((1 - self.reset) * self.P_t)
+        lam, tail = torch.from_numpy(g.copy()), 1 - self.reset
+        for squarings in range(self.max_squarings + 1):
+            lam += (Q @ lam[:, :, None])[:, :, 0]
+            tail *= tail  # the norm of Q^(2^(j+1)), the first power left out
+            if tail <= self.tol:
+                break
+            if squarings == self.max_squarings:
+                raise RuntimeError(f"power method: the adjoint series still has a tail of {tail:.3g} after {squarings} squarings")
+            Q = Q @ Q
+        self.info["adjoint_squarings"] = squarings
+        return lam.numpy()
+
+    def residual(self, p: np.ndarray) -> float:
+        return stationary_residual(self.chain, self.values, p, self.p0, self.reset)
 
 
 def solve_power(
@@ -75,41 +136,27 @@ def solve_power(
     max_squarings: int = 80,
     floor: float = 1e-10,
 ) -> Solution:
-    """The paper's power method (appendix B, Algorithm 1).
+    """The paper's power method (:class:`Power`): kept as the reference of the published code and for benchmarks.
 
-    Builds ``M = (1 - r) P + r p0 1^T`` (column stochastic) and squares it
-    until its columns agree to ``tol``; returns a column.  Kept as the
-    reference of the published code and for benchmarks: it costs one dense
-    matrix product per squaring, about ``log2(mixing time)`` of them.
-
-    On slowly mixing chains the spread of the columns can stall at a
-    rounding floor above ``tol`` (3.7e-14 for a near-CCP RAM(8) at
-    ``r = 1e-5``) while further squarings double the error of the column
-    sums each time, until they overflow to NaN.  So the squaring also stops
-    when the spread stops decreasing once below ``floor``;
-    ``info["spread"]`` says where it stopped.
+    It costs one dense matrix product per squaring, about ``log2(mixing time)`` of them.
 
     Raises:
         RuntimeError: the columns still differ by more than ``floor`` after ``max_squarings``.
     """
-    P = chain.dense(probs)
-    p0 = chain.initial(init_probs)
-    M = (1 - reset) * P + reset * p0.unsqueeze(-1)
-    previous = float("inf")
-    for squarings in range(max_squarings + 1):
-        with torch.no_grad():
-            spread = float((M - M[:, :, :1]).abs().max())
-        if spread <= tol or (spread <= floor and spread >= previous):
-            break
-        if squarings == max_squarings or not spread < float("inf"):
-            raise RuntimeError(f"power method: columns still differ by {spread:.3g} after {squarings} squarings")
-        previous = spread
-        M = M @ M
-    p = M[:, :, 0]
-    return Solution(distribution=p, residual=_residual(P, p, p0, reset), info={"squarings": squarings, "spread": spread})
+    return solve_with(lambda c, v, p0, r: Power(c, v, p0, r, tol=tol, max_squarings=max_squarings, floor=floor), chain, probs, init_probs, reset, "power")
 
 
 Engine = Callable[[JointChain, torch.Tensor, torch.Tensor, float], Solution]
+
+#: The engines as :class:`fsc.sparse.Backend` classes ``(chain, values, p0, reset) -> Backend``, with
+#: their default options: what :func:`fsc.evaluate` and training run.
+BACKENDS: dict[str, Callable[..., Backend]] = {
+    "dense": DenseLU,
+    "power": Power,
+    "sparse": SparseLU,
+    "iterative": Iterative,
+    "accurate": Accurate,
+}
 
 ENGINES: dict[str, Engine] = {
     "dense": solve_dense,

@@ -272,27 +272,12 @@ def q_and_probability_gradient(world, arch: MemoryArchitecture, probs: np.ndarra
     gradient exists at deterministic policies (whose logits are infinite).
     Returns ``(q, dq/dprobs (N, C), dq/dinit (N,))``.
     """
-    import torch
+    from fsc.evaluate import Evaluator
 
-    from fsc.chain import joint_chain
-    from fsc.evaluate import read_out
-    from fsc.pomdp import as_pomdp
-    from fsc.solve import ENGINES
-
-    probs_t = torch.tensor(probs, dtype=torch.float64, requires_grad=True)
-    init_t = torch.tensor(init_probs, dtype=torch.float64, requires_grad=True)
-    chain = joint_chain(as_pomdp(world), arch)
-    p = ENGINES["dense"](chain, probs_t, init_t, reset).distribution
-    p = p / p.sum(dim=1, keepdim=True)
-    weights = torch.tensor(chain.part_weights)
-
-    def expectation(table):
-        return (weights * (p * chain.expected_step(table, probs_t)).sum(dim=1)).sum()
-
-    _, metrics = read_out(world, convention, reset, expectation(chain.step_reward), {"q": expectation(chain.step_metrics["q"])})
-    q = metrics["q"]
-    q.backward()
-    return float(q.detach()), probs_t.grad.numpy().copy(), init_t.grad.numpy().copy()
+    evaluator = Evaluator(world, arch, reset, "dense", convention)
+    run = evaluator.forward_probs(np.asarray(probs, dtype=np.float64), np.asarray(init_probs, dtype=np.float64))
+    d_probs, d_init = evaluator.backward(run, metrics={"q": 1.0}, on="probs")
+    return run.metrics["q"], d_probs, d_init
 
 
 def local_optimality(mu: float, M: int, r: float, *, convention: str = "native", h: float = 1e-4) -> dict:

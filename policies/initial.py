@@ -11,12 +11,12 @@ zero probability and gradient flow can move every weight; under the
 from __future__ import annotations
 
 import itertools
-import math
 import warnings
 
 import numpy as np
 import torch
 
+from fsc.checks import check_reset
 from fsc.errors import InputError, InputTypeError
 from fsc.memory import RAM, Chain, Column, Memento, MemoryArchitecture
 from fsc.policy import Policy
@@ -148,10 +148,6 @@ def paper_necklace_weights(arch: Memento, eps0: float, eps1: float) -> tuple[np.
     return weights, init
 
 
-def _check_reset(reset: object) -> float:
-    if isinstance(reset, bool) or not isinstance(reset, (int, float)) or not (math.isfinite(reset) and 0 < reset <= 1):
-        raise InputError(f"reset must be in (0, 1], got {reset!r}")
-    return float(reset)
 
 
 def initial_policy(
@@ -204,7 +200,7 @@ def initial_policy(
         published = convention == "paper"
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise InputTypeError(f"seed must be an int, got {seed!r}")
-    reset = _check_reset(reset)
+    reset = check_reset(reset)
     if name == "random":
         published = isinstance(arch, (RAM, Chain, Column, Memento)) and arch.arms == 2 and arch.observations == 2
         return _published_start(arch, name, seed) if published else Policy.random(arch, seed)

@@ -1,5 +1,6 @@
 """Generic tests over the registry of architectures and random policies."""
 
+import numpy as np
 import pytest
 import torch
 
@@ -119,11 +120,11 @@ def test_public_policy_checker_passes_on_a_small_controller():
 def test_public_policy_checker_catches_a_wrong_engine(monkeypatch):
     from fsc import solve
 
-    def wrong(chain, probs, init_probs, reset):
-        right = solve.solve_dense(chain, probs, init_probs, reset)
-        return solve.Solution(distribution=right.distribution.roll(1, dims=1), residual=right.residual)
+    class Wrong(solve.DenseLU):
+        def solve(self):
+            return np.roll(super().solve(), 1, axis=1)
 
-    monkeypatch.setitem(solve.ENGINES, "wrong", wrong)
+    monkeypatch.setitem(solve.BACKENDS, "wrong", Wrong)
     arch = fsc.RAM(2)
     with pytest.raises(AssertionError, match="disagree"):
         check_policy(tasks.TwoHypothesis(0.3), fsc.Policy.random(arch, 9), reset=0.1, engines=("dense", "wrong"), monte_carlo=False)

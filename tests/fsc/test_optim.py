@@ -11,7 +11,9 @@ from scipy.integrate import solve_ivp
 
 import fsc
 import tasks
+from fsc.chain import joint_chain
 from fsc.optim import Adam, Ascent, GradientFlow, Objective, flow, optimize
+from fsc.pomdp import as_pomdp
 
 from .registry import ARCHITECTURES, ids
 
@@ -22,13 +24,27 @@ def world_for(arch, mu=0.2):
     return tasks.TwoHypothesis(mu, arms=arch.arms)
 
 
-def autograd_point(world, arch, logits, init_logits, reset, convention, engine="dense"):
-    """Gain and gradient straight from fsc.evaluate and torch.autograd (the reference)."""
+def autograd_point(world, arch, logits, init_logits, reset, convention):
+    """Gain, q and gradient written out in torch (dense solve, autograd): a reference independent of fsc.evaluate."""
     leaf, leaf0 = logits.detach().clone().requires_grad_(True), init_logits.detach().clone().requires_grad_(True)
     policy = fsc.Policy(architecture=arch, logits=leaf, init_logits=leaf0)
-    result = fsc.evaluate(world, policy, reset=reset, engine=engine, convention=convention)
-    g, g0 = torch.autograd.grad(result.gain, [leaf, leaf0])
-    return result.gain.item(), result.metrics["q"].item(), g, g0
+    probs, init_probs = policy.probs(), policy.init_probs()
+    chain = joint_chain(as_pomdp(world), arch)
+    K, X = chain.num_parts, chain.size
+    A = torch.eye(X, dtype=torch.float64) - (1 - reset) * chain.dense(probs)
+    p = reset * torch.linalg.solve(A, chain.initial(init_probs)[..., None])[..., 0]
+    p = p / p.sum(dim=1, keepdim=True)
+
+    def expectation(table):
+        per_state = torch.einsum("ksc,nc->ksn", torch.from_numpy(np.array(table, dtype=np.float64)), probs).reshape(K, X)
+        return (torch.from_numpy(np.array(chain.part_weights, dtype=np.float64)) * (p * per_state).sum(dim=1)).sum()
+
+    gain, q = expectation(chain.step_reward), expectation(chain.step_metrics["q"])
+    if convention == "paper":  # the reward carried by the next state: gain (1 - r); q read from it when the world can
+        gain = (1 - reset) * gain
+        q = (1 - gain / world.mu) / 2 if hasattr(world, "mu") else (1 - reset) * q
+    g, g0 = torch.autograd.grad(gain, [leaf, leaf0])
+    return gain.item(), q.item(), g, g0
 
 
 # ---------------------------------------------------------------------------
@@ -86,24 +102,33 @@ def test_objective_gradient_is_the_finite_difference(engine):
             assert abs(derivative - float(grad[index])) < 1e-9, (which, index)
 
 
-def test_auto_engine_uses_the_adjoint_path_where_evaluate_would_use_dense():
+def test_auto_engine_is_the_engine_evaluate_would_choose():
     objective = Objective(world=tasks.TwoHypothesis(0.1), architecture=fsc.RAM(2), reset=1e-2)
-    assert objective.method == "adjoint"
-    assert Objective(world=tasks.TwoHypothesis(0.1), architecture=fsc.RAM(2), reset=1e-2, engine="dense").method == "dense"
+    assert objective.method == "dense"
+    assert Objective(world=tasks.TwoHypothesis(0.1), architecture=fsc.Memento(4), reset=1e-2).method == "sparse"
+    assert Objective(world=tasks.TwoHypothesis(0.1), architecture=fsc.RAM(2), reset=1e-2, engine="adjoint").method == "dense"  # its older name
 
 
 # ---------------------------------------------------------------------------
 # The adaptive step, checked against a direct transcription of docs/model.md.
 
 
+def evaluate_point(world, arch, logits, init_logits, reset, convention):
+    """Gain, q and gradient from fsc.evaluate and torch.autograd (engine dense): the rule below is what is checked."""
+    leaf, leaf0 = logits.detach().clone().requires_grad_(True), init_logits.detach().clone().requires_grad_(True)
+    result = fsc.evaluate(world, fsc.Policy(architecture=arch, logits=leaf, init_logits=leaf0), reset=reset, engine="dense", convention=convention)
+    g, g0 = torch.autograd.grad(result.gain, [leaf, leaf0])
+    return result.gain.item(), result.metrics["q"].item(), g, g0
+
+
 def reference_flow(world, arch, policy, reset, convention, max_dgrad, steps):
     """The published rule, written out with fsc.evaluate and autograd (engine dense)."""
     w, w0 = policy.logits.detach().clone(), policy.init_logits.detach().clone()
-    gain, q, g, g0 = autograd_point(world, arch, w, w0, reset, convention)
+    gain, q, g, g0 = evaluate_point(world, arch, w, w0, reset, convention)
     dt, t, rows = 1.0, 0.0, [(0.0, 0, 0.0, gain, q)]
     while len(rows) <= steps:
         w_new, w0_new = w + dt * g, w0 + dt * g0
-        gain_new, q_new, g_new, g0_new = autograd_point(world, arch, w_new, w0_new, reset, convention)
+        gain_new, q_new, g_new, g0_new = evaluate_point(world, arch, w_new, w0_new, reset, convention)
         dpi = (g_new - g).abs().max().item()
         dp0 = (g0_new - g0).abs().max().item()
         if gain_new < gain or dpi + dp0 >= max_dgrad:
