@@ -223,6 +223,11 @@ class Iterative(Backend):
         post: int = 1,
         fallback_states: int = 25_000,
     ):
+        if not (isinstance(tol, float) and 0 < tol < 1):
+            raise InputError(f"tol must be a float in (0, 1), got {tol!r}")
+        for name, value, low in (("restart", restart, 1), ("maxiter", maxiter, 1), ("pre", pre, 0), ("post", post, 0)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < low:
+                raise InputError(f"{name} must be an integer >= {low}, got {value!r}")
         self.chain, self.values, self.p0, self.reset = chain, values, p0, reset
         self.tol, self.restart, self.maxiter, self.pre, self.post = tol, restart, maxiter, pre, post
         self.fallback_states = fallback_states
@@ -335,27 +340,16 @@ class Iterative(Backend):
         return out
 
 
-def solve_iterative(
-    chain: JointChain,
-    probs: torch.Tensor,
-    init_probs: torch.Tensor,
-    reset: float,
-    *,
-    tol: float = 1e-12,
-    restart: int = 30,
-    maxiter: int = 600,
-    pre: int = 1,
-    post: int = 1,
-    fallback_states: int = 25_000,
-) -> Solution:
+def solve_iterative(chain: JointChain, probs: torch.Tensor, init_probs: torch.Tensor, reset: float, **options) -> Solution:
     """Restarted FGMRES with the two-level aggregation preconditioner (module docstring).
 
-    Args:
-        tol: forward ``||A p - r p0||_1 / r`` and adjoint ``||A^T l - g||_inf / ||g||_inf`` targets.
-        restart: Krylov vectors kept (memory: about ``2 * restart`` vectors of ``X`` floats).
-        maxiter: iterations per solve before falling back or raising.
-        pre, post: Richardson steps around the coarse correction.
-        fallback_states: largest ``X`` for which an unconverged solve falls back to sparse LU.
+    ``options`` are those of :class:`Iterative`:
+
+    - ``tol``: forward ``||A p - r p0||_1 / r`` and adjoint ``||A^T l - g||_inf / ||g||_inf`` targets (1e-12);
+    - ``restart``: Krylov vectors kept (memory: about ``2 * restart`` vectors of ``X`` floats; 30);
+    - ``maxiter``: iterations per solve before falling back or raising (600);
+    - ``pre``, ``post``: Richardson steps around the coarse correction (1, 1);
+    - ``fallback_states``: largest ``X`` for which an unconverged solve falls back to sparse LU (25,000).
 
     Raises:
         ValueError: ``reset`` is 0 (use the ``accurate`` engine), or a bad option.
@@ -363,16 +357,7 @@ def solve_iterative(
     """
     if reset == 0:
         raise InputError("the iterative engine needs reset > 0; use the accurate engine for reset = 0")
-    if not (isinstance(tol, float) and 0 < tol < 1):
-        raise InputError(f"tol must be a float in (0, 1), got {tol!r}")
-    for name, value, low in (("restart", restart, 1), ("maxiter", maxiter, 1), ("pre", pre, 0), ("post", post, 0)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < low:
-            raise InputError(f"{name} must be an integer >= {low}, got {value!r}")
     start = time.perf_counter()
-
-    def make(chain, values, p0, r):
-        return Iterative(chain, values, p0, r, tol=tol, restart=restart, maxiter=maxiter, pre=pre, post=post, fallback_states=fallback_states)
-
-    solution = solve_with(make, chain, probs, init_probs, reset, "iterative")
+    solution = solve_with(lambda c, v, p0, r: Iterative(c, v, p0, r, **options), chain, probs, init_probs, reset, "iterative")
     solution.info["seconds"] = time.perf_counter() - start
     return solution
