@@ -350,14 +350,14 @@ def _columns(node: tuple, choice: tuple) -> bool:
 
 
 @attrs.frozen(kw_only=False)
-class Chain(_MemoryWithLastObservation, MemoryArchitecture):
-    """RAM restricted to neighbouring memories: the next memory is ``i-1``, ``i`` or ``i+1``."""
+class _RestrictedRAM(_MemoryWithLastObservation, MemoryArchitecture):
+    """RAM's nodes and choices, with the choices allowed by the class's ``rule(node, choice)``."""
 
     M: int = attrs.field(validator=[_check_not_bool, *_size])
     arms: int = attrs.field(default=2, validator=[_check_not_bool, *_arms], kw_only=True)
     observations: int = attrs.field(default=2, validator=[_check_not_bool, *_arms], kw_only=True)
 
-    rule: ClassVar = staticmethod(_neighbours)
+    rule: ClassVar
 
     @functools.cached_property
     def allowed(self) -> np.ndarray:
@@ -365,22 +365,21 @@ class Chain(_MemoryWithLastObservation, MemoryArchitecture):
 
 
 @attrs.frozen(kw_only=False)
-class Column(_MemoryWithLastObservation, MemoryArchitecture):
+class Chain(_RestrictedRAM):
+    """RAM restricted to neighbouring memories: the next memory is ``i-1``, ``i`` or ``i+1``."""
+
+    rule: ClassVar = staticmethod(_neighbours)
+
+
+@attrs.frozen(kw_only=False)
+class Column(_RestrictedRAM):
     """Chain in which, above memory 1, the agent plays the same arm as last time.
 
     The column of confidence policy (paper Figure 1C) lives here: one column
     of memories per arm, switching arm only at the bottom.
     """
 
-    M: int = attrs.field(validator=[_check_not_bool, *_size])
-    arms: int = attrs.field(default=2, validator=[_check_not_bool, *_arms], kw_only=True)
-    observations: int = attrs.field(default=2, validator=[_check_not_bool, *_arms], kw_only=True)
-
     rule: ClassVar = staticmethod(_columns)
-
-    @functools.cached_property
-    def allowed(self) -> np.ndarray:
-        return RAM(self.M, arms=self.arms, observations=self.observations).restrict(self.rule).allowed
 
 
 @attrs.frozen(kw_only=False)
