@@ -11,6 +11,7 @@ import attrs
 import numpy as np
 import torch
 
+from . import kernels
 from .chain import joint_chain
 from .checks import check_reset
 from .errors import InputError, InputTypeError
@@ -47,7 +48,6 @@ class Evaluation:
     """
 
     gain: torch.Tensor
-    value: torch.Tensor | None
     metrics: dict[str, torch.Tensor]
     distribution: torch.Tensor
     part_weights: torch.Tensor
@@ -57,6 +57,11 @@ class Evaluation:
     seconds: float
     info: dict = attrs.field(factory=dict)
     _run: Pass = attrs.field(repr=False, alias="run")
+
+    @functools.cached_property
+    def value(self) -> torch.Tensor | None:
+        """``gain / reset`` (differentiable), or None at ``reset = 0``."""
+        return self.gain / self.reset if self.reset > 0 else None
 
     @property
     def residual(self) -> float:
@@ -138,9 +143,10 @@ class Evaluator:
     for the reward and each metric table ``T``, read out by :func:`read_out`;
     for a loss ``L`` of those, with ``lambda = A^{-T} dL/dp``:
     ``dL/dP = (1 - r) lambda p^T``, ``dL/dp0 = r lambda``, then through the
-    softmaxes to the logits.  Everything is numpy on the tables laid out once
-    by the chain, so that a call on a small chain is a few kernels (RAM M = 8:
-    two parts of 40 states).
+    softmaxes to the logits.  Everything outside the engine's solves runs in
+    a few compiled loops (:mod:`fsc.kernels`) on tables the chain lays out
+    once, so that a call on a small chain (RAM M = 8: two parts of 40 states)
+    costs a few microseconds more than its LU.
     """
 
     _last: ClassVar[Evaluator | None] = None
@@ -159,16 +165,16 @@ class Evaluator:
         self.make_backend = BACKENDS[name]
         K, S, N, C = chain.num_parts, chain.states_per_part, architecture.num_nodes, architecture.num_choices
         self.shape = (K, S, N, C)
-        allowed = architecture.allowed
-        self.mask = None if allowed.all() else np.where(allowed, 0.0, -np.inf)  # added to the logits
-        self.reset_nodes = np.flatnonzero(architecture.reset_mask)
-        self.step_reward = chain.step_reward.reshape(K * S, C)
-        self.step_metrics = {name_: np.asarray(table, dtype=np.float64).reshape(K * S, C) for name_, table in chain.step_metrics.items()}
+        self.step_reward = np.ascontiguousarray(chain.step_reward, dtype=np.float64).reshape(K * S, C)
+        self.step_metrics = {name_: np.ascontiguousarray(table, dtype=np.float64).reshape(K * S, C) for name_, table in chain.step_metrics.items()}
         self.scaled_weight = (1 - reset) * chain.weight
         # The read-out's slope: the gain reported is ``factor`` times the native one; a world with
         # its own paper read-out derives its metrics from that gain, the others scale theirs alike.
         self.factor = 1.0 if convention == "native" else 1 - reset
         self.derived_metrics = convention == "paper" and callable(getattr(world, "paper_metrics", None))
+        # The tables whose expectations the forward pass reads: the reward, then the metrics it reports natively.
+        self.table_names = ("", *(() if self.derived_metrics else self.step_metrics))
+        self.tables = np.stack([self.step_reward, *(self.step_metrics[name_] for name_ in self.table_names[1:])])
 
     @classmethod
     def of(cls, world: POMDP | Task, architecture: MemoryArchitecture, reset: float, engine: str = "auto", convention: str = "native") -> Evaluator:
@@ -184,9 +190,8 @@ class Evaluator:
 
     def forward(self, w_pi: np.ndarray, w_0: np.ndarray) -> Pass:
         """Value and metrics at ``(w_pi, w_0)`` (logits ``(N, C)`` and ``(N,)``, no NaN or ``+inf``), and what :meth:`backward` needs."""
-        probs = _softmax(w_pi if self.mask is None else w_pi + self.mask, axis=1)
-        init_probs = np.zeros(self.shape[2])
-        init_probs[self.reset_nodes] = _softmax(w_0[self.reset_nodes], axis=0)
+        arch = self.architecture
+        probs, init_probs = kernels.policy_probs(w_pi, arch.allowed, w_0, arch.reset_mask)
         return self.forward_probs(probs, init_probs)
 
     def forward_probs(self, probs: np.ndarray, init_probs: np.ndarray) -> Pass:
@@ -197,17 +202,12 @@ class Evaluator:
         p0 = (chain.initial_world[:, :, None] * init_probs).reshape(K, S * N)
         backend = self.make_backend(chain, values, p0, r)
         p = backend.solve()
-        total = p.sum(axis=1, keepdims=True)
         # Each part's exact p sums to 1.  Near r = 0, A is nearly singular (condition ~ 1/r) and LU's
         # error lies almost entirely along its near-null vector, which is p itself: a scale error,
-        # removed here.  The exact gradient is unchanged (the exact sum is identically 1).
-        p_hat = p / total
-        weighted = chain.part_weights[:, None] * p_hat
-        gain = float((weighted * (self.step_reward @ probs.T).reshape(K, S * N)).sum())
-        native = (
-            {} if self.derived_metrics else {name: float((weighted * (table @ probs.T).reshape(K, S * N)).sum()) for name, table in self.step_metrics.items()}
-        )
-        gain, metrics = read_out(self.world, self.convention, r, gain, native)
+        # removed by p_hat = p / sum p.  The exact gradient is unchanged (the exact sum is identically 1).
+        p_hat, total, expected = kernels.expectations(p, chain.part_weights, probs, self.tables, S, N)
+        native = dict(zip(self.table_names[1:], expected[1:].tolist(), strict=True))
+        gain, metrics = read_out(self.world, self.convention, r, float(expected[0]), native)
         return Pass(
             probs=probs,
             init_probs=init_probs,
@@ -215,7 +215,6 @@ class Evaluator:
             p=p,
             total=total,
             p_hat=p_hat,
-            weighted=weighted,
             gain=gain,
             metrics={name: float(value) for name, value in metrics.items()},
         )
@@ -255,23 +254,30 @@ class Evaluator:
             scale = 1.0
         else:  # the gain alone: scale the result, not the tables (training's case)
             table, scale = self.step_reward, self.factor * seed
-        probs, init_probs, p, p_hat = run.probs, run.init_probs, run.p, run.p_hat
-        h = chain.part_weights[:, None] * (table @ probs.T).reshape(K, S * N)
-        if distribution is not None:
-            h = h + distribution.reshape(K, S * N)
-        lam = run.backend.solve_adjoint((h - (h * p_hat).sum(axis=1, keepdims=True)) / run.total)
-        d_values = lam.reshape(-1)[chain.flat_rows] * p.reshape(-1)[chain.flat_cols]
-        d_probs = np.bincount(chain.node_choice, d_values * self.scaled_weight, minlength=N * C).reshape(N, C)
-        d_probs += run.weighted.reshape(K * S, N).T @ table
-        d_init = r * np.einsum("ksn,ks->n", lam.reshape(K, S, N), chain.initial_world)
-        if on == "probs":
-            return scale * d_probs, scale * d_init
-        grad_logits = probs * (d_probs - (probs * d_probs).sum(axis=1, keepdims=True))
-        grad_init = init_probs * (d_init - (init_probs * d_init).sum())
-        if scale != 1.0:
-            grad_logits *= scale
-            grad_init *= scale
-        return grad_logits, grad_init
+        none = _NO_SEED if distribution is None else np.ascontiguousarray(distribution, dtype=np.float64).reshape(K, S * N)
+        lam = run.backend.solve_adjoint(kernels.adjoint_seed(run.p_hat, run.total, chain.part_weights, run.probs, table, none, S, N))
+        return kernels.policy_gradient(
+            lam,
+            run.p,
+            run.p_hat,
+            chain.part_weights,
+            run.probs,
+            run.init_probs,
+            table,
+            chain.flat_rows,
+            chain.flat_cols,
+            chain.node_choice,
+            self.scaled_weight,
+            r,
+            chain.initial_world,
+            S,
+            N,
+            scale,
+            on == "probs",
+        )
+
+
+_NO_SEED = np.zeros((0, 0))
 
 
 @attrs.frozen(kw_only=True, eq=False)
@@ -284,7 +290,6 @@ class Pass:
     p: np.ndarray
     total: np.ndarray
     p_hat: np.ndarray
-    weighted: np.ndarray
     gain: float
     metrics: dict[str, float]
 
@@ -294,17 +299,12 @@ class Pass:
         return self.backend.residual(self.p)
 
 
-def _softmax(z: np.ndarray, axis: int) -> np.ndarray:
-    e = np.exp(z - z.max(axis=axis, keepdims=True))
-    return e / e.sum(axis=axis, keepdims=True)
-
-
 def _scalar(x: float) -> torch.Tensor:
     return torch.from_numpy(np.array(x, dtype=np.float64))  # 4x faster than torch.tensor(x)
 
 
 class _Evaluate(torch.autograd.Function):
-    """Autograd around :class:`Evaluator`: outputs the gain, the value (if ``r > 0``), each metric and ``p_hat``."""
+    """Autograd around :class:`Evaluator`: outputs the gain, each metric and ``p_hat``."""
 
     @staticmethod
     def forward(ctx, logits, init_logits, evaluator, box):
@@ -313,16 +313,12 @@ class _Evaluate(torch.autograd.Function):
         box["run"] = run
         ctx.evaluator, ctx.run = evaluator, run
         K, S, N, _ = evaluator.shape
-        value = () if evaluator.reset == 0 else (_scalar(run.gain / evaluator.reset),)
-        return (_scalar(run.gain), *value, *map(_scalar, run.metrics.values()), torch.from_numpy(run.p_hat.reshape(K, S, N)))
+        return (_scalar(run.gain), *map(_scalar, run.metrics.values()), torch.from_numpy(run.p_hat.reshape(K, S, N)))
 
     @staticmethod
     @torch.autograd.function.once_differentiable
     def backward(ctx, grad_gain, *grads):
         evaluator, run = ctx.evaluator, ctx.run
-        grad_value = None
-        if evaluator.reset != 0:
-            grad_value, grads = grads[0], grads[1:]
         grad_metrics, grad_distribution = grads[:-1], grads[-1]
 
         def number(g) -> float:
@@ -331,7 +327,6 @@ class _Evaluate(torch.autograd.Function):
         grad_logits, grad_init = evaluator.backward(
             run,
             gain=number(grad_gain),
-            value=number(grad_value),
             metrics={name: number(g) for name, g in zip(run.metrics, grad_metrics, strict=True)},
             distribution=None if grad_distribution is None else grad_distribution.numpy(),
         )
@@ -380,11 +375,9 @@ def evaluate(
     evaluator = Evaluator.of(world, policy.architecture, reset, engine, convention)
     box: dict = {}
     gain, *outputs, distribution = _Evaluate.apply(policy.logits, policy.init_logits, evaluator, box)
-    value = outputs.pop(0) if reset > 0 else None
     run = box["run"]
     return Evaluation(
         gain=gain,
-        value=value,
         metrics=dict(zip(run.metrics, outputs, strict=True)),
         distribution=distribution,
         part_weights=torch.from_numpy(evaluator.chain.part_weights.astype(np.float64)),

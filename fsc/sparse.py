@@ -37,6 +37,7 @@ from scipy.linalg.lapack import dgetrs as _getrs
 
 from .chain import JointChain
 from .errors import InputError
+from .kernels import dense_system_t
 
 __all__ = ["Backend", "DenseLU", "Solution", "SparseLU", "StationarySolve", "solve_sparse", "solve_with", "stationary_residual", "system_matrices"]
 
@@ -187,8 +188,7 @@ class DenseLU(Backend):
         self.chain, self.values, self.p0, self.reset = chain, values, p0, reset
         K, X = chain.num_parts, chain.size
         a = 1 - reset
-        A_t = np.bincount(chain.dense_index_t, -a * values, minlength=K * X * X).reshape(K, X, X)
-        A_t.reshape(K, X * X)[:, :: X + 1] += 1.0 - a * chain.padding  # the diagonal, padding self-loops included
+        A_t = dense_system_t(chain.dense_index_t, values, a, chain.padding, K, X)
         self.info = {}
         self.factors = []
         for k in range(K):

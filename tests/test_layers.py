@@ -21,7 +21,7 @@ PACKAGES = ("fsc", "policies", "tasks", "viz")
 LAYERS = {
     0: {"fsc.errors", "fsc.checks", "fsc.limits", "fsc.pomdp", "fsc.memory", "fsc.automaton", "fsc.controller", "fsc.policy", "fsc.chain",
         "tasks.two_hypothesis", "tasks.classic", "tasks"},
-    1: {"fsc.solve", "fsc.sparse", "fsc.iterative", "fsc.accurate"},
+    1: {"fsc.kernels", "fsc.solve", "fsc.sparse", "fsc.iterative", "fsc.accurate"},
     2: {"fsc.evaluate", "fsc.simulate", "fsc.optim", "fsc.bounds", "fsc.testing", "fsc.storm", "fsc", "fsc.pomdp_file", "fsc.rundir",
         "policies.ccp", "policies.necklace", "policies.necklaces", "policies.closed_form", "policies.initial", "policies.star",
         "policies.asymmetric", "policies.reference", "policies.anatomy", "policies.claims", "policies",
