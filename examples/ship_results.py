@@ -88,7 +88,10 @@ def main() -> None:
     trajectories = [("run", "t", "q")]
     for point in sweep.points:
         run = args.sweep / "runs" / point.name
-        row = {"run": point.name, **{k: point.arguments.get(k) for k in keys}, "status": "absent", "q": None, "t": None, "steps": None, "seconds": None}
+        row = {"run": point.name, **{k: point.arguments.get(k) for k in keys}, "status": "absent"}
+        row.update(q=None, t=None, steps=None, seconds=None, commit=None)
+        if (run / "run.json").is_file():  # the project's commit that made (or last resumed) the run, when it recorded one
+            row["commit"] = json.loads((run / "run.json").read_text()).get("versions", {}).get("commit")
         result = json.loads((run / "result.json").read_text()) if (run / "result.json").is_file() else None
         if result is not None:
             row.update(status="done", **{k: result.get(k) for k in ("q", "t", "steps", "seconds")})

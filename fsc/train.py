@@ -5,7 +5,7 @@
 
 ``run.json``
     every argument, the optimiser's hyperparameters, the torch thread count,
-    the versions of fsc, torch, numpy and Python, the status (``running`` or
+    the versions of fsc (and its git commit), torch, numpy, numba and Python, the status (``running`` or
     ``done``), why the run stopped and the final numbers.
 ``trajectory.csv``
     header ``t,step,q,gain,dt,seconds``, one row per accepted step from step 0
@@ -50,11 +50,13 @@ from __future__ import annotations
 
 import array
 import bisect
+import functools
 import io
 import json
 import math
 import os
 import platform
+import subprocess
 import sys
 import time
 import zipfile
@@ -294,10 +296,34 @@ def _initial_policy(init: str, arch: MemoryArchitecture, *, mu: float, reset: fl
 # Files.
 
 
-def _versions() -> dict[str, str]:
+def _versions() -> dict[str, str | None]:
+    """The versions a run was made (or last resumed) with; ``commit``: the project's git commit, ``+`` if edited since."""
+    import numba
+
     from . import __version__
 
-    return {"fsc": __version__, "torch": torch.__version__, "numpy": np.__version__, "python": platform.python_version()}
+    return {
+        "fsc": __version__,
+        "commit": _source_commit(),
+        "torch": torch.__version__,
+        "numpy": np.__version__,
+        "numba": numba.__version__,
+        "python": platform.python_version(),
+    }
+
+
+@functools.cache
+def _source_commit() -> str | None:
+    """``git rev-parse HEAD`` of the checkout this package runs from (None outside one, or without git)."""
+    root = Path(__file__).resolve().parents[1]
+    if not (root / ".git").exists():  # an installed copy, not a checkout (which another repository may contain)
+        return None
+    try:
+        head = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True, timeout=5, check=True)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return head + ("+" if dirty.stdout.strip() else "")
 
 
 def _write_json(path: Path, doc: dict) -> None:

@@ -61,6 +61,12 @@ def test_run_directory(tmp_path):
     assert doc["arguments"]["memory"] == "ram:2" and doc["arguments"]["reset"] == 0.02
     assert doc["versions"]["torch"] == torch.__version__ and doc["versions"]["numpy"] == np.__version__
     assert doc["versions"]["fsc"] == fsc.__version__
+    checkout = Path(fsc.__file__).resolve().parents[1]
+    head = subprocess.run(["git", "-C", str(checkout), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    if (checkout / ".git").exists() and head:  # run from a checkout: the commit, "+" when files were edited since
+        assert doc["versions"]["commit"] in (head, head + "+")
+    else:
+        assert doc["versions"]["commit"] is None
     assert doc["result"]["q"] == result.q
     # The final policy is the state of the final checkpoint; nothing is pickled.
     state, columns, meta = load_checkpoint(out)

@@ -1,0 +1,111 @@
+"""Benchmark: one value and gradient on the training path against its linear-algebra floor.
+
+For each case (paper convention, mu = 0.1, r = 1e-3, the published random start of seed 0, one torch
+thread), in microseconds per value and gradient, best of ``--repeats`` blocks of ``--calls``:
+
+- ``training``: :class:`fsc.optim.Objective`, i.e. :class:`fsc.evaluate.Evaluator`'s forward and backward;
+- ``engine``: the engine alone on the same matrix: build its :class:`fsc.sparse.Backend` from the
+  nonzeros (assembly and factorisation), one solve and one adjoint solve;
+- ``floor``: the factorisation and the two solves alone on matrices built beforehand (LAPACK
+  ``dgetrf`` + 2 ``dgetrs`` per part for the dense engine; SuperLU ``splu`` + 2 solves for the sparse one):
+  what no implementation around these solvers can go below.
+
+The columns ``/engine`` and ``/floor`` are the training path's multiples of those.
+
+Usage: ``.venv/bin/python benchmarks/bench_overhead.py [--calls 300] [--repeats 5]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import scipy.sparse.linalg as spla
+import torch
+from scipy.linalg.lapack import dgetrf, dgetrs
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import fsc  # noqa: E402
+import policies  # noqa: E402
+import tasks  # noqa: E402
+from fsc.evaluate import Evaluator  # noqa: E402
+from fsc.optim import Objective  # noqa: E402
+from fsc.sparse import system_matrices  # noqa: E402
+
+CASES = ["ram:8", "ram:20", "memento:3", "memento:4"]
+RESET = 1e-3
+
+
+def best(function, calls: int, repeats: int) -> float:
+    function()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        for _ in range(calls):
+            function()
+        times.append((time.perf_counter() - start) / calls)
+    return min(times)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--calls", type=int, default=300)
+    parser.add_argument("--repeats", type=int, default=5)
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    world = tasks.TwoHypothesis(0.1)
+    print(f"{'memory':<10} {'engine':<7} {'X':>4} {'training us':>12} {'engine us':>10} {'floor us':>9} {'/engine':>8} {'/floor':>7}")
+    for memory in CASES:
+        arch = fsc.parse_memory(memory)
+        start = policies.initial_policy("random", arch, seed=0)
+        objective = Objective(world=world, architecture=arch, reset=RESET, convention="paper")
+        logits, init_logits = start.logits.detach(), start.init_logits.detach()
+        evaluator = Evaluator(world, arch, RESET, "auto", "paper")
+        run = evaluator.forward(logits.numpy(), init_logits.numpy())
+        chain, make_backend = evaluator.chain, evaluator.make_backend
+        values = run.probs.reshape(-1)[chain.node_choice] * chain.weight
+        K, X = chain.num_parts, chain.size
+        p0 = (chain.initial_world[:, :, None] * run.init_probs).reshape(K, X)
+        g = np.ones((K, X))
+
+        def engine(values=values, p0=p0, g=g, chain=chain, make_backend=make_backend):
+            backend = make_backend(chain, values, p0, RESET)
+            backend.solve()
+            backend.solve_adjoint(g)
+
+        matrices = system_matrices(chain, values, RESET)
+        if evaluator.engine == "dense":
+            dense = [np.asfortranarray(A.toarray()) for A in matrices]
+
+            def floor(dense=dense, p0=p0, g=g):
+                for k, A in enumerate(dense):
+                    lu, piv, _ = dgetrf(A)
+                    dgetrs(lu, piv, p0[k])
+                    dgetrs(lu, piv, g[k], trans=1)
+
+        else:
+
+            def floor(matrices=matrices, p0=p0, g=g):
+                for k, A in enumerate(matrices):
+                    factor = spla.splu(A, permc_spec="NATURAL", diag_pivot_thresh=0.0)
+                    factor.solve(p0[k])
+                    factor.solve(g[k], trans="T")
+
+        def training(objective=objective, logits=logits, init_logits=init_logits):
+            objective(logits, init_logits)
+
+        t_train = best(training, args.calls, args.repeats)
+        t_engine = best(engine, args.calls, args.repeats)
+        t_floor = best(floor, args.calls, args.repeats)
+        print(
+            f"{memory:<10} {evaluator.engine:<7} {X:>4} {t_train * 1e6:>12.0f} {t_engine * 1e6:>10.0f} {t_floor * 1e6:>9.0f} "
+            f"{t_train / t_engine:>8.2f} {t_train / t_floor:>7.2f}"
+        )
+
+
+if __name__ == "__main__":
+    main()
