@@ -548,6 +548,7 @@ def run_training(
     engine: str = "auto",
     target: str = "gain",
     max_steps: int | None = None,
+    rows_per_decade: int | None = None,
     quiet: bool = False,
     checkpoint_seconds: float = 60.0,
     threads: int | None = 1,
@@ -622,6 +623,8 @@ def run_training(
         raise InputError(f"optimizer must be one of {sorted(OPTIMIZERS)}, got {optimizer!r}")
     if max_steps is not None and (isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 1):
         raise InputError(f"max_steps must be an int >= 1 or None, got {max_steps!r}")
+    if rows_per_decade is not None and (isinstance(rows_per_decade, bool) or not isinstance(rows_per_decade, int) or rows_per_decade < 1):
+        raise InputError(f"rows_per_decade must be an int >= 1 or None, got {rows_per_decade!r}")
     rule = StopRule(until_t=until_t, max_steps=max_steps, max_seconds=max_seconds)
     opt = make_optimizer(optimizer, lr=lr, max_dgrad=max_dgrad)
     checkpoint_seconds = real("checkpoint_seconds", checkpoint_seconds, nan=True)
@@ -651,6 +654,7 @@ def run_training(
         "max_dgrad": max_dgrad,
         "max_seconds": max_seconds,
         "max_steps": max_steps,
+        "rows_per_decade": rows_per_decade,
         "convention": convention,
         "optimizer": optimizer,
         "lr": lr,
@@ -683,7 +687,8 @@ def run_training(
                 _check_same_run(out, read_run_json(out / "run.json").get("arguments", {}), arguments)
             if (out / "initial_policy.npz").exists() and not _same_policy(Policy.load(out / "initial_policy.npz"), policy):
                 raise InputError(f"{str(out)!r} holds a run that started from another initial policy; use another out directory")
-            return _train(records, arch, policy, rule, out, state is not None, trajectory, meta, quiet, checkpoint_seconds, reset)
+            keep = _Thinning(rows_per_decade, trajectory)
+            return _train(records, arch, policy, rule, out, state is not None, trajectory, meta, quiet, checkpoint_seconds, reset, keep)
     finally:
         if threads is not None:
             torch.set_num_threads(previous_threads)
@@ -714,7 +719,30 @@ def _same_policy(a: Policy, b: Policy) -> bool:
     )
 
 
-def _train(records, arch, policy, rule, out, resumed, trajectory, meta, quiet, checkpoint_seconds, reset) -> TrainingResult:
+class _Thinning:
+    """Which accepted steps become trajectory rows: every one, or with ``rows_per_decade = N`` step 0 and
+    the first step in each interval ``[10^(k/N), 10^((k+1)/N))`` of ``t``.  The rule reads ``t`` only, so
+    a resumed run keeps the rows an uninterrupted one keeps; its state is the bucket of the last row."""
+
+    def __init__(self, rows_per_decade: int | None, trajectory: _Trajectory) -> None:
+        self.per_decade = rows_per_decade
+        last = trajectory.last("t")
+        self.bucket = -math.inf if last is None or rows_per_decade is None else self._bucket(last)
+
+    def _bucket(self, t: float) -> float:
+        return math.floor(self.per_decade * math.log10(t)) if t > 0 else -math.inf
+
+    def __call__(self, t: float, step: int) -> bool:
+        if self.per_decade is None:
+            return True
+        bucket = self._bucket(t)
+        if step == 0 or bucket > self.bucket:
+            self.bucket = max(bucket, self.bucket)
+            return True
+        return False
+
+
+def _train(records, arch, policy, rule, out, resumed, trajectory, meta, quiet, checkpoint_seconds, reset, keep) -> TrainingResult:
     out.mkdir(parents=True, exist_ok=True)
     (out / "result.json").unlink(missing_ok=True)  # not finished until written again
     run_doc = {**meta, "versions": _versions(), "status": "running"}
@@ -729,7 +757,8 @@ def _train(records, arch, policy, rule, out, resumed, trajectory, meta, quiet, c
     try:
         for record in records:
             if record.step > last_step:
-                trajectory.append(_row(record))
+                if keep(record.t, record.step):
+                    trajectory.append(_row(record))
                 last_step = record.step
             progress.update(record)
             if record.stop is None and rule.until_t is None and converged(trajectory.columns["t"], trajectory.columns["gain"]):
@@ -757,7 +786,7 @@ def _train(records, arch, policy, rule, out, resumed, trajectory, meta, quiet, c
         value=float(record.gain) / reset,
         t=float(record.t),
         steps=int(record.step),
-        seconds=float(trajectory.last("seconds")),
+        seconds=float(trajectory.last("seconds") if keep.per_decade is None else record.state.seconds),
         evaluations=int(record.evaluations),
         stop=str(record.stop),
         out=str(out),

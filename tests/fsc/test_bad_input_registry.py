@@ -87,6 +87,7 @@ for option, values in {
     "--seed": (HUGE, "-1", BIG, "x"),
     "--threads": ("100000", "0", "x", BIG),
     "--max-steps": ("0", "-1", "x"),
+    "--rows-per-decade": ("0", "x"),
     "--until-t": ("nan", "inf", "x"),
     "--checkpoint-seconds": ("nan", "x"),
 }.items():

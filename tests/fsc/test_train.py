@@ -90,6 +90,33 @@ def test_stopped_and_continued_run_equals_uninterrupted(tmp_path, optimizer, ext
     assert same_policy_file(tmp_path / "parts" / "policy.npz", tmp_path / "whole" / "policy.npz")
 
 
+def test_rows_per_decade_keeps_the_first_row_of_each_interval_and_resumes_alike(tmp_path):
+    """A thinned trajectory is the full one filtered by its rule; stopped and continued, it is the same."""
+    import math
+
+    full = small_run(tmp_path / "full", until_t=2e4)
+    rows = read_trajectory(tmp_path / "full")
+    expected, last = [], -math.inf
+    for i, t in enumerate(rows["t"]):  # the rule written out: step 0, then the first row in each [10^(k/3), 10^((k+1)/3))
+        bucket = math.floor(3 * math.log10(t)) if t > 0 else -math.inf
+        if i == 0 or bucket > last:
+            expected.append(i)
+            last = max(last, bucket)
+    thin = small_run(tmp_path / "thin", until_t=2e4, rows_per_decade=3)
+    kept = read_trajectory(tmp_path / "thin")
+    assert 5 < len(expected) < 30 and len(expected) < len(rows["t"]) / 10
+    for name, column in kept.items():
+        if name != "seconds":
+            assert column.tolist() == rows[name][expected].tolist(), name
+    assert (thin.q, thin.t, thin.steps) == (full.q, full.t, full.steps)
+    small_run(tmp_path / "parts", until_t=2e4, rows_per_decade=3, max_steps=40)
+    rest = small_run(tmp_path / "parts", until_t=2e4, rows_per_decade=3)
+    assert rest.resumed and (rest.q, rest.t, rest.steps) == (full.q, full.t, full.steps)
+    assert trajectory_without_seconds(tmp_path / "parts") == trajectory_without_seconds(tmp_path / "thin")
+    with pytest.raises(ValueError, match="other arguments"):  # a directory thinned otherwise is another run
+        small_run(tmp_path / "thin", until_t=2e4, rows_per_decade=4)
+
+
 def test_finished_run_started_again_changes_nothing(tmp_path):
     out = tmp_path / "run"
     first = small_run(out)
