@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import shutil
 import tempfile
 import warnings
 import zipfile
@@ -39,8 +40,10 @@ def atomic_write(path: str | os.PathLike, write, *, previous: str | os.PathLike 
     A reader never sees a half-written file; on error nothing is left behind.
     The file gets the permissions of an ordinary ``open(path, "w")`` (``0o666``
     less the umask), not the private ``0o600`` of a temporary file.  With
-    ``previous``, the file that ``path`` held is kept under that name (renamed
-    just before the new one takes its place).
+    ``previous``, the file that ``path`` held is kept under that name; ``path``
+    itself exists at every moment (the old file is linked to ``previous``
+    before the new one replaces it), so a kill between the two steps leaves
+    the latest file in place, not a gap.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -52,7 +55,7 @@ def atomic_write(path: str | os.PathLike, write, *, previous: str | os.PathLike 
             f.flush()
             os.fsync(f.fileno())
         if previous is not None and path.exists():
-            os.replace(path, previous)
+            _keep_as(path, Path(previous))
         os.replace(tmp, path)
     except OSError as error:  # a full disk, a vanished directory: say which file could not be written
         Path(tmp).unlink(missing_ok=True)
@@ -61,6 +64,22 @@ def atomic_write(path: str | os.PathLike, write, *, previous: str | os.PathLike 
         raise
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _keep_as(path: Path, previous: Path) -> None:
+    """Make ``previous`` a copy of ``path`` (a hard link where the file system allows), atomically."""
+    fd, link = tempfile.mkstemp(dir=previous.parent, prefix=f".{previous.name}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        os.unlink(link)
+        try:
+            os.link(path, link)
+        except OSError:  # no hard links here: copy instead
+            shutil.copyfile(path, link)
+        os.replace(link, previous)
+    except BaseException:
+        Path(link).unlink(missing_ok=True)
         raise
 
 
