@@ -277,6 +277,25 @@ class Evaluator:
         )
 
 
+    def fused_constants(self, *, gain: float = 0.0, value: float = 0.0) -> tuple | None:
+        """The tables of :func:`fsc.kernels.dense_value_gradient` for the loss ``gain * G + value * V``.
+
+        ``None`` unless the engine is ``dense``: the other engines' solvers do not run in compiled code.
+        """
+        if self.engine != "dense":
+            return None
+        chain, r = self.chain, self.reset
+        arch = self.architecture
+        K, S, N, C = self.shape
+        seed = gain + (value / r if value else 0.0)  # as in backward
+        return (
+            np.ascontiguousarray(arch.allowed), np.ascontiguousarray(arch.reset_mask), chain.node_choice, chain.weight,
+            np.ascontiguousarray(chain.initial_world, dtype=np.float64), chain.dense_index_t, np.ascontiguousarray(chain.padding),
+            chain.part_weights, self.tables, self.step_reward, chain.flat_rows, chain.flat_cols, self.scaled_weight,
+            float(r), float(1 - r), S, N, self.factor * seed,
+        )  # fmt: skip
+
+
 _NO_SEED = np.zeros((0, 0))
 
 

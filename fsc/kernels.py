@@ -11,10 +11,12 @@ keeps the machine code beside the module).
 
 from __future__ import annotations
 
+import llvmlite.binding as llvm
 import numpy as np
-from numba import njit
+from numba import njit, types
+from numba.extending import get_cython_function_address
 
-__all__ = ["adjoint_seed", "dense_system_t", "expectations", "policy_gradient", "policy_probs"]
+__all__ = ["adjoint_seed", "dense_flow_step", "dense_system_t", "dense_value_gradient", "expectations", "gradient_norm", "policy_gradient", "policy_probs"]
 
 
 @njit(cache=True)
@@ -169,3 +171,156 @@ def policy_gradient(
     for n in range(N):
         grad_init[n] = scale * (init_probs[n] * (d_init[n] - dot))
     return grad, grad_init
+
+
+@njit(cache=True)
+def gradient_norm(grad, grad_init):  # pragma: no cover - compiled
+    """``sqrt(sum grad^2 + sum grad_init^2)``, summed in order."""
+    total = 0.0
+    for x in grad.reshape(-1):
+        total += x * x
+    rest = 0.0
+    for x in grad_init:
+        rest += x * x
+    return np.sqrt(total + rest)
+
+
+# ---------------------------------------------------------------------------
+# One whole step of the gradient flow on the dense engine, LAPACK included.
+#
+# The dense engine factors each part with LAPACK's dgetrf and solves with dgetrs, through scipy.
+# The same two routines of the same library, called here from compiled code (the addresses scipy
+# exports for Cython, registered under our own symbol names so that the machine code stays cacheable),
+# give the same numbers to the last bit; what goes is the Python between them.
+
+_I32 = types.CPointer(types.int32)
+_F64 = types.CPointer(types.float64)
+_dgetrf = types.ExternalFunction("fsc_dgetrf", types.void(_I32, _I32, _F64, _I32, _I32, _I32))
+_dgetrs = types.ExternalFunction("fsc_dgetrs", types.void(types.CPointer(types.uint8), _I32, _I32, _F64, _I32, _I32, _F64, _I32, _I32))
+for _name in ("dgetrf", "dgetrs"):
+    llvm.add_symbol(f"fsc_{_name}", get_cython_function_address("scipy.linalg.cython_lapack", _name))
+
+#: What :func:`dense_flow_step` reports besides the new point.
+STEP_ACCEPTED, STEP_STALLED, STEP_NOT_FINITE, STEP_SINGULAR = 0, 1, 2, 3
+
+
+@njit(cache=True)
+def _lu_solve_parts(A_t, piv, b, trans):  # pragma: no cover - compiled
+    """``b[k] <- A_k^{-1} b[k]`` (``trans = 0``) or ``A_k^{-T} b[k]`` (1) with the factors left by :func:`_lu_parts`."""
+    if not (A_t.flags.c_contiguous and piv.flags.c_contiguous and b.flags.c_contiguous):
+        raise ValueError("LAPACK reads these arrays in place: they must be C-contiguous")
+    K, X = b.shape
+    ints = np.array([X, 1, 0], np.int32)
+    code = np.array([78 if trans == 0 else 84], np.uint8)  # 'N' or 'T'
+    for k in range(K):
+        _getrs(code, ints, A_t[k], piv[k], b[k])
+
+
+@njit(cache=True)
+def _getrs(code, ints, a, piv, b):  # pragma: no cover - compiled
+    _dgetrs(code.ctypes, ints[0:].ctypes, ints[1:].ctypes, a.ctypes, ints[0:].ctypes, piv.ctypes, b.ctypes, ints[0:].ctypes, ints[2:].ctypes)
+
+
+@njit(cache=True)
+def _lu_parts(A_t):  # pragma: no cover - compiled
+    """LU of each part in place (``A_t[k]`` in C order is ``A_k`` in Fortran order); ``(pivots, ok)``."""
+    if not A_t.flags.c_contiguous:
+        raise ValueError("LAPACK reads these arrays in place: they must be C-contiguous")
+    K, X = A_t.shape[0], A_t.shape[1]
+    piv = np.empty((K, X), np.int32)
+    ints = np.array([X, 0], np.int32)
+    for k in range(K):
+        _dgetrf(ints[0:].ctypes, ints[0:].ctypes, A_t[k].ctypes, ints[0:].ctypes, piv[k].ctypes, ints[1:].ctypes)
+        if ints[1] != 0:
+            return piv, False
+    return piv, True
+
+
+@njit(cache=True)
+def dense_value_gradient(w_pi, w_0, c):  # pragma: no cover - compiled
+    """Value and gradient of the gain on the dense engine, in one call: ``(expected, grad, grad_init, ok)``.
+
+    The same operations in the same order as :meth:`fsc.evaluate.Evaluator.forward` then
+    :meth:`~fsc.evaluate.Evaluator.backward` with ``gain`` (or ``value``) alone.  ``c`` is the tuple
+    of :func:`dense_constants`.
+    """
+    (allowed, reset_mask, node_choice, weight, initial_world, dense_index_t, padding, part_weights, tables, step_reward,
+     flat_rows, flat_cols, scaled_weight, reset, a, S, N, scale) = c  # fmt: skip
+    probs, init_probs = policy_probs(w_pi, allowed, w_0, reset_mask)
+    K, X = padding.shape
+    probs_flat = probs.reshape(-1)
+    values = np.empty(node_choice.shape[0])
+    for e in range(node_choice.shape[0]):
+        values[e] = probs_flat[node_choice[e]] * weight[e]
+    A_t = dense_system_t(dense_index_t, values, a, padding, K, X)
+    piv, ok = _lu_parts(A_t)
+    if not ok:
+        return np.zeros(0), probs, init_probs, False
+    p = np.empty((K, X))
+    for k in range(K):
+        for s in range(S):
+            for n in range(N):
+                p[k, s * N + n] = reset * (initial_world[k, s] * init_probs[n])
+    _lu_solve_parts(A_t, piv, p, 0)
+    p_hat, total, expected = expectations(p, part_weights, probs, tables, S, N)
+    lam = adjoint_seed(p_hat, total, part_weights, probs, step_reward, np.zeros((0, 0)), S, N)
+    _lu_solve_parts(A_t, piv, lam, 1)
+    grad, grad_init = policy_gradient(
+        lam, p, p_hat, part_weights, probs, init_probs, step_reward, flat_rows, flat_cols, node_choice, scaled_weight, reset, initial_world, S, N, scale, False
+    )
+    return expected, grad, grad_init, True
+
+
+@njit(cache=True)
+def _max_abs_difference(x, y):  # pragma: no cover - compiled
+    """``np.abs(x - y).max()``, NaN included."""
+    top = 0.0
+    for i in range(x.shape[0]):
+        d = abs(x[i] - y[i])
+        if d != d:
+            return d
+        if d > top:
+            top = d
+    return top
+
+
+@njit(cache=True)
+def dense_flow_step(w_pi, w_0, g, g0, gain, dt, max_dgrad, min_dt, factor, c):  # pragma: no cover - compiled
+    """One accepted step of the adaptive gradient flow (:class:`fsc.optim.GradientFlow`) on the dense engine.
+
+    Tries ``w + dt g`` and divides ``dt`` by 10 until the gain does not fall and the gradient moves by
+    less than ``max_dgrad``.  Returns ``(status, logits, init_logits, grad, grad_init, expected, dt,
+    next_dt, evaluations, rejections)``; ``status`` is one of the ``STEP_*`` codes.
+    """
+    evaluations = 0
+    rejections = 0
+    N, C = w_pi.shape
+    while dt >= min_dt:
+        logits = np.empty((N, C))
+        finite = True
+        for n in range(N):
+            for j in range(C):
+                logits[n, j] = w_pi[n, j] + dt * g[n, j]
+                if not logits[n, j] < np.inf:  # NaN or +inf
+                    finite = False
+        init_logits = np.empty(N)
+        for n in range(N):
+            init_logits[n] = w_0[n] + dt * g0[n]
+            if not init_logits[n] < np.inf:
+                finite = False
+        if not finite:
+            return STEP_NOT_FINITE, logits, init_logits, g, g0, np.zeros(0), dt, dt, evaluations, rejections
+        expected, G, G0, ok = dense_value_gradient(logits, init_logits, c)
+        evaluations += 1
+        if not ok:
+            return STEP_SINGULAR, logits, init_logits, g, g0, expected, dt, dt, evaluations, rejections
+        dpi = _max_abs_difference(G.reshape(-1), g.reshape(-1))
+        dp0 = _max_abs_difference(G0, g0)
+        new_gain = factor * expected[0]
+        if not (new_gain >= gain) or dpi + dp0 >= max_dgrad:
+            dt /= 10
+            rejections += 1
+            continue
+        next_dt = dt * 1.1 if dpi + dp0 < max_dgrad / 2 else dt
+        return STEP_ACCEPTED, logits, init_logits, G, G0, expected, dt, next_dt, evaluations, rejections
+    return STEP_STALLED, w_pi, w_0, g, g0, np.zeros(0), dt, dt, evaluations, rejections

@@ -61,8 +61,9 @@ import attrs
 import numpy as np
 import torch
 
+from . import kernels
 from .errors import InputError, InputTypeError
-from .evaluate import CONVENTIONS, Evaluator, check_reset
+from .evaluate import CONVENTIONS, Evaluator, check_reset, read_out
 from .memory import MemoryArchitecture
 from .policy import Policy
 from .pomdp import POMDP, Task, as_pomdp
@@ -118,8 +119,7 @@ class Point:
     @property
     def grad_norm(self) -> float:
         """Euclidean norm of the whole gradient ``(d/dw_pi, d/dw_0)``."""
-        g, g0 = self.grad_logits.numpy(), self.grad_init.numpy()
-        return math.sqrt(float((g * g).sum()) + float((g0 * g0).sum()))
+        return float(kernels.gradient_norm(self.grad_logits.numpy(), self.grad_init.numpy()))
 
     def policy(self, architecture: MemoryArchitecture) -> Policy:
         """The policy at this point (fresh copies of the logits)."""
@@ -143,6 +143,13 @@ class Objective:
     times more slowly, but a different adaptive path, since ``max_dgrad``
     then bounds changes of the larger gradient).  ``Point.gain`` is the gain
     per step either way.
+
+    ``compiled``: on the dense engine, each evaluation, and each step of the
+    gradient flow with its rejected tries, runs as one compiled call
+    (:func:`fsc.kernels.dense_value_gradient`, :func:`fsc.kernels.dense_flow_step`)
+    that calls LAPACK itself: the same numbers to the last bit, without the
+    Python between the solves.  ``False`` runs the evaluator's Python path,
+    the reference the compiled one is tested against.
     """
 
     world: POMDP | Task
@@ -151,7 +158,9 @@ class Objective:
     engine: str = "auto"
     convention: str = "native"
     target: str = "gain"
+    compiled: bool = True
     _evaluator: Evaluator = attrs.field(init=False, default=None, repr=False)
+    _fused: tuple | None = attrs.field(init=False, default=None, repr=False)
 
     def __attrs_post_init__(self) -> None:
         if not isinstance(self.engine, str):
@@ -159,7 +168,10 @@ class Objective:
         if self.target not in TARGETS:
             raise InputError(f"target must be one of {TARGETS}, got {self.target!r}")
         engine = "dense" if self.engine == "adjoint" else self.engine
-        object.__setattr__(self, "_evaluator", Evaluator(self.world, self.architecture, self.reset, engine, self.convention))
+        evaluator = Evaluator(self.world, self.architecture, self.reset, engine, self.convention)
+        object.__setattr__(self, "_evaluator", evaluator)
+        if self.compiled:
+            object.__setattr__(self, "_fused", evaluator.fused_constants(**{"gain" if self.target == "gain" else "value": 1.0}))
 
     @property
     def method(self) -> str:
@@ -173,6 +185,11 @@ class Objective:
         top = max(w_pi.max(), w_0.max())  # NaN propagates through max
         if not top < np.inf:
             raise InputError(f"logits must not contain NaN or +inf, got a maximum of {top!r}")
+        if self._fused is not None:
+            expected, grad_logits, grad_init, ok = kernels.dense_value_gradient(w_pi, w_0, self._fused)
+            if not ok:
+                raise np.linalg.LinAlgError("I - (1 - r) P is singular")
+            return self._point(logits, init_logits, expected, grad_logits, grad_init)
         run = evaluator.forward(w_pi, w_0)
         grad_logits, grad_init = evaluator.backward(run, **{"gain" if self.target == "gain" else "value": 1.0})
         return Point(
@@ -183,6 +200,44 @@ class Objective:
             grad_logits=torch.from_numpy(grad_logits),
             grad_init=torch.from_numpy(grad_init),
         )
+
+    def _point(self, logits, init_logits, expected: np.ndarray, grad_logits: np.ndarray, grad_init: np.ndarray) -> Point:
+        """The point of a compiled evaluation: ``expected`` holds the native expectations of the evaluator's tables."""
+        evaluator = self._evaluator
+        native = dict(zip(evaluator.table_names[1:], expected[1:].tolist(), strict=True))
+        gain, metrics = read_out(evaluator.world, evaluator.convention, evaluator.reset, float(expected[0]), native)
+        as_tensor = lambda x: x if isinstance(x, torch.Tensor) else torch.from_numpy(x)  # noqa: E731
+        return Point(
+            logits=as_tensor(logits),
+            init_logits=as_tensor(init_logits),
+            gain=gain,
+            metrics={name: float(value) for name, value in metrics.items()},
+            grad_logits=torch.from_numpy(grad_logits),
+            grad_init=torch.from_numpy(grad_init),
+        )
+
+    def flow_step(self, point: Point, dt: float, max_dgrad: float, min_dt: float) -> tuple[Point | None, float, float, int, int] | None:
+        """:meth:`GradientFlow.advance`'s search for an accepted step, in one compiled call.
+
+        ``None`` when the engine has no compiled step (only ``dense`` has); else ``(point, dt,
+        next_dt, evaluations, rejections)``, with ``point`` ``None`` when no step down to ``min_dt``
+        is accepted.  The numbers are those of the step written in Python, to the last bit.
+        """
+        if self._fused is None:
+            return None
+        evaluator = self._evaluator
+        status, logits, init_logits, grad_logits, grad_init, expected, dt, next_dt, evaluations, rejections = kernels.dense_flow_step(
+            point.logits.numpy(), point.init_logits.numpy(), point.grad_logits.numpy(), point.grad_init.numpy(),
+            point.gain, dt, max_dgrad, min_dt, evaluator.factor, self._fused,
+        )  # fmt: skip
+        if status == kernels.STEP_STALLED:
+            return None, dt, next_dt, evaluations, rejections
+        if status == kernels.STEP_NOT_FINITE:
+            raise InputError(f"logits must not contain NaN or +inf, got a maximum of {max(logits.max(), init_logits.max())!r}")
+        if status == kernels.STEP_SINGULAR:
+            raise np.linalg.LinAlgError("I - (1 - r) P is singular")
+        new = self._point(logits, init_logits, expected, grad_logits, grad_init)
+        return new, dt, next_dt, evaluations, rejections
 
 
 # ---------------------------------------------------------------------------
@@ -328,6 +383,21 @@ class GradientFlow(Optimizer):
         point = state.point
         dt = state.slots["next_dt"]
         evaluations, rejections = state.evaluations, state.rejections
+        fused = objective.flow_step(point, dt, self.max_dgrad, self.min_dt)
+        if fused is not None:
+            new, dt, next_dt, tried, rejected = fused
+            if new is None:
+                return None
+            return State(
+                point=new,
+                t=state.t + dt,
+                step=state.step + 1,
+                dt=dt,
+                evaluations=evaluations + tried,
+                rejections=rejections + rejected,
+                seconds=clock(),
+                slots={"next_dt": next_dt},
+            )
         while dt >= self.min_dt:
             # w + dt g in numpy: the same two roundings as torch, a third of the overhead.
             logits = torch.from_numpy(point.logits.numpy() + dt * point.grad_logits.numpy())

@@ -56,8 +56,10 @@ import json
 import math
 import os
 import platform
+import signal
 import subprocess
 import sys
+import threading
 import time
 import zipfile
 from collections.abc import Sequence
@@ -742,6 +744,37 @@ class _Thinning:
         return False
 
 
+class _DeferredInterrupt:
+    """SIGINT during training takes effect between two steps, as a ``KeyboardInterrupt`` there.
+
+    An interrupt that lands inside compiled code (:mod:`fsc.kernels`) would otherwise surface as a
+    ``SystemError`` at the call's return; deferred, it always finds a whole step and a checkpoint it
+    can write.  Only in the main thread, and only over Python's default handler (a handler of the
+    caller's own is left alone).
+    """
+
+    def __init__(self) -> None:
+        self.pending = False
+
+    def between(self, records):
+        if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+            yield from records
+            return
+        previous = signal.signal(signal.SIGINT, self._note)
+        try:
+            for record in records:
+                yield record
+                if self.pending:
+                    raise KeyboardInterrupt
+            if self.pending:
+                raise KeyboardInterrupt
+        finally:
+            signal.signal(signal.SIGINT, previous)
+
+    def _note(self, signum, frame) -> None:
+        self.pending = True
+
+
 def _train(records, arch, policy, rule, out, resumed, trajectory, meta, quiet, checkpoint_seconds, reset, keep) -> TrainingResult:
     out.mkdir(parents=True, exist_ok=True)
     (out / "result.json").unlink(missing_ok=True)  # not finished until written again
@@ -754,8 +787,9 @@ def _train(records, arch, policy, rule, out, resumed, trajectory, meta, quiet, c
     progress = _Progress(rule.until_t or 0.0, disable=quiet or not sys.stderr.isatty())
     last_checkpoint = time.monotonic()
     record = None
+    interrupted = _DeferredInterrupt()
     try:
-        for record in records:
+        for record in interrupted.between(records):
             if record.step > last_step:
                 if keep(record.t, record.step):
                     trajectory.append(_row(record))

@@ -4,6 +4,7 @@ import math
 import statistics
 import time
 
+import attrs
 import numpy as np
 import pytest
 import torch
@@ -156,6 +157,45 @@ def test_flow_follows_the_published_rule_bit_for_bit(arch, reset, convention, ma
     assert [(r.t, r.step, r.dt, r.gain, r.q) for r in records] == expected
     assert torch.equal(records[-1].state.point.logits, w) and torch.equal(records[-1].state.point.init_logits, w0)
     assert records[-1].stop == "max_steps"
+
+
+@pytest.mark.parametrize(
+    ("world", "memory", "convention", "target", "max_dgrad"),
+    [
+        (tasks.TwoHypothesis(0.1), "ram:8", "paper", "gain", 1e-4),
+        (tasks.TwoHypothesis(0.2), "memento:3", "native", "gain", 1e-3),
+        (tasks.TwoHypothesis(0.1, arms=3), "chain:4", "native", "return", 1e-4),
+        ("tiger-listening", "ram:3", "native", "gain", 1e-2),
+    ],
+    ids=["ram8-paper", "memento3-native", "chain4-3arms-return", "tiger-native"],
+)
+def test_the_compiled_step_is_the_python_step_to_the_bit(world, memory, convention, target, max_dgrad):
+    """Each dense step in one compiled call (LAPACK called from it) against the evaluator's Python path:
+    every state equal, rejections and metrics included."""
+    if world == "tiger-listening":  # a world with a metric table of its own
+        base = tasks.Tiger().pomdp
+        listening = np.zeros(base.reward.shape[:2] + (base.num_states, base.num_observations))
+        listening[:, base.action_labels.index("listen")] = 1.0
+        world = attrs.evolve(base, metrics={"listening": listening})
+    arch = fsc.parse_memory(memory, arms=fsc.pomdp.as_pomdp(world).num_actions)
+    policy = fsc.Policy.random(arch, 5)
+    flow_rule = GradientFlow(max_dgrad=max_dgrad)
+    runs = []
+    for compiled in (True, False):
+        objective = Objective(world=world, architecture=arch, reset=1e-2, engine="dense", convention=convention, target=target, compiled=compiled)
+        point = objective(policy.logits.detach().clone(), policy.init_logits.detach().clone())
+        state = fsc.optim.State(point=point, slots=flow_rule.start(point))
+        states = [state]
+        for _ in range(200):
+            state = flow_rule.advance(objective, state, lambda: 0.0)
+            states.append(state)
+        runs.append(states)
+    assert runs[0][-1].rejections > 0  # the rejection branch ran
+    for a, b in zip(*runs, strict=True):
+        assert (a.t, a.dt, a.step, a.evaluations, a.rejections, a.slots) == (b.t, b.dt, b.step, b.evaluations, b.rejections, b.slots)
+        assert (a.point.gain, a.point.metrics) == (b.point.gain, b.point.metrics)
+        for name in ("logits", "init_logits", "grad_logits", "grad_init"):
+            assert torch.equal(getattr(a.point, name), getattr(b.point, name)), name
 
 
 def test_flow_rejects_steps_that_lower_the_gain_or_change_the_gradient_too_much():
