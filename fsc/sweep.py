@@ -1,9 +1,9 @@
 """Sweeps: many ``fsc train`` runs, on a laptop or on a cluster (docs/sweeps.md).
 
 A sweep spec (JSON or TOML) names a grid of ``fsc train`` arguments (:data:`ARGUMENTS`); each point is an
-ordinary run directory ``OUT/runs/NAME`` trained by ``python -m fsc.cli train`` in a subprocess, from a
-local process pool or a Dask cluster; a point is finished when its ``result.json`` exists, and a sweep run
-again continues the others from their checkpoints.  A point's directory has one writer at a time (a
+ordinary run directory ``OUT/runs/NAME`` trained by ``fsc train`` in a process of its own (forked from a
+warm worker of the local pool, or ``python -m fsc.cli train`` on a Dask cluster); a point is finished
+when its ``result.json`` exists, and a sweep run again continues the others from their checkpoints.  A point's directory has one writer at a time (a
 ``flock`` on ``OUT/locks/NAME.lock`` held by the worker and passed to the trainer); when the driver dies,
 the local pool starts nothing more and stops its trainers, which checkpoint.  :func:`summarize` writes
 ``OUT/summary.csv`` and ``OUT/summary.png``.  The page docs/sweeps.md says all of it in full.
@@ -23,6 +23,7 @@ import json
 import math
 import os
 import re
+import selectors
 import signal
 import subprocess
 import sys
@@ -347,7 +348,10 @@ def _same_number(a: object, b: object) -> bool:
 
 
 #: Trainers running in this (pool worker) process, for the driver watchdog.
-_CHILDREN: set[subprocess.Popen] = set()
+_CHILDREN: set[subprocess.Popen | _ForkedTrainer] = set()
+#: Set once a local pool worker has imported the trainer and loaded its compiled kernels: it then forks
+#: its trainers instead of starting a new interpreter for each.
+_FORK_READY = False
 #: Set by the watchdog when the driver is gone; with _START_LOCK, no trainer starts after that (issue 16).
 _DRIVER_GONE = threading.Event()
 _START_LOCK = threading.Lock()
@@ -393,9 +397,12 @@ def run_point(
         with _START_LOCK:  # nothing starts once the watchdog has seen the driver gone
             if _DRIVER_GONE.is_set():
                 return {"status": "failed", "exit": None, "error": "the sweep driver is gone", "seconds": time.monotonic() - start}
-            process = subprocess.Popen(
-                full, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, pass_fds=() if fd is None else (fd,)
-            )
+            if command is None and _FORK_READY:
+                process = _ForkedTrainer(["train", *argv, f"--out={run_dir}", "--quiet", "--json"], keep_fd=fd)
+            else:
+                process = subprocess.Popen(
+                    full, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, pass_fds=() if fd is None else (fd,)
+                )
             _CHILDREN.add(process)
         try:
             stdout, stderr = process.communicate()
@@ -421,6 +428,141 @@ def run_point(
     return _failure(process.returncode, error, lines, seconds)
 
 
+class _ForkedTrainer:
+    """``fsc train ARGS`` in a child forked from this pool worker, which has imported the trainer already.
+
+    A new interpreter would import torch, numpy, scipy and numba and load the compiled kernels again for
+    every point: about 2 s, more than a short run trains.  The child is a process of its own, as a
+    subprocess is (its own pid, stdin from /dev/null, stdout and stderr to pipes, SIGINT back to
+    Python's default so that it checkpoints, no descriptor of the worker kept but the point's lock), and
+    this class offers the part of :class:`subprocess.Popen` that :func:`run_point` and the watchdog use.
+    """
+
+    def __init__(self, args: list[str], *, keep_fd: int | None) -> None:
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - the child, measured through its output
+            code = 1
+            try:
+                null = os.open(os.devnull, os.O_RDONLY)
+                os.dup2(null, 0)
+                os.dup2(out_w, 1)
+                os.dup2(err_w, 2)
+                keep = -1 if keep_fd is None else keep_fd
+                os.closerange(3, max(keep, 3))
+                os.closerange(max(keep + 1, 3), _MAX_FD)
+                # The worker's sys.stdout and sys.stderr may be anything (a test's capture): use the pipes.
+                sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), line_buffering=True)
+                sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), line_buffering=True)
+                signal.signal(signal.SIGINT, signal.default_int_handler)
+                from .cli import main
+
+                code = main(args)
+            except SystemExit as exit_:
+                code = exit_.code if isinstance(exit_.code, int) else 1
+            except BaseException:
+                import traceback
+
+                traceback.print_exc()
+            finally:
+                try:
+                    sys.stdout.flush()
+                    sys.stderr.flush()
+                finally:
+                    os._exit(code)
+        os.close(out_w)
+        os.close(err_w)
+        self.pid, self.args, self.returncode = pid, args, None
+        self._pipes = (out_r, err_r)
+        self._lock = threading.Lock()
+
+    def communicate(self) -> tuple[str, str]:
+        """Read stdout and stderr to their end, wait for the child; ``(stdout, stderr)``."""
+        chunks: dict[int, list[bytes]] = {fd: [] for fd in self._pipes}
+        with selectors.DefaultSelector() as selector:
+            for fd in self._pipes:
+                selector.register(fd, selectors.EVENT_READ)
+            while selector.get_map():
+                for key, _ in selector.select():
+                    data = os.read(key.fd, 65536)
+                    if data:
+                        chunks[key.fd].append(data)
+                    else:
+                        selector.unregister(key.fd)
+                        os.close(key.fd)
+        self.wait()
+        return tuple(b"".join(chunks[fd]).decode(errors="replace") for fd in self._pipes)
+
+    def poll(self) -> int | None:
+        with self._lock:
+            if self.returncode is None:
+                try:
+                    pid, status = os.waitpid(self.pid, os.WNOHANG)
+                except ChildProcessError:  # reaped elsewhere
+                    pid, status = self.pid, 255 << 8
+                if pid:
+                    self.returncode = os.waitstatus_to_exitcode(status)
+            return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        delay = 0.0005
+        while self.poll() is None:
+            if deadline is not None and time.monotonic() >= deadline:
+                raise subprocess.TimeoutExpired(self.args, timeout)
+            time.sleep(delay)
+            delay = min(2 * delay, 0.05)
+        return self.returncode
+
+    def send_signal(self, signum: int) -> None:
+        with self._lock:
+            if self.returncode is None:
+                os.kill(self.pid, signum)
+
+    def kill(self) -> None:
+        self.send_signal(signal.SIGKILL)
+
+
+_MAX_FD = os.sysconf("SC_OPEN_MAX") if hasattr(os, "sysconf") else 4096
+
+
+def _warm_trainer() -> None:
+    """Import the trainer and load its compiled kernels in this worker, then fork trainers from it.
+
+    A failure leaves the worker starting each trainer as a new interpreter, and says so in one line.
+    """
+    global _FORK_READY
+    if not hasattr(os, "fork"):
+        return
+    try:
+        import numpy as np
+
+        from . import cli  # noqa: F401 - the command line and all it imports
+        from .memory import RAM
+        from .optim import GradientFlow, Objective, State
+        from .policy import Policy
+        from .pomdp import POMDP
+
+        two = np.full(2, 0.5)
+        world = POMDP(  # two states, two actions, two observations: enough to run every kernel of a step
+            transition=np.broadcast_to(two, (2, 2, 2)).copy(),
+            observation=np.broadcast_to(two, (2, 2, 2)).copy(),
+            reward=np.arange(16, dtype=np.float64).reshape(2, 2, 2, 2) / 16,
+            initial=two,
+        )
+        objective = Objective(world=world, architecture=RAM(2), reset=0.5, engine="dense")
+        policy = Policy.uniform(RAM(2))
+        point = objective(policy.logits, policy.init_logits)
+        GradientFlow().advance(objective, State(point=point, slots={"next_dt": 1.0}), lambda: 0.0)
+    except Exception as error:  # noqa: BLE001 - the slower path still works
+        print(f"fsc: warning: trainers start as new processes (warming this worker failed: {type(error).__name__}: {error})", file=sys.stderr, flush=True)
+        return
+    _FORK_READY = True
+
+
 def _failure(code: int, error: str, lines: list[str], seconds: float) -> dict[str, Any]:
     return {"status": "failed", "exit": code, "error": error, "stderr": lines[-20:], "seconds": seconds}
 
@@ -433,6 +575,7 @@ def _init_pool_worker(driver_pid: int) -> None:
     """Initializer of the local pool's workers: leave Ctrl-C to the trainers; die with the driver."""
     signal.signal(signal.SIGINT, _ignore_signal)
     parent = os.getppid()
+    _warm_trainer()
     threading.Thread(target=_watch_driver, args=(driver_pid, parent), name="fsc-sweep-watchdog", daemon=True).start()
 
 

@@ -237,6 +237,58 @@ def test_local_pool_sweep_and_summary(reference, capsys):
     assert status == 0 and text.splitlines()[0].split() == ["points", "4"]
 
 
+def test_forked_trainers_equal_new_interpreters(reference, tmp_path):
+    """The local pool forks its trainers from a warm worker; a new interpreter per point (the trainer
+    ``command``) trains the same trajectories to the last bit."""
+    _, sweep, out, _ = reference
+    report = fsweep.run_sweep(sweep, tmp_path / "exec", workers=2, quiet=True, command=[sys.executable, "-m", "fsc.cli", "train"])
+    assert report.trained == 4 and report.failed == 0
+
+    def rows(root):
+        return {name: [{k: v for k, v in row.items() if k != "seconds"} for row in read_csv(root / "runs" / name / "trajectory.csv")] for name in NAMES}
+
+    assert rows(tmp_path / "exec") == rows(out)
+    assert fsweep._FORK_READY is False  # this process only drove the pools; their workers forked
+
+
+_FORK_SCRIPT = """
+import json, signal, sys, time
+from pathlib import Path
+from fsc import sweep
+out = Path(sys.argv[1])
+sweep._warm_trainer()
+assert sweep._FORK_READY
+base = ["train", "--memory", "ram:2", "--init", "random", "--mu", "0.1", "--reset", "1e-3", "--quiet", "--json"]
+good = sweep._ForkedTrainer([*base, "--until-t", "100", "--out", str(out / "good")], keep_fd=None)
+stdout, stderr = good.communicate()
+bad = sweep._ForkedTrainer([*base, "--until-t", "-1", "--out", str(out / "bad")], keep_fd=None)
+_, bad_err = bad.communicate()
+long = sweep._ForkedTrainer([*base, "--until-t", "1e12", "--checkpoint-seconds", "1000", "--out", str(out / "long")], keep_fd=None)
+while not (out / "long" / "checkpoint.json").exists():
+    time.sleep(0.01)
+time.sleep(0.3)
+long.send_signal(signal.SIGINT)
+_, long_err = long.communicate()
+print(json.dumps({"good": [good.returncode, json.loads(stdout)["stop"], stderr], "bad": [bad.returncode, bad_err],
+                  "long": [long.returncode, long_err]}))
+"""
+
+
+def test_a_forked_trainer_behaves_like_a_subprocess(tmp_path):
+    """Exit status, stdout, the one-line error, and SIGINT (checkpoint, then status 130), as with a new interpreter."""
+    done = subprocess.run([sys.executable, "-c", _FORK_SCRIPT, str(tmp_path)], capture_output=True, text=True, timeout=120, cwd=ROOT,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    record = json.loads(done.stdout)
+    assert record["good"] == [0, "until_t", ""]
+    code, err = record["bad"]
+    assert code == 2 and len(err.splitlines()) == 1 and "until_t" in err
+    code, err = record["long"]
+    assert code == 130 and "interrupted" in err
+    assert json.loads((tmp_path / "long" / "run.json").read_text())["status"] == "running"
+    assert (tmp_path / "long" / "checkpoint.npz").exists() and not (tmp_path / "long" / "result.json").exists()
+
+
 def test_dask_cluster_gives_the_local_results(reference, tmp_path, capsys):
     distributed = pytest.importorskip("distributed")
     spec, sweep, local_out, _ = reference
