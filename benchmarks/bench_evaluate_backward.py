@@ -16,14 +16,14 @@ Usage: ``.venv/bin/python benchmarks/bench_evaluate_backward.py [--calls 200] [-
 
 from __future__ import annotations
 
-import argparse
 import sys
-import time
 from pathlib import Path
 
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from timing import best, timing_arguments  # noqa: E402
 
 import fsc  # noqa: E402
 import policies  # noqa: E402
@@ -33,21 +33,8 @@ from fsc.optim import Objective  # noqa: E402
 CASES = [("ram:8", 1e-3), ("ram:20", 1e-3), ("memento:3", 1e-3), ("memento:4", 1e-3)]
 
 
-def best(function, calls: int, repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        for _ in range(calls):
-            function()
-        times.append((time.perf_counter() - start) / calls)
-    return min(times)
-
-
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--calls", type=int, default=200)
-    parser.add_argument("--repeats", type=int, default=5)
-    args = parser.parse_args()
+    args = timing_arguments(__doc__.splitlines()[0], calls=200)
     torch.set_num_threads(1)
     world = tasks.TwoHypothesis(0.1)
     print(f"{'memory':<10} {'engine':<7} {'training':>9} {'evaluate+backward':>18} {'ratio':>6} {'new policy each call':>21} {'ratio':>6} {'max |dgrad|':>12}")

@@ -17,9 +17,7 @@ Usage: ``.venv/bin/python benchmarks/bench_overhead.py [--calls 300] [--repeats 
 
 from __future__ import annotations
 
-import argparse
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -28,6 +26,8 @@ import torch
 from scipy.linalg.lapack import dgetrf, dgetrs
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from timing import best, timing_arguments  # noqa: E402
 
 import fsc  # noqa: E402
 import policies  # noqa: E402
@@ -40,22 +40,8 @@ CASES = ["ram:8", "ram:20", "memento:3", "memento:4"]
 RESET = 1e-3
 
 
-def best(function, calls: int, repeats: int) -> float:
-    function()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        for _ in range(calls):
-            function()
-        times.append((time.perf_counter() - start) / calls)
-    return min(times)
-
-
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--calls", type=int, default=300)
-    parser.add_argument("--repeats", type=int, default=5)
-    args = parser.parse_args()
+    args = timing_arguments(__doc__.splitlines()[0], calls=300)
     torch.set_num_threads(1)
     world = tasks.TwoHypothesis(0.1)
     print(f"{'memory':<10} {'engine':<7} {'X':>4} {'training us':>12} {'engine us':>10} {'floor us':>9} {'/engine':>8} {'/floor':>7}")

@@ -5,3 +5,5 @@ cd "$(dirname "$0")/.."
 .venv/bin/python -m pytest -q -m slow
 .venv/bin/python benchmarks/bench_engines.py --issue2 --table
 .venv/bin/python benchmarks/bench_training.py
+.venv/bin/python benchmarks/bench_flow_step.py
+.venv/bin/python benchmarks/bench_sweep_points.py
