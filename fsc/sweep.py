@@ -21,6 +21,7 @@ import io
 import itertools
 import json
 import math
+import multiprocessing
 import os
 import re
 import selectors
@@ -539,7 +540,9 @@ def _warm_trainer() -> None:
         return
     try:
         import numpy as np
+        import torch
 
+        torch.set_num_threads(1)  # no OpenMP team before the forks: a forked team deadlocks
         from . import cli  # noqa: F401 - the command line and all it imports
         from .memory import RAM
         from .optim import GradientFlow, Objective, State
@@ -705,7 +708,11 @@ def run_sweep(
             finally:
                 client.close()
         else:
-            pool = ProcessPoolExecutor(max_workers=workers or _cpu_count(), initializer=_init_pool_worker, initargs=(os.getpid(),))
+            # Fresh interpreters ("spawn"), not forks of this process: the workers fork the trainers, and
+            # a fork of a process that has run OpenMP (torch's threads) deadlocks in its next parallel region.
+            pool = ProcessPoolExecutor(
+                max_workers=workers or _cpu_count(), mp_context=multiprocessing.get_context("spawn"), initializer=_init_pool_worker, initargs=(os.getpid(),)
+            )
             try:
                 records = _run_points(pool, pending, out, quiet, command, skipped, len(sweep.points))
             finally:

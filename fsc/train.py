@@ -766,10 +766,10 @@ class _DeferredInterrupt:
                 yield record
                 if self.pending:
                     raise KeyboardInterrupt
-            if self.pending:
-                raise KeyboardInterrupt
         finally:
             signal.signal(signal.SIGINT, previous)
+        if self.pending:  # arrived after the last record: still an interrupt (a later one raises at once)
+            raise KeyboardInterrupt
 
     def _note(self, signum, frame) -> None:
         self.pending = True

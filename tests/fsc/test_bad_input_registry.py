@@ -398,13 +398,17 @@ def _sigint_in_process(tmp_path: Path, kills: int) -> tuple[int, int]:
     for i in range(kills):
         out = tmp_path / f"int{i}"
         timer = threading.Timer(rng.uniform(0.0, 0.25), lambda: os.kill(os.getpid(), signal.SIGINT))
-        timer.start()
-        try:
+        try:  # a short delay can fire before start() returns
+            timer.start()
             run_training(**RUN, out=out)
-            time.sleep(0.3)  # a late signal must arrive here, not in the next run
         except KeyboardInterrupt:
             pass
-        timer.cancel()
+        try:  # a signal the timer sends, even late on a loaded machine, arrives here, not in the next run
+            timer.cancel()
+            timer.join()
+            time.sleep(0.01)
+        except KeyboardInterrupt:
+            pass
         run_training(**RUN, out=out)
         identical += _same(_final(out), reference)
     return kills, identical
