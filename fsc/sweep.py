@@ -21,7 +21,6 @@ import io
 import itertools
 import json
 import math
-import multiprocessing
 import os
 import re
 import selectors
@@ -398,7 +397,7 @@ def run_point(
         with _START_LOCK:  # nothing starts once the watchdog has seen the driver gone
             if _DRIVER_GONE.is_set():
                 return {"status": "failed", "exit": None, "error": "the sweep driver is gone", "seconds": time.monotonic() - start}
-            if command is None and _FORK_READY:
+            if command is None and _FORK_READY and _threads(argv) == 1:
                 process = _ForkedTrainer(["train", *argv, f"--out={run_dir}", "--quiet", "--json"], keep_fd=fd)
             else:
                 process = subprocess.Popen(
@@ -429,11 +428,21 @@ def run_point(
     return _failure(process.returncode, error, lines, seconds)
 
 
+def _threads(argv: Sequence[str]) -> int:
+    """The ``--threads`` of a point's options (1 when not given, the trainer's default)."""
+    for option in argv:
+        if option.startswith("--threads="):
+            return int(option.partition("=")[2])
+    return 1
+
+
 class _ForkedTrainer:
     """``fsc train ARGS`` in a child forked from this pool worker, which has imported the trainer already.
 
     A new interpreter would import torch, numpy, scipy and numba and load the compiled kernels again for
-    every point: about 2 s, more than a short run trains.  The child is a process of its own, as a
+    every point: about 2 s, more than a short run trains.  Only points that train with one torch thread
+    are forked (the default): a fork of a process whose ancestor ran an OpenMP team deadlocks when it
+    starts a team of several threads, so the others get a new interpreter.  The child is a process of its own, as a
     subprocess is (its own pid, stdin from /dev/null, stdout and stderr to pipes, SIGINT back to
     Python's default so that it checkpoints, no descriptor of the worker kept but the point's lock), and
     this class offers the part of :class:`subprocess.Popen` that :func:`run_point` and the watchdog use.
@@ -542,7 +551,9 @@ def _warm_trainer() -> None:
         import numpy as np
         import torch
 
-        torch.set_num_threads(1)  # no OpenMP team before the forks: a forked team deadlocks
+        # One torch thread in this worker and in the children it forks: a process forked from one that ran
+        # an OpenMP team (the driver may have) deadlocks when it starts a team of several threads.
+        torch.set_num_threads(1)
         from . import cli  # noqa: F401 - the command line and all it imports
         from .memory import RAM
         from .optim import GradientFlow, Objective, State
@@ -708,11 +719,7 @@ def run_sweep(
             finally:
                 client.close()
         else:
-            # Fresh interpreters ("spawn"), not forks of this process: the workers fork the trainers, and
-            # a fork of a process that has run OpenMP (torch's threads) deadlocks in its next parallel region.
-            pool = ProcessPoolExecutor(
-                max_workers=workers or _cpu_count(), mp_context=multiprocessing.get_context("spawn"), initializer=_init_pool_worker, initargs=(os.getpid(),)
-            )
+            pool = ProcessPoolExecutor(max_workers=workers or _cpu_count(), initializer=_init_pool_worker, initargs=(os.getpid(),))
             try:
                 records = _run_points(pool, pending, out, quiet, command, skipped, len(sweep.points))
             finally:

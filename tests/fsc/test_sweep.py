@@ -295,15 +295,16 @@ from fsc import sweep
 torch.set_num_threads(2)
 torch.softmax(torch.rand(512, 4096, dtype=torch.float64), dim=1)  # an OpenMP team now exists in this process
 spec = sweep.Sweep.from_dict({"fixed": {"mu": 0.1, "memory": "ram:2", "reset": 1e-3, "until_t": 100},
-                              "grid": {"init": ["random", "linear"], "seed": [0, 1]}})
+                              "grid": {"init": ["random", "linear"], "threads": [1, 2]}})
 report = sweep.run_sweep(spec, sys.argv[1], workers=1, quiet=True)
 print(report.trained, report.failed)
 """
 
 
 def test_a_sweep_driven_from_a_process_that_ran_openmp_finishes(tmp_path):
-    """The trainers are forked from the pool's workers; those are fresh interpreters, not forks of the driver,
-    whose OpenMP threads would deadlock a forked trainer in its first parallel region."""
+    """The pool's workers are forks of a driver that ran an OpenMP team, and they fork the trainers: with one
+    torch thread (the default) a forked trainer never starts a team, which would deadlock; a point with more
+    threads gets a new interpreter."""
     done = subprocess.run([sys.executable, "-c", _AFTER_OPENMP_SCRIPT, str(tmp_path / "out")], capture_output=True, text=True, timeout=240,
                           cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})  # fmt: skip
     assert done.returncode == 0 and done.stdout.split() == ["4", "0"], done.stderr
