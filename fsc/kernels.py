@@ -16,7 +16,18 @@ import numpy as np
 from numba import njit, types
 from numba.extending import get_cython_function_address
 
-__all__ = ["adjoint_seed", "dense_flow_step", "dense_system_t", "dense_value_gradient", "expectations", "gradient_norm", "policy_gradient", "policy_probs"]
+__all__ = [
+    "adjoint_seed",
+    "dense_flow_step",
+    "dense_system_t",
+    "dense_value_gradient",
+    "expectations",
+    "gradient_norm",
+    "lu_parts",
+    "lu_solve_parts",
+    "policy_gradient",
+    "policy_probs",
+]
 
 
 @njit(cache=True)
@@ -205,8 +216,8 @@ STEP_ACCEPTED, STEP_STALLED, STEP_NOT_FINITE, STEP_SINGULAR = 0, 1, 2, 3
 
 
 @njit(cache=True)
-def _lu_solve_parts(A_t, piv, b, trans):  # pragma: no cover - compiled
-    """``b[k] <- A_k^{-1} b[k]`` (``trans = 0``) or ``A_k^{-T} b[k]`` (1) with the factors left by :func:`_lu_parts`."""
+def lu_solve_parts(A_t, piv, b, trans):  # pragma: no cover - compiled
+    """``b[k] <- A_k^{-1} b[k]`` (``trans = 0``) or ``A_k^{-T} b[k]`` (1) with the factors left by :func:`lu_parts`."""
     if not (A_t.flags.c_contiguous and piv.flags.c_contiguous and b.flags.c_contiguous):
         raise ValueError("LAPACK reads these arrays in place: they must be C-contiguous")
     K, X = b.shape
@@ -222,7 +233,7 @@ def _getrs(code, ints, a, piv, b):  # pragma: no cover - compiled
 
 
 @njit(cache=True)
-def _lu_parts(A_t):  # pragma: no cover - compiled
+def lu_parts(A_t):  # pragma: no cover - compiled
     """LU of each part in place (``A_t[k]`` in C order is ``A_k`` in Fortran order); ``(pivots, ok)``."""
     if not A_t.flags.c_contiguous:
         raise ValueError("LAPACK reads these arrays in place: they must be C-contiguous")
@@ -253,7 +264,7 @@ def dense_value_gradient(w_pi, w_0, c):  # pragma: no cover - compiled
     for e in range(node_choice.shape[0]):
         values[e] = probs_flat[node_choice[e]] * weight[e]
     A_t = dense_system_t(dense_index_t, values, a, padding, K, X)
-    piv, ok = _lu_parts(A_t)
+    piv, ok = lu_parts(A_t)
     if not ok:
         return np.zeros(0), probs, init_probs, False
     p = np.empty((K, X))
@@ -261,10 +272,10 @@ def dense_value_gradient(w_pi, w_0, c):  # pragma: no cover - compiled
         for s in range(S):
             for n in range(N):
                 p[k, s * N + n] = reset * (initial_world[k, s] * init_probs[n])
-    _lu_solve_parts(A_t, piv, p, 0)
+    lu_solve_parts(A_t, piv, p, 0)
     p_hat, total, expected = expectations(p, part_weights, probs, tables, S, N)
     lam = adjoint_seed(p_hat, total, part_weights, probs, step_reward, np.zeros((0, 0)), S, N)
-    _lu_solve_parts(A_t, piv, lam, 1)
+    lu_solve_parts(A_t, piv, lam, 1)
     grad, grad_init = policy_gradient(
         lam, p, p_hat, part_weights, probs, init_probs, step_reward, flat_rows, flat_cols, node_choice, scaled_weight, reset, initial_world, S, N, scale, False
     )

@@ -32,12 +32,10 @@ import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 import torch
-from scipy.linalg.lapack import dgetrf as _getrf
-from scipy.linalg.lapack import dgetrs as _getrs
 
 from .chain import JointChain
 from .errors import InputError
-from .kernels import dense_system_t
+from .kernels import dense_system_t, lu_parts, lu_solve_parts
 
 __all__ = ["Backend", "DenseLU", "Solution", "SparseLU", "StationarySolve", "solve_sparse", "solve_with", "stationary_residual", "system_matrices"]
 
@@ -187,15 +185,12 @@ class DenseLU(Backend):
     def __init__(self, chain: JointChain, values: np.ndarray, p0: np.ndarray, reset: float):
         self.chain, self.values, self.p0, self.reset = chain, values, p0, reset
         K, X = chain.num_parts, chain.size
-        a = 1 - reset
-        A_t = dense_system_t(chain.dense_index_t, values, a, chain.padding, K, X)
         self.info = {}
-        self.factors = []
-        for k in range(K):
-            lu, piv, info = _getrf(A_t[k].T, overwrite_a=True)
-            if info > 0:
-                raise np.linalg.LinAlgError(f"I - (1 - r) P is singular (part {k})")
-            self.factors.append((lu, piv))
+        # The LU in place, through the LAPACK binding of the compiled training step (one path for both).
+        self.lu = dense_system_t(chain.dense_index_t, values, 1 - reset, chain.padding, K, X)
+        self.pivots, ok = lu_parts(self.lu)
+        if not ok:
+            raise np.linalg.LinAlgError("I - (1 - r) P is singular")
 
     def solve(self) -> np.ndarray:
         return self._solve(self.reset * self.p0, 0)
@@ -204,9 +199,8 @@ class DenseLU(Backend):
         return self._solve(g, 1)
 
     def _solve(self, b: np.ndarray, trans: int) -> np.ndarray:
-        x = np.empty_like(b)
-        for k, (lu, piv) in enumerate(self.factors):
-            x[k] = _getrs(lu, piv, b[k], trans=trans)[0]
+        x = np.array(b, dtype=np.float64, order="C")  # solved in place
+        lu_solve_parts(self.lu, self.pivots, x, trans)
         return x
 
     def residual(self, p: np.ndarray) -> float:
