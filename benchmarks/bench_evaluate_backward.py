@@ -2,7 +2,7 @@
 
 Both in the same process, one torch thread, paper convention, mu = 0.1, the published random start:
 
-- ``training``: :class:`fsc.optim.Objective` with its default engine: :class:`fsc.evaluate.Evaluator`'s
+- ``training``: :class:`fsc.objective.Objective` with its default engine: :class:`fsc.evaluate.Evaluator`'s
   forward pass and adjoint, called directly;
 - ``evaluate + backward``: a new ``fsc.Policy`` on leaves that require a gradient, ``fsc.evaluate(world,
   policy)`` with the engine ``auto`` picks, then ``gain.backward()``: the same evaluator under autograd.
@@ -28,7 +28,7 @@ from timing import best, timing_arguments  # noqa: E402
 import fsc  # noqa: E402
 import policies  # noqa: E402
 import tasks  # noqa: E402
-from fsc.optim import Objective  # noqa: E402
+from fsc.objective import Objective  # noqa: E402
 
 CASES = [("ram:8", 1e-3), ("ram:20", 1e-3), ("memento:3", 1e-3), ("memento:4", 1e-3)]
 

@@ -2,7 +2,7 @@
 
 For each case (paper convention, mu = 0.1, r = 1e-3, the published random start of seed 0, one torch
 thread), in one process: :func:`fsc.optim.optimize`'s loop with ``Objective(compiled=True)`` (each step,
-rejected tries included, in one call of :func:`fsc.kernels.dense_flow_step`) and with
+rejected tries included, in one call of :func:`fsc.engines.kernels.dense_flow_step`) and with
 ``compiled=False`` (the evaluator's forward and backward, the rule in Python), to ``--until-t``.
 Prints the accepted steps, the evaluations, the wall time of each, microseconds per evaluation, their
 ratio, the LAPACK floor per evaluation (``dgetrf`` + 2 ``dgetrs`` per part, called from compiled code,
@@ -26,9 +26,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import fsc  # noqa: E402
 import policies  # noqa: E402
 import tasks  # noqa: E402
-from fsc import kernels  # noqa: E402
+from fsc.engines import kernels  # noqa: E402
 from fsc.evaluate import Evaluator  # noqa: E402
-from fsc.optim import GradientFlow, Objective, StopRule, _run  # noqa: E402
+from fsc.objective import Objective  # noqa: E402
+from fsc.optim import GradientFlow, StopRule, _run  # noqa: E402
 
 CASES = [("ram:8", 1.0), ("memento:3", 1.0), ("ram:20", 0.1)]  # (memory, fraction of --until-t)
 RESET = 1e-3

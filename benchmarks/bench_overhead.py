@@ -3,8 +3,8 @@
 For each case (paper convention, mu = 0.1, r = 1e-3, the published random start of seed 0, one torch
 thread), in microseconds per value and gradient, best of ``--repeats`` blocks of ``--calls``:
 
-- ``training``: :class:`fsc.optim.Objective`, i.e. :class:`fsc.evaluate.Evaluator`'s forward and backward;
-- ``engine``: the engine alone on the same matrix: build its :class:`fsc.sparse.Backend` from the
+- ``training``: :class:`fsc.objective.Objective`, i.e. :class:`fsc.evaluate.Evaluator`'s forward and backward;
+- ``engine``: the engine alone on the same matrix: build its :class:`fsc.engines.sparse.Backend` from the
   nonzeros (assembly and factorisation), one solve and one adjoint solve;
 - ``floor``: the factorisation and the two solves alone on matrices built beforehand (LAPACK
   ``dgetrf`` + 2 ``dgetrs`` per part for the dense engine; SuperLU ``splu`` + 2 solves for the sparse one):
@@ -32,9 +32,9 @@ from timing import best, timing_arguments  # noqa: E402
 import fsc  # noqa: E402
 import policies  # noqa: E402
 import tasks  # noqa: E402
+from fsc.engines.sparse import system_matrices  # noqa: E402
 from fsc.evaluate import Evaluator  # noqa: E402
-from fsc.optim import Objective  # noqa: E402
-from fsc.sparse import system_matrices  # noqa: E402
+from fsc.objective import Objective  # noqa: E402
 
 CASES = ["ram:8", "ram:20", "memento:3", "memento:4"]
 RESET = 1e-3

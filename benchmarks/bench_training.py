@@ -51,8 +51,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import fsc  # noqa: E402
 import tasks  # noqa: E402
+from fsc.engines.solve import BACKENDS, Power  # noqa: E402
 from fsc.optim import flow  # noqa: E402
-from fsc.solve import BACKENDS, Power  # noqa: E402
 
 CASES = [
     {"name": "near-ccp RAM M=8 r=1e-3", "memory": "ram:8", "init": "near-ccp", "reset": 1e-3, "until_t": 1e6},

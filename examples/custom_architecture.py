@@ -16,7 +16,7 @@ import numpy as np
 
 import fsc
 import tasks
-from fsc.memory import arm_labels
+from fsc.model.architecture import arm_labels
 from fsc.testing import check_architecture, check_policy
 
 

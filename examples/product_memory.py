@@ -29,9 +29,9 @@ def win_counter(K: int, arms: int = 2) -> fsc.Automaton:
     """Wins in a row, ``0..K``, whatever the arm; a loss resets it to 0."""
     return fsc.Automaton(
         nodes=list(range(K + 1)),
-        choices=list(fsc.memory.arm_labels(arms)),
+        choices=list(fsc.model.memory.arm_labels(arms)),
         step=lambda n, arm, obs: min(n + 1, K) if obs == 0 else 0,
-        action=fsc.memory.arm_labels(arms).index,
+        action=fsc.model.memory.arm_labels(arms).index,
         actions=arms,
         observations=2,
     )

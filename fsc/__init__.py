@@ -7,17 +7,19 @@ evaluate the controller exactly (:func:`evaluate`) or by Monte Carlo
 :func:`fsc.train.run_training` for resumable runs on disk).
 """
 
-from .automaton import Automaton, product
-from .chain import JointChain, joint_chain
-from .evaluate import CONVENTIONS, Evaluation, evaluate
-from .iterative import ConvergenceError
-from .memory import RAM, Chain, Column, Memento, MemoryArchitecture, architecture_kind, parse_memory, register_architecture
-from .optim import Adam, Ascent, GradientFlow, Objective, Record, State, flow, optimize
-from .policy import Policy
-from .pomdp import POMDP, Task, as_pomdp
-from .pomdp_file import read_pomdp, write_pomdp
-from .simulate import Simulation, simulate
-from .solve import ENGINES, choose_engine
+from fsc.engines.iterative import ConvergenceError
+from fsc.engines.solve import ENGINES, choose_engine
+from fsc.evaluate import CONVENTIONS, Evaluation, evaluate
+from fsc.io.pomdp_file import read_pomdp, write_pomdp
+from fsc.model.architecture import Automaton, MemoryArchitecture, architecture_kind, register_architecture
+from fsc.model.chain import JointChain, joint_chain
+from fsc.model.memory import RAM, Chain, Column, Memento, parse_memory
+from fsc.model.policy import Policy
+from fsc.model.pomdp import POMDP, Task, as_pomdp
+from fsc.model.product import product
+from fsc.objective import Objective
+from fsc.optim import Adam, Ascent, GradientFlow, Record, State, flow, optimize
+from fsc.simulate import Simulation, simulate
 
 __version__ = "0.1.0"
 

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .errors import InputError
-from .pomdp import as_pomdp
+from fsc.errors import InputError
+from fsc.model.pomdp import as_pomdp
 
 __all__ = ["informed_bound", "mdp_bound", "two_state_bound"]
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import numbers
 
-from .errors import InputError, InputTypeError
+from fsc.errors import InputError, InputTypeError
 
 __all__ = ["check_reset", "real"]
 

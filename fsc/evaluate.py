@@ -11,15 +11,15 @@ import attrs
 import numpy as np
 import torch
 
-from . import kernels
-from .chain import joint_chain
-from .checks import check_reset
-from .errors import InputError, InputTypeError
-from .memory import MemoryArchitecture
-from .policy import Policy, policy_argument
-from .pomdp import POMDP, Task, as_pomdp, paper_read
-from .solve import BACKENDS, ZERO_RESET_ENGINES, choose_engine
-from .sparse import Backend
+from fsc.checks import check_reset
+from fsc.engines import kernels
+from fsc.engines.solve import BACKENDS, ZERO_RESET_ENGINES, choose_engine
+from fsc.engines.sparse import Backend
+from fsc.errors import InputError, InputTypeError
+from fsc.model.architecture import MemoryArchitecture
+from fsc.model.chain import joint_chain
+from fsc.model.policy import Policy, policy_argument
+from fsc.model.pomdp import POMDP, Task, as_pomdp, paper_read
 
 __all__ = ["CONVENTIONS", "Evaluation", "Evaluator", "Pass", "check_reset", "evaluate", "read_out", "resolve_reset"]
 
@@ -132,7 +132,7 @@ class Evaluator:
     autograd (its backward pass is :meth:`backward`), training calls
     :meth:`forward` and :meth:`backward` directly.  Per closed part ``k``,
     with ``A = I - (1 - r) P`` (``P[x2, x]``: probability of ``x -> x2``) and
-    the engine's solver for ``A`` and ``A^T`` (:data:`fsc.solve.BACKENDS`):
+    the engine's solver for ``A`` and ``A^T`` (:data:`fsc.engines.solve.BACKENDS`):
 
     .. math::
 
@@ -144,7 +144,7 @@ class Evaluator:
     for a loss ``L`` of those, with ``lambda = A^{-T} dL/dp``:
     ``dL/dP = (1 - r) lambda p^T``, ``dL/dp0 = r lambda``, then through the
     softmaxes to the logits.  Everything outside the engine's solves runs in
-    a few compiled loops (:mod:`fsc.kernels`) on tables the chain lays out
+    a few compiled loops (:mod:`fsc.engines.kernels`) on tables the chain lays out
     once, so that a call on a small chain (RAM M = 8: two parts of 40 states)
     costs a few microseconds more than its LU.
     """
@@ -278,7 +278,7 @@ class Evaluator:
 
 
     def fused_constants(self, *, gain: float = 0.0, value: float = 0.0) -> tuple | None:
-        """The tables of :func:`fsc.kernels.dense_value_gradient` for the loss ``gain * G + value * V``.
+        """The tables of :func:`fsc.engines.kernels.dense_value_gradient` for the loss ``gain * G + value * V``.
 
         ``None`` unless the engine is ``dense``: the other engines' solvers do not run in compiled code.
         """

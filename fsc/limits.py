@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import os
 
-from .errors import InputError
+from fsc.errors import InputError
 
 __all__ = [
     "MAX_NODES",

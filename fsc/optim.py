@@ -1,52 +1,21 @@
 """Training a controller: gradient flow with an adaptive step, Adam, plain ascent.
 
-All optimisers climb the gain of :func:`fsc.evaluate` (the expected reward per
-step, as docs/model.md specifies), or with ``target="return"`` the
-discounted return ``G = gain / r`` that paper eq. (4) writes (the same flow,
-with time running ``1 / r`` times more slowly), on both sets of free
-parameters of a :class:`fsc.Policy`: the
-policy logits ``w_pi`` (shape ``(N, C)``) and the initial-node logits ``w_0``
-(shape ``(N,)``).  They share one interface: :func:`optimize` (and its
-shorthand :func:`flow`) is a generator of :class:`Record` objects, one per
-accepted step, starting with the record of the initial point (step 0).
+All optimisers climb an :class:`fsc.objective.Objective` (the gain of :func:`fsc.evaluate`, or with
+``target="return"`` the discounted return ``G = gain / r`` of paper eq. (4)) on both sets of free
+parameters of a :class:`fsc.Policy`: the policy logits ``w_pi`` (shape ``(N, C)``) and the initial-node
+logits ``w_0`` (shape ``(N,)``).  They share one interface: :func:`optimize` (and its shorthand
+:func:`flow`) is a generator of :class:`Record` objects, one per accepted step, starting with the record
+of the initial point (step 0).
 
-Gradient flow (paper eq. (4), docs/model.md) integrates
+:class:`GradientFlow` integrates ``dw/dt = d gain / dw`` (paper eq. (4)) by explicit Euler steps with the
+adaptive step of the paper's published code; docs/model.md ("Training: the adaptive step and its time
+scale") states the rule and why time is measured on the gain.  A run stops at the first accepted step
+with ``t >= until_t`` (the last step is not shortened, so a longer run passes through exactly the same
+states).  Adam and plain ascent take one step per evaluation; their "time" is the sum of the learning
+rates used (comparable with the flow's for ascent, a step counter in those units for Adam).
 
-.. math::
-
-    \\frac{dw}{dt} = \\frac{\\partial\\, \\mathrm{gain}}{\\partial w}
-
-by explicit Euler steps ``w' = w + dt g(w)`` with the adaptive step of the
-paper's published code: start with ``dt = 1``; a tentative step is rejected,
-and ``dt`` divided by 10, when ``gain(w') < gain(w)`` or when
-``dpi + dp0 >= max_dgrad``, where ``dpi = max |g_pi(w') - g_pi(w)|`` and
-``dp0 = max |g_0(w') - g_0(w)|``; after an accepted step with
-``dpi + dp0 < max_dgrad / 2``, ``dt`` is multiplied by 1.1.  The time ``t`` is
-the sum of the accepted ``dt``; the gradient computed at an accepted ``w'`` is
-the next step's gradient, so each tentative step costs one evaluation with its
-backward pass.  A run stops at the first accepted step with ``t >= until_t``
-(the last step is not shortened to land on ``until_t``, so a longer run
-passes through exactly the same states).
-
-Adam and plain gradient ascent take one step per evaluation; their "time" is
-the sum of the learning rates used (for ascent ``w' = w + lr g`` is an Euler
-step of the same flow, so its ``t`` is comparable with the flow's; for Adam it
-is only a step counter in those units).
-
-Time scale.  Paper eq. (4) writes the flow on the discounted return
-``G = gain / r``; we flow, like the published code, on the gain
-(docs/model.md).  On ``G`` the same curve q(t) is traversed with ``t`` smaller by the
-factor ``r`` (near-CCP, RAM M = 8, r = 1e-3: q = 0.10952 at t = 1e5 here and
-at t = 1e2 on ``G``).  We follow the published code, and the range where the curves are
-compared with the published ones (t = 1e2 .. 1e6) agrees: on the gain, q(t)
-moves over that range (0.162 to 0.1083 from near-CCP) and near-CCP is still
-above the optimal CCP at t = 1e5, while on ``G`` it is nearly flat there and
-already 1.9e-5 below that CCP (0.1081262) at t = 1e4.  ``target="return"``
-flows on ``G`` for whoever needs eq. (4) literally.
-
-Everything is float64.  With the same engine, the same torch thread count
-and the same starting state, a run is deterministic bit for bit, which is what
-lets :mod:`fsc.train` resume a killed run exactly.
+Everything is float64.  With the same engine, the same torch thread count and the same starting state, a
+run is deterministic bit for bit, which is what lets :mod:`fsc.train` resume a killed run exactly.
 """
 
 from __future__ import annotations
@@ -61,22 +30,18 @@ import attrs
 import numpy as np
 import torch
 
-from . import kernels
-from .errors import InputError, InputTypeError
-from .evaluate import CONVENTIONS, Evaluator, check_reset, read_out
-from .memory import MemoryArchitecture
-from .policy import Policy
-from .pomdp import POMDP, Task, as_pomdp
+from fsc.errors import InputError, InputTypeError
+from fsc.evaluate import CONVENTIONS, check_reset
+from fsc.model.policy import Policy
+from fsc.model.pomdp import POMDP, Task, as_pomdp
+from fsc.objective import Objective, Point
 
 __all__ = [
     "OPTIMIZERS",
-    "TARGETS",
     "Adam",
     "Ascent",
     "GradientFlow",
-    "Objective",
     "Optimizer",
-    "Point",
     "Record",
     "State",
     "StopRule",
@@ -84,160 +49,6 @@ __all__ = [
     "make_optimizer",
     "optimize",
 ]
-
-
-# ---------------------------------------------------------------------------
-# The objective: gain and its gradient at a point.
-
-#: What the optimisers climb: the gain per step, or the discounted return ``gain / r``.
-TARGETS = ("gain", "return")
-
-
-@attrs.frozen(kw_only=True, eq=False)
-class Point:
-    """Gain, metrics and gradient of the objective at ``w = (logits, init_logits)``.
-
-    Tensors are detached float64 and read-only by convention.
-
-    Attributes:
-        logits: ``w_pi``, shape ``(N, C)``.
-        init_logits: ``w_0``, shape ``(N,)``.
-        gain: the gain at ``w`` (a Python float, exactly the float64 value).
-        metrics: name -> value (e.g. ``q``).
-        grad_logits: ``d target / d w_pi`` (zero on disallowed choices); the
-            target is the gain, or ``gain / r`` (see :class:`Objective`).
-        grad_init: ``d target / d w_0`` (zero outside the reset nodes).
-    """
-
-    logits: torch.Tensor
-    init_logits: torch.Tensor
-    gain: float
-    metrics: dict[str, float]
-    grad_logits: torch.Tensor
-    grad_init: torch.Tensor
-
-    @property
-    def grad_norm(self) -> float:
-        """Euclidean norm of the whole gradient ``(d/dw_pi, d/dw_0)``."""
-        return float(kernels.gradient_norm(self.grad_logits.numpy(), self.grad_init.numpy()))
-
-    def policy(self, architecture: MemoryArchitecture) -> Policy:
-        """The policy at this point (fresh copies of the logits)."""
-        return Policy(architecture=architecture, logits=self.logits.clone(), init_logits=self.init_logits.clone())
-
-
-@attrs.frozen(kw_only=True, eq=False)
-class Objective:
-    """``w -> (gain(w), grad gain(w))`` for a world, an architecture and a reset.
-
-    It runs :class:`fsc.evaluate.Evaluator`, the computation of
-    :func:`fsc.evaluate` and its backward pass, without autograd's
-    bookkeeping: one forward pass and one adjoint solve per call.
-    ``engine``: ``auto`` or an engine of :func:`fsc.evaluate` (``dense``,
-    ``sparse``, ``power``, ...); ``adjoint`` is an older name of ``dense``.
-
-    ``target``: what is climbed, hence the gradient returned: ``gain`` (the
-    expected reward per step, docs/model.md) or ``return``, the expected
-    discounted return ``G = gain / r`` of paper eq. (4) (the same landscape,
-    gradients ``1 / r`` times larger: the same flow with ``t`` measured ``1 / r``
-    times more slowly, but a different adaptive path, since ``max_dgrad``
-    then bounds changes of the larger gradient).  ``Point.gain`` is the gain
-    per step either way.
-
-    ``compiled``: on the dense engine, each evaluation, and each step of the
-    gradient flow with its rejected tries, runs as one compiled call
-    (:func:`fsc.kernels.dense_value_gradient`, :func:`fsc.kernels.dense_flow_step`)
-    that calls LAPACK itself: the same numbers to the last bit, without the
-    Python between the solves.  ``False`` runs the evaluator's Python path,
-    the reference the compiled one is tested against.
-    """
-
-    world: POMDP | Task
-    architecture: MemoryArchitecture
-    reset: float
-    engine: str = "auto"
-    convention: str = "native"
-    target: str = "gain"
-    compiled: bool = True
-    _evaluator: Evaluator = attrs.field(init=False, default=None, repr=False)
-    _fused: tuple | None = attrs.field(init=False, default=None, repr=False)
-
-    def __attrs_post_init__(self) -> None:
-        if not isinstance(self.engine, str):
-            raise InputTypeError(f"engine must be a string, got {self.engine!r}")
-        if self.target not in TARGETS:
-            raise InputError(f"target must be one of {TARGETS}, got {self.target!r}")
-        engine = "dense" if self.engine == "adjoint" else self.engine
-        evaluator = Evaluator(self.world, self.architecture, self.reset, engine, self.convention)
-        object.__setattr__(self, "_evaluator", evaluator)
-        if self.compiled:
-            object.__setattr__(self, "_fused", evaluator.fused_constants(**{"gain" if self.target == "gain" else "value": 1.0}))
-
-    @property
-    def method(self) -> str:
-        """The engine that runs (what ``auto`` chose)."""
-        return self._evaluator.engine
-
-    def __call__(self, logits: torch.Tensor, init_logits: torch.Tensor) -> Point:
-        logits, init_logits = logits.detach(), init_logits.detach()
-        evaluator = self._evaluator
-        w_pi, w_0 = logits.numpy(), init_logits.numpy()
-        top = max(w_pi.max(), w_0.max())  # NaN propagates through max
-        if not top < np.inf:
-            raise InputError(f"logits must not contain NaN or +inf, got a maximum of {top!r}")
-        if self._fused is not None:
-            expected, grad_logits, grad_init, ok = kernels.dense_value_gradient(w_pi, w_0, self._fused)
-            if not ok:
-                raise np.linalg.LinAlgError("I - (1 - r) P is singular")
-            return self._point(logits, init_logits, expected, grad_logits, grad_init)
-        run = evaluator.forward(w_pi, w_0)
-        grad_logits, grad_init = evaluator.backward(run, **{"gain" if self.target == "gain" else "value": 1.0})
-        return Point(
-            logits=logits,
-            init_logits=init_logits,
-            gain=run.gain,
-            metrics=run.metrics,
-            grad_logits=torch.from_numpy(grad_logits),
-            grad_init=torch.from_numpy(grad_init),
-        )
-
-    def _point(self, logits, init_logits, expected: np.ndarray, grad_logits: np.ndarray, grad_init: np.ndarray) -> Point:
-        """The point of a compiled evaluation: ``expected`` holds the native expectations of the evaluator's tables."""
-        evaluator = self._evaluator
-        native = dict(zip(evaluator.table_names[1:], expected[1:].tolist(), strict=True))
-        gain, metrics = read_out(evaluator.world, evaluator.convention, evaluator.reset, float(expected[0]), native)
-        as_tensor = lambda x: x if isinstance(x, torch.Tensor) else torch.from_numpy(x)  # noqa: E731
-        return Point(
-            logits=as_tensor(logits),
-            init_logits=as_tensor(init_logits),
-            gain=gain,
-            metrics={name: float(value) for name, value in metrics.items()},
-            grad_logits=torch.from_numpy(grad_logits),
-            grad_init=torch.from_numpy(grad_init),
-        )
-
-    def flow_step(self, point: Point, dt: float, max_dgrad: float, min_dt: float) -> tuple[Point | None, float, float, int, int] | None:
-        """:meth:`GradientFlow.advance`'s search for an accepted step, in one compiled call.
-
-        ``None`` when the engine has no compiled step (only ``dense`` has); else ``(point, dt,
-        next_dt, evaluations, rejections)``, with ``point`` ``None`` when no step down to ``min_dt``
-        is accepted.  The numbers are those of the step written in Python, to the last bit.
-        """
-        if self._fused is None:
-            return None
-        evaluator = self._evaluator
-        status, logits, init_logits, grad_logits, grad_init, expected, dt, next_dt, evaluations, rejections = kernels.dense_flow_step(
-            point.logits.numpy(), point.init_logits.numpy(), point.grad_logits.numpy(), point.grad_init.numpy(),
-            point.gain, dt, max_dgrad, min_dt, evaluator.factor, self._fused,
-        )  # fmt: skip
-        if status == kernels.STEP_STALLED:
-            return None, dt, next_dt, evaluations, rejections
-        if status == kernels.STEP_NOT_FINITE:
-            raise InputError(f"logits must not contain NaN or +inf, got a maximum of {max(logits.max(), init_logits.max())!r}")
-        if status == kernels.STEP_SINGULAR:
-            raise np.linalg.LinAlgError("I - (1 - r) P is singular")
-        new = self._point(logits, init_logits, expected, grad_logits, grad_init)
-        return new, dt, next_dt, evaluations, rejections
 
 
 # ---------------------------------------------------------------------------

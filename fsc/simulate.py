@@ -23,12 +23,12 @@ import time
 import attrs
 import numpy as np
 
-from .checks import check_reset
-from .errors import InputError
-from .evaluate import CONVENTIONS
-from .limits import MAX_WALKERS
-from .policy import Policy, policy_argument
-from .pomdp import POMDP, Task, as_pomdp, paper_read
+from fsc.checks import check_reset
+from fsc.errors import InputError
+from fsc.evaluate import CONVENTIONS
+from fsc.limits import MAX_WALKERS
+from fsc.model.policy import Policy, policy_argument
+from fsc.model.pomdp import POMDP, Task, as_pomdp, paper_read
 
 __all__ = ["Simulation", "simulate"]
 

@@ -1,7 +1,7 @@
 """A second opinion from the Storm model checker (``pip install fsc[storm]``, stormpy).
 
 The joint chain of a controller in a world, built here directly from the
-world's tables and the policy (not through :mod:`fsc.chain`), is written in
+world's tables and the policy (not through :mod:`fsc.model.chain`), is written in
 Storm's explicit DRN format and checked by Storm:
 
 - ``R=? [F "stop"]`` on the chain that stops with probability ``1 - gamma``
@@ -27,8 +27,8 @@ import tempfile
 
 import numpy as np
 
-from .errors import InputError
-from .pomdp import as_pomdp
+from fsc.errors import InputError
+from fsc.model.pomdp import as_pomdp
 
 __all__ = ["joint_tables", "storm_values"]
 

@@ -13,12 +13,12 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .chain import joint_chain
-from .evaluate import evaluate
-from .memory import MemoryArchitecture
-from .policy import Policy
-from .pomdp import POMDP, Task, as_pomdp
-from .simulate import simulate
+from fsc.evaluate import evaluate
+from fsc.model.architecture import MemoryArchitecture
+from fsc.model.chain import joint_chain
+from fsc.model.policy import Policy
+from fsc.model.pomdp import POMDP, Task, as_pomdp
+from fsc.simulate import simulate
 
 __all__ = ["check_architecture", "check_policy"]
 

@@ -13,8 +13,8 @@
 from __future__ import annotations
 
 from fsc.errors import InputError
-from fsc.memory import MemoryArchitecture
-from fsc.policy import Policy
+from fsc.model.architecture import MemoryArchitecture
+from fsc.model.policy import Policy
 
 from . import closed_form, necklaces, star
 from .ccp import ccp, ccp_probs
@@ -83,7 +83,7 @@ def named_policy(
 
 
 def _size(arch: MemoryArchitecture, name: str) -> int:
-    from fsc.memory import RAM, Chain, Column
+    from fsc.model.memory import RAM, Chain, Column
 
     if not isinstance(arch, (RAM, Chain, Column)):
         raise InputError(f"the {name!r} policy needs a RAM, Chain or Column memory, got {arch!r}")

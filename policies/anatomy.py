@@ -43,8 +43,9 @@ import torch
 
 import fsc
 from fsc.errors import InputError, InputTypeError
-from fsc.memory import RAM, Chain, Column, Memento, MemoryArchitecture
-from fsc.policy import Policy
+from fsc.model.architecture import MemoryArchitecture
+from fsc.model.memory import RAM, Chain, Column, Memento
+from fsc.model.policy import Policy
 
 from .asymmetric import asymmetric_ccp_probs
 from .necklace import necklace_exits, necklace_probs
@@ -263,39 +264,3 @@ def describe(a: Anatomy, *, top: int = 12) -> str:
     if "mass_by_necklace" in a.details:
         lines.append("mass by necklace of the arms played: " + ", ".join(f"{k} {v:.3g}" for k, v in list(a.details["mass_by_necklace"].items())[:8]))
     return "\n".join(lines)
-
-
-def add_options(p) -> None:
-    """Options of ``fsc inspect``."""
-    from fsc.arguments import number
-
-    p.add_argument("policy_file", metavar="POLICY_FILE", help="a policy .npz or .json (e.g. RUN/policy.npz of fsc train)")
-    p.add_argument("--mu", type=number, default=0.1, help="gap between the arms, in (0, 1) (default 0.1)")
-    p.add_argument("--reset", type=number, default=1e-3, help="reset probability r (default 1e-3)")
-    p.add_argument("--convention", choices=("native", "paper"), default="native", help="convention of q (default native)")
-    p.add_argument("--tol", type=number, default=0.05, help="largest distance at which a family is claimed (default 0.05)")
-    p.add_argument("--json", action="store_true", help="print JSON instead of text")
-
-
-def run(args) -> int:
-    """``fsc inspect``: the anatomy of a policy file."""
-    import json
-    from pathlib import Path
-
-    from fsc.checks import check_reset
-
-    path = Path(args.policy_file)
-    if not path.is_file():
-        raise InputError(f"POLICY_FILE must be a policy .npz or .json file, got {args.policy_file!r}")
-    policy = Policy.load(path)
-    a = anatomy(policy, mu=args.mu, reset=check_reset(args.reset), convention=args.convention, tol=args.tol)
-    if args.json:
-        record = a.to_dict()
-        record["distance"] = None if math.isinf(record["distance"]) else record["distance"]
-        print(json.dumps(record))
-    else:
-        print(describe(a))
-    return 0
-
-
-HELP = "read a policy back as structure: skeleton, stationary mass, nearest known family"

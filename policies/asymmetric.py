@@ -49,12 +49,13 @@ import numpy as np
 from scipy import optimize
 
 from fsc.errors import InputError, InputTypeError
-from fsc.memory import RAM, Chain, Column, MemoryArchitecture
-from fsc.policy import Policy
+from fsc.model.architecture import MemoryArchitecture
+from fsc.model.memory import RAM, Chain, Column
+from fsc.model.policy import Policy
 
 from .ccp import ccp_probs
 from .closed_form import _check_r, _open_unit, ccp_eps_best, ccp_q
-from .necklaces import _integer
+from .necklaces.words import integer_arg
 
 __all__ = [
     "AsymmetricOptimum",
@@ -103,7 +104,7 @@ def asymmetric_ccp_probs(arch: MemoryArchitecture, eps_A: float, eps_B: float, s
 
 def asymmetric_ccp(M: int, eps_A: float, eps_B: float, split: float) -> tuple[Column, Policy]:
     """The asymmetric CCP on ``Column(M)``; its exact ``q`` is :func:`asymmetric_ccp_q`."""
-    arch = Column(_integer("M", M, 1))
+    arch = Column(integer_arg("M", M, 1))
     probs, init = asymmetric_ccp_probs(arch, eps_A, eps_B, split)
     return arch, Policy.from_probs(arch, probs, init)
 
@@ -146,7 +147,7 @@ def asymmetric_ccp_q(mu: float, M: int, r: float, eps_A: float, eps_B: float, sp
         TypeError, ValueError: for arguments out of range.
     """
     mu = _open_unit("mu", mu)
-    M = _integer("M", M, 1)
+    M = integer_arg("M", M, 1)
     r = _check_r(r, allow_zero=True)
     eps_A = _unit("eps_A", eps_A, low_open=True)
     eps_B = _unit("eps_B", eps_B, low_open=True)
@@ -196,7 +197,7 @@ def asymmetric_ccp_optimum(mu: float, M: int, r: float, *, convention: str = "na
     (an increasing affine map apart); ``q`` is reported in ``convention``.
     """
     mu = _open_unit("mu", mu)
-    M = _integer("M", M, 1)
+    M = integer_arg("M", M, 1)
     r = _check_r(r, allow_zero=False)
     if convention not in ("native", "paper"):
         raise InputError(f"convention must be 'native' or 'paper', got {convention!r}")

@@ -7,8 +7,9 @@ import math
 import numpy as np
 
 from fsc.errors import InputError, InputTypeError
-from fsc.memory import RAM, Chain, Column, MemoryArchitecture
-from fsc.policy import Policy
+from fsc.model.architecture import MemoryArchitecture
+from fsc.model.memory import RAM, Chain, Column
+from fsc.model.policy import Policy
 
 __all__ = ["ccp", "ccp_probs"]
 

@@ -32,7 +32,8 @@ from decimal import Decimal
 from fsc.checks import check_reset, real
 from fsc.errors import InputError
 
-from .necklaces import GrayChain, _integer, check_chain, gray_chain
+from .necklaces import GrayChain, check_chain, gray_chain
+from .necklaces.words import integer_arg
 
 __all__ = [
     "alpha",
@@ -203,7 +204,7 @@ def ccp_q(mu: float, M: int, r: float, eps: float) -> float:
         TypeError, ValueError: for arguments out of range.
     """
     mu = _open_unit("mu", mu)
-    M = _integer("M", M, 1)
+    M = integer_arg("M", M, 1)
     r = _check_r(r, allow_zero=True)
     eps = _check_eps(eps)
     if r == 0:
@@ -273,7 +274,7 @@ def ccp_eps_opt(mu: float, M: int, r: float) -> float:
         TypeError, ValueError: for arguments out of range.
     """
     mu = _open_unit("mu", mu)
-    M = _integer("M", M, 1)
+    M = integer_arg("M", M, 1)
     r = _check_r(r, allow_zero=False)
     if r == 1:
         return 1.0
@@ -356,7 +357,7 @@ def ccp_eps_opt_taylor(mu: float, M: int, r: float) -> float:
             denominator vanish; ``q`` decreases on (0, 1] and the optimum is 1).
     """
     mu = _open_unit("mu", mu)
-    M = _integer("M", M, 1)
+    M = integer_arg("M", M, 1)
     r = _check_r(r, allow_zero=True)
     if M == 1:
         raise InputError("the Taylor form of the optimal eps needs M >= 2, got M = 1 (there the optimal eps is 1)")
@@ -390,7 +391,7 @@ def ccp_q_limit(mu: float, M: int, *, log: bool = False) -> float:
         TypeError, ValueError: for arguments out of range.
     """
     mu = _open_unit("mu", mu)
-    M = _integer("M", M, 1)
+    M = integer_arg("M", M, 1)
     return _logistic((2 * M - 1) * _log_alpha(mu), log)
 
 
@@ -409,7 +410,7 @@ def ccp_q_limit_general(k_A: float, k_B: float, M: int, *, log: bool = False) ->
         TypeError, ValueError: unless ``0 < k_B < k_A < 1`` and ``M >= 1``.
     """
     k_A, k_B = _check_k(k_A, k_B)
-    M = _integer("M", M, 1)
+    M = integer_arg("M", M, 1)
     log_odds = math.log1p(-k_B) - math.log1p(-k_A) + (M - 1) * (_log_odds_ratio(k_B) - _log_odds_ratio(k_A))
     return _q_from_log_odds(log_odds, log)
 
@@ -425,7 +426,7 @@ def q_hellman_cover(mu: float, M: int, *, log: bool = False) -> float:
         TypeError, ValueError: for arguments out of range.
     """
     mu = _open_unit("mu", mu)
-    M = _integer("M", M, 1)
+    M = integer_arg("M", M, 1)
     return _logistic((M - 1) * _log_alpha(mu), log)
 
 
@@ -455,13 +456,13 @@ def necklace_q_star(mu: float, m: int, n: int | None = None, *, log: bool = Fals
             not given and ``n(m)`` is not proved within the default time budget.
     """
     mu = _open_unit("mu", mu)
-    m = _integer("m", m, 1)
+    m = integer_arg("m", m, 1)
     if n is None:
         found = gray_chain(m)
         if not found.optimal:
             raise InputError(f"n({m}) is not proved (best chain {found.length}, upper bound {found.upper_bound}); pass n explicitly")
         n = found.length
-    n = _integer("n", n, 2)
+    n = integer_arg("n", n, 2)
     return _logistic(m * (n - 1) * _log_alpha(mu), log)
 
 
@@ -493,7 +494,7 @@ def necklace_q_star_general(k_A: float, k_B: float, m: int, chain: GrayChain | S
         TypeError, ValueError: for arguments out of range or an invalid chain.
     """
     k_A, k_B = _check_k(k_A, k_B)
-    m = _integer("m", m, 1)
+    m = integer_arg("m", m, 1)
     reps = check_chain(chain)
     if len(reps[0]) != m:
         raise InputError(f"chain words must have length m = {m}, got {len(reps[0])}")

@@ -18,8 +18,9 @@ import torch
 
 from fsc.checks import check_reset
 from fsc.errors import InputError, InputTypeError
-from fsc.memory import RAM, Chain, Column, Memento, MemoryArchitecture
-from fsc.policy import Policy
+from fsc.model.architecture import MemoryArchitecture
+from fsc.model.memory import RAM, Chain, Column, Memento
+from fsc.model.policy import Policy
 
 from .ccp import _check_eps, ccp_probs
 from .necklace import default_eps, necklace_probs

@@ -21,8 +21,8 @@ import attrs
 import numpy as np
 
 from fsc.errors import InputError
-from fsc.memory import Memento
-from fsc.policy import Policy
+from fsc.model.memory import Memento
+from fsc.model.policy import Policy
 
 from .ccp import _check_eps
 from .necklaces import exits, gray_chain, necklace, necklaces

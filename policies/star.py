@@ -61,8 +61,8 @@ import numpy as np
 
 import fsc
 from fsc.errors import InputError, InputTypeError
-from fsc.memory import MemoryArchitecture, arm_labels, observation_labels
-from fsc.policy import Policy
+from fsc.model.architecture import MemoryArchitecture, arm_labels, observation_labels
+from fsc.model.policy import Policy
 
 ORDERS = ("uniform", "cyclic")
 

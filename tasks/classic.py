@@ -26,7 +26,7 @@ import numpy as np
 
 from fsc.checks import real
 from fsc.errors import InputError
-from fsc.pomdp import POMDP, Task
+from fsc.model.pomdp import POMDP, Task
 
 __all__ = ["CheeseMaze", "Grid4x3", "Tiger"]
 

@@ -9,8 +9,8 @@ import attrs
 import numpy as np
 
 from fsc.errors import InputError, InputTypeError
-from fsc.memory import arm_labels
-from fsc.pomdp import POMDP, Task
+from fsc.model.architecture import arm_labels
+from fsc.model.pomdp import POMDP, Task
 
 __all__ = ["TwoHypothesis"]
 

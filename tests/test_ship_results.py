@@ -63,17 +63,17 @@ def test_the_claims_are_checked_on_hand_made_numbers():
 
 
 def test_the_report_shows_shipped_results(tmp_path, monkeypatch):
-    from fsc import report
+    from fsc.report import page, paper
 
     monkeypatch.chdir(tmp_path)
     spec = json.loads((ROOT / "examples" / "sweeps" / "tiny.json").read_text())
     Path("fig4.json").write_text(json.dumps({**spec, "name": "fig4"}))
     assert main(["sweep", "fig4.json", "--out", "sweep", "--workers", "1", "--quiet"]) == 0
     subprocess.run([sys.executable, str(ROOT / "examples" / "ship_results.py"), "fig4.json", "sweep", "results/fig4"], check=True, capture_output=True)
-    monkeypatch.setattr(report, "SHIPPED", tmp_path / "results")
+    monkeypatch.setattr(page, "SHIPPED", tmp_path / "results")
     (tmp_path / "out" / "figures").mkdir(parents=True)
-    section = report.section_full_size(tmp_path / "out", lambda message: None)
+    section = paper.section_full_size(tmp_path / "out", lambda message: None)
     assert section.numbers["done"] == 4 and set(section.numbers["verdicts"].values()) == {"not run yet"}
     assert "ram:2" in section.body and (tmp_path / "out" / "figures" / "full-size.png").is_file()
-    monkeypatch.setattr(report, "SHIPPED", tmp_path / "nothing")
-    assert "No results shipped" in report.section_full_size(tmp_path / "out", lambda message: None).body
+    monkeypatch.setattr(page, "SHIPPED", tmp_path / "nothing")
+    assert "No results shipped" in paper.section_full_size(tmp_path / "out", lambda message: None).body

@@ -9,19 +9,9 @@
   :func:`q_vs_memory`: matplotlib figures; :func:`save_figure` writes them.
 """
 
-from .graph import (
-    FORMATS,
-    LAYOUTS,
-    DisplayEdge,
-    DisplayNode,
-    MemoryGraph,
-    NodeDisplay,
-    build_memory_graph,
-    format_probability,
-    memory_graph,
-    node_display,
-    render,
-)
+from .display import NodeDisplay, node_display
+from .graph import LAYOUTS, DisplayEdge, DisplayNode, MemoryGraph, build_memory_graph, format_probability
+from .output import FORMATS, memory_graph, render
 from .plots import median_curve, policy_heatmap, q_curves, q_vs_memory, q_vs_reset, save_figure
 
 __all__ = [

@@ -22,8 +22,9 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from fsc.errors import InputError, InputTypeError
-from fsc.memory import MemoryArchitecture
-from fsc.policy import Policy, atomic_write
+from fsc.files import atomic_write
+from fsc.model.architecture import MemoryArchitecture
+from fsc.model.policy import Policy
 
 __all__ = ["median_curve", "policy_heatmap", "q_curves", "q_vs_memory", "q_vs_reset", "save_figure"]
 

@@ -15,7 +15,7 @@ import torch
 
 import fsc
 import tasks
-from fsc.automaton import label_text
+from fsc.model.architecture import label_text
 from fsc.testing import check_architecture, check_policy
 
 ARMS = "ABCD"

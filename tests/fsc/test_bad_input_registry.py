@@ -235,7 +235,7 @@ def test_run_training_refuses_bad_seed(tmp_path, seed):
 
 
 def test_a_held_run_directory_is_refused(tmp_path):
-    from fsc.rundir import RunLock
+    from fsc.io.rundir import RunLock
     from fsc.train import run_training
 
     out = tmp_path / "run"
@@ -298,10 +298,10 @@ def _same(a, b) -> bool:
 
 
 def test_snapshot_saves_whole_rows_only():
-    from fsc.train import _BASE, _Trajectory
+    from fsc.io.trajectory import COLUMNS, Trajectory
 
-    trajectory = _Trajectory()
-    trajectory.append(dict.fromkeys([*_BASE, "q"], 1))
+    trajectory = Trajectory()
+    trajectory.append(dict.fromkeys([*COLUMNS, "q"], 1))
     first = next(iter(trajectory.columns.values()))
     first.append(2)  # as if interrupted after the first column of the next row
     assert {len(c) for c in trajectory.arrays().values()} == {1}

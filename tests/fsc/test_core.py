@@ -118,7 +118,7 @@ def test_public_policy_checker_passes_on_a_small_controller():
 
 
 def test_public_policy_checker_catches_a_wrong_engine(monkeypatch):
-    from fsc import solve
+    from fsc.engines import solve
 
     class Wrong(solve.DenseLU):
         def solve(self):

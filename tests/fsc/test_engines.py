@@ -12,9 +12,9 @@ import torch
 
 import fsc
 import tasks
-from fsc.accurate import gth, recurrent_class
-from fsc.iterative import ConvergenceError, observation_aggregates
-from fsc.solve import ENGINES, ZERO_RESET_ENGINES, choose_engine
+from fsc.engines.accurate import gth, recurrent_class
+from fsc.engines.iterative import ConvergenceError, observation_aggregates
+from fsc.engines.solve import ENGINES, ZERO_RESET_ENGINES, choose_engine
 
 from .registry import ARCHITECTURES, ids
 
@@ -144,7 +144,7 @@ def test_gradient_matches_dense_at_small_reset(engine):
 
 
 def _memento1_matrix(policy_probs, k_good, k_bad):
-    """``P[x2, x]`` of Memento(1) under hypothesis H_A, built from the definition (not from fsc.chain).
+    """``P[x2, x]`` of Memento(1) under hypothesis H_A, built from the definition (not from fsc.model.chain).
 
     Nodes ``_, A+, A-, B+, B-``; arm A pays + with k_good, B with k_bad.
     """

@@ -48,7 +48,7 @@ def test_a_kind_held_by_another_class_is_refused():
     class Other(fsc.RAM):
         pass
 
-    with pytest.raises(ValueError, match="architecture kind 'RAM' is already registered for fsc.memory.RAM"):
+    with pytest.raises(ValueError, match="architecture kind 'RAM' is already registered for fsc.model.memory.RAM"):
         fsc.register_architecture(Other, kind="RAM")
     with pytest.raises(TypeError, match="expects a MemoryArchitecture subclass"):
         fsc.register_architecture(int)
@@ -122,7 +122,7 @@ def test_the_architecture_comes_from_the_policy_and_the_old_form_warns():
 
 
 def test_only_bad_input_is_a_one_line_error_a_bug_keeps_its_traceback(monkeypatch, capsys):
-    from fsc import pomdp_file
+    _, options, help_text = cli.COMMANDS["pomdp"]
 
     def raises(error):
         def command(args):
@@ -130,19 +130,19 @@ def test_only_bad_input_is_a_one_line_error_a_bug_keeps_its_traceback(monkeypatc
 
         return command
 
-    monkeypatch.setattr(pomdp_file, "cmd_pomdp", raises(InputError("--x: bad")))
+    monkeypatch.setitem(cli.COMMANDS, "pomdp", (raises(InputError("--x: bad")), options, help_text))
     assert cli.main(["pomdp", "whatever.pomdp"]) == 2
     assert capsys.readouterr().err == "fsc: error: --x: bad\n"
-    monkeypatch.setattr(pomdp_file, "cmd_pomdp", raises(InputTypeError("--x: bad type")))
+    monkeypatch.setitem(cli.COMMANDS, "pomdp", (raises(InputTypeError("--x: bad type")), options, help_text))
     assert cli.main(["pomdp", "whatever.pomdp"]) == 2
     for bug in (ValueError("a bug deep inside"), TypeError("another bug"), KeyError("k")):
-        monkeypatch.setattr(pomdp_file, "cmd_pomdp", raises(bug))
+        monkeypatch.setitem(cli.COMMANDS, "pomdp", (raises(bug), options, help_text))
         with pytest.raises(type(bug)):
             cli.main(["pomdp", "whatever.pomdp"])
 
 
 def test_joint_chains_are_not_kept_alive_beyond_the_budget(monkeypatch):
-    from fsc import chain as chain_module
+    from fsc.model import chain as chain_module
 
     world = tasks.TwoHypothesis(0.1).pomdp
     first = fsc.joint_chain(world, fsc.Memento(2))
@@ -159,7 +159,7 @@ def test_joint_chains_are_not_kept_alive_beyond_the_budget(monkeypatch):
 def test_the_sparse_pattern_of_the_system_matches_a_direct_build():
     chain = fsc.joint_chain(tasks.TwoHypothesis(0.2).pomdp, fsc.Memento(2))
     policy = fsc.Policy.random(fsc.Memento(2), 1)
-    from fsc.sparse import system_matrices
+    from fsc.engines.sparse import system_matrices
 
     values = chain.weight * policy.probs().detach().numpy()[chain.node, chain.choice]
     for k, A in enumerate(system_matrices(chain, values, 0.01)):
@@ -173,8 +173,8 @@ def test_the_training_arguments_are_declared_once():
     import inspect
 
     from fsc import sweep
-    from fsc.arguments import MAY_CHANGE, STOP, SWEEP_TYPES, TRAINING
     from fsc.train import run_training
+    from fsc.train.arguments import MAY_CHANGE, STOP, SWEEP_TYPES, TRAINING
 
     keywords = set(inspect.signature(run_training).parameters) - {"policy", "world"}  # Python objects: the API only
     assert {a.name for a in TRAINING} == keywords
@@ -183,7 +183,7 @@ def test_the_training_arguments_are_declared_once():
     options = {o for action in train._actions for o in action.option_strings if o.startswith("--")}
     assert options == {a.option for a in TRAINING} | {"--json", "--help"}
     assert sweep.ARGUMENTS == SWEEP_TYPES and "target" in SWEEP_TYPES and "out" not in SWEEP_TYPES
-    assert sweep.STOP_ARGUMENTS == STOP == ("until_t", "max_seconds", "max_steps")
+    assert sweep.spec.STOP_ARGUMENTS == STOP == ("until_t", "max_seconds", "max_steps")
     assert {"until_t", "threads", "quiet"} <= MAY_CHANGE and not {"seed", "memory", "target"} & MAY_CHANGE
 
 
@@ -222,7 +222,7 @@ def test_training_on_any_world_records_its_metrics(tmp_path):
 def test_the_command_line_prints_every_metric_of_the_world():
     world = _world_with_a_metric_called_gain()
     policy = fsc.Policy.random(fsc.RAM(2), 3)
-    record = cli._world_record(fsc.evaluate(world, policy, reset=0.05))
+    record = cli.options.world_record(fsc.evaluate(world, policy, reset=0.05))
     exact = fsc.evaluate(world, policy, reset=0.05)
     assert list(record) == ["gain", "value", "metric:gain", "first"]
     assert record["gain"] == float(exact.gain) and record["metric:gain"] == float(exact.metrics["gain"])
@@ -255,7 +255,7 @@ def test_training_and_evaluate_run_the_same_computation(memory):
     """The objective's value and gradient equal evaluate + backward to the last bit (dense and sparse engines)."""
     import torch
 
-    from fsc.optim import Objective
+    from fsc.objective import Objective
 
     arch, world = fsc.parse_memory(memory), tasks.TwoHypothesis(0.1)
     policy = fsc.Policy.random(arch, 2).requires_grad_()

@@ -12,9 +12,10 @@ from scipy.integrate import solve_ivp
 
 import fsc
 import tasks
-from fsc.chain import joint_chain
-from fsc.optim import Adam, Ascent, GradientFlow, Objective, flow, optimize
-from fsc.pomdp import as_pomdp
+from fsc.model.chain import joint_chain
+from fsc.model.pomdp import as_pomdp
+from fsc.objective import Objective
+from fsc.optim import Adam, Ascent, GradientFlow, flow, optimize
 
 from .registry import ARCHITECTURES, ids
 
@@ -177,7 +178,7 @@ def test_the_compiled_step_is_the_python_step_to_the_bit(world, memory, conventi
         listening = np.zeros(base.reward.shape[:2] + (base.num_states, base.num_observations))
         listening[:, base.action_labels.index("listen")] = 1.0
         world = attrs.evolve(base, metrics={"listening": listening})
-    arch = fsc.parse_memory(memory, arms=fsc.pomdp.as_pomdp(world).num_actions)
+    arch = fsc.parse_memory(memory, arms=fsc.model.pomdp.as_pomdp(world).num_actions)
     policy = fsc.Policy.random(arch, 5)
     flow_rule = GradientFlow(max_dgrad=max_dgrad)
     runs = []

@@ -53,15 +53,15 @@ def test_failed_write_leaves_nothing(tmp_path):
         raise RuntimeError("disk full")
 
     with pytest.raises(RuntimeError):
-        fsc.policy.atomic_write(tmp_path / "x.npz", explode)
+        fsc.files.atomic_write(tmp_path / "x.npz", explode)
     assert list(tmp_path.iterdir()) == []
 
 
 def test_keeping_the_previous_file_never_leaves_a_gap(tmp_path, monkeypatch):
     """A kill between keeping the old file and renaming the new one leaves the old file at ``path``, not nothing."""
     path, previous = tmp_path / "c.bin", tmp_path / "c.previous.bin"
-    fsc.policy.atomic_write(path, lambda f: f.write(b"one"), previous=previous)
-    fsc.policy.atomic_write(path, lambda f: f.write(b"two"), previous=previous)
+    fsc.files.atomic_write(path, lambda f: f.write(b"one"), previous=previous)
+    fsc.files.atomic_write(path, lambda f: f.write(b"two"), previous=previous)
     assert (path.read_bytes(), previous.read_bytes()) == (b"two", b"one")
     real_replace = os.replace
 
@@ -72,7 +72,7 @@ def test_keeping_the_previous_file_never_leaves_a_gap(tmp_path, monkeypatch):
 
     monkeypatch.setattr(os, "replace", killed_before_the_new_file)
     with pytest.raises(KeyboardInterrupt):
-        fsc.policy.atomic_write(path, lambda f: f.write(b"three"), previous=previous)
+        fsc.files.atomic_write(path, lambda f: f.write(b"three"), previous=previous)
     assert (path.read_bytes(), previous.read_bytes()) == (b"two", b"two")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["c.bin", "c.previous.bin"]
 

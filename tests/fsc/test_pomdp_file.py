@@ -19,7 +19,7 @@ import pytest
 import fsc
 import tasks
 from fsc.cli import main
-from fsc.pomdp_file import MAX_TABLE_BYTES, ROW_TOLERANCE, format_pomdp, parse_pomdp
+from fsc.io.pomdp_file import MAX_TABLE_BYTES, ROW_TOLERANCE, format_pomdp, parse_pomdp
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 TIGER_FILES = ["tiger.pomdp", "tiger-entries.pomdp", "tiger-wildcards.pomdp"]

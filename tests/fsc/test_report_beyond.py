@@ -2,7 +2,7 @@
 
 import pytest
 
-from fsc.report import section_beyond_the_paper
+from fsc.report.paper import section_beyond_the_paper
 
 
 def test_section(tmp_path):

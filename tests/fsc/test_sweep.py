@@ -18,6 +18,8 @@ from pathlib import Path
 import pytest
 
 from fsc import sweep as fsweep
+from fsc.cli import main as fsc_main
+from fsc.sweep import worker
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples" / "sweeps"
@@ -46,7 +48,7 @@ def without_seconds(rows: list[dict]) -> list[dict]:
 
 
 def sweep_main(capsys, *argv) -> tuple[int, str, str]:
-    status = fsweep.main([str(a) for a in argv])
+    status = fsc_main(["sweep", *(str(a) for a in argv)])
     out, err = capsys.readouterr()
     return status, out, err
 
@@ -248,22 +250,22 @@ def test_forked_trainers_equal_new_interpreters(reference, tmp_path):
         return {name: [{k: v for k, v in row.items() if k != "seconds"} for row in read_csv(root / "runs" / name / "trajectory.csv")] for name in NAMES}
 
     assert rows(tmp_path / "exec") == rows(out)
-    assert fsweep._FORK_READY is False  # this process only drove the pools; their workers forked
+    assert worker._FORK_READY is False  # this process only drove the pools; their workers forked
 
 
 _FORK_SCRIPT = """
 import json, signal, sys, time
 from pathlib import Path
-from fsc import sweep
+from fsc.sweep import worker
 out = Path(sys.argv[1])
-sweep._warm_trainer()
-assert sweep._FORK_READY
+worker._warm_trainer()
+assert worker._FORK_READY
 base = ["train", "--memory", "ram:2", "--init", "random", "--mu", "0.1", "--reset", "1e-3", "--quiet", "--json"]
-good = sweep._ForkedTrainer([*base, "--until-t", "100", "--out", str(out / "good")], keep_fd=None)
+good = worker._ForkedTrainer([*base, "--until-t", "100", "--out", str(out / "good")], keep_fd=None)
 stdout, stderr = good.communicate()
-bad = sweep._ForkedTrainer([*base, "--until-t", "-1", "--out", str(out / "bad")], keep_fd=None)
+bad = worker._ForkedTrainer([*base, "--until-t", "-1", "--out", str(out / "bad")], keep_fd=None)
 _, bad_err = bad.communicate()
-long = sweep._ForkedTrainer([*base, "--until-t", "1e12", "--checkpoint-seconds", "1000", "--out", str(out / "long")], keep_fd=None)
+long = worker._ForkedTrainer([*base, "--until-t", "1e12", "--checkpoint-seconds", "1000", "--out", str(out / "long")], keep_fd=None)
 while not (out / "long" / "checkpoint.json").exists():
     time.sleep(0.01)
 time.sleep(0.3)
@@ -379,7 +381,7 @@ def test_sigkill_the_driver_then_resume(reference, tmp_path):
     # Killed once a quick point finished and a slow one is training.
     out = tmp_path / "killed"
     driver = subprocess.Popen(
-        [sys.executable, "-m", "fsc.sweep", str(spec), "--out", str(out), "--workers", "2", "--quiet"],
+        [sys.executable, "-m", "fsc", "sweep", str(spec), "--out", str(out), "--workers", "2", "--quiet"],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     )
@@ -446,11 +448,11 @@ def test_a_finished_point_with_other_stop_conditions_is_continued(tmp_path):
     run_dir.mkdir()
     (run_dir / "result.json").write_text('{"q": 0.5, "t": 100, "steps": 1, "seconds": 0}')
     (run_dir / "run.json").write_text(json.dumps({"arguments": {"until_t": 100.0, "max_seconds": None}}))
-    assert fsweep._is_finished(run_dir, {"until_t": 100, "max_seconds": None, "max_steps": None})
-    assert not fsweep._is_finished(run_dir, {"until_t": 1000, "max_seconds": None, "max_steps": None})
-    assert not fsweep._is_finished(run_dir, {"until_t": 100, "max_seconds": 60, "max_steps": None})
+    assert worker.is_finished(run_dir, {"until_t": 100, "max_seconds": None, "max_steps": None})
+    assert not worker.is_finished(run_dir, {"until_t": 1000, "max_seconds": None, "max_steps": None})
+    assert not worker.is_finished(run_dir, {"until_t": 100, "max_seconds": 60, "max_steps": None})
     # Continued to a larger until_t and interrupted: the old result.json is stale.
     (run_dir / "run.json").write_text(json.dumps({"status": "running", "arguments": {"until_t": 1000.0, "max_seconds": None}}))
-    assert not fsweep._is_finished(run_dir, {"until_t": 1000, "max_seconds": None, "max_steps": None})
+    assert not worker.is_finished(run_dir, {"until_t": 1000, "max_seconds": None, "max_steps": None})
     (run_dir / "run.json").write_text(json.dumps({"status": "done", "arguments": {"until_t": 1000.0, "max_seconds": None}}))
-    assert fsweep._is_finished(run_dir, {"until_t": 1000, "max_seconds": None, "max_steps": None})
+    assert worker.is_finished(run_dir, {"until_t": 1000, "max_seconds": None, "max_steps": None})

@@ -13,7 +13,8 @@ import pytest
 import torch
 
 import fsc
-from fsc.train import CSV_HEADER, load_checkpoint, main, read_trajectory, run_training
+from fsc.cli import main
+from fsc.train import CSV_HEADER, load_checkpoint, read_trajectory, run_training
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -188,11 +189,11 @@ def test_command_line_entry_point(tmp_path, capsys):
     policy_file = tmp_path / "start.npz"
     fsc.Policy.random(fsc.RAM(2), 3).save(policy_file)
     out = tmp_path / "run"
-    args = ["--memory", "ram:2", "--init", str(policy_file), "--reset", "0.02", "--until-t", "50", "--out", str(out), "--json"]
+    args = ["train", "--memory", "ram:2", "--init", str(policy_file), "--reset", "0.02", "--until-t", "50", "--out", str(out), "--json"]
     assert main(args) == 0
     summary = json.loads(capsys.readouterr().out)
     assert list(summary)[:4] == ["q", "t", "steps", "seconds"] and summary["t"] >= 50
-    assert main(["--memory", "ram:2", "--init", str(policy_file), "--reset", "2", "--until-t", "50", "--out", str(tmp_path / "bad")]) == 2
+    assert main(["train", "--memory", "ram:2", "--init", str(policy_file), "--reset", "2", "--until-t", "50", "--out", str(tmp_path / "bad")]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "reset must be in (0, 1], got 2.0" in err
     assert not (tmp_path / "bad").exists()
@@ -204,7 +205,7 @@ def test_command_line_entry_point(tmp_path, capsys):
 
 def _command(policy_file: Path, out: Path) -> list[str]:
     return [
-        sys.executable, "-m", "fsc.train", "--memory", "memento:3", "--init", str(policy_file), "--mu", "0.1",
+        sys.executable, "-m", "fsc", "train", "--memory", "memento:3", "--init", str(policy_file), "--mu", "0.1",
         "--reset", "1e-3", "--until-t", "1e9", "--max-steps", "150", "--convention", "paper",
         "--checkpoint-seconds", "0", "--threads", "1", "--out", str(out), "--json", "--quiet",
     ]  # fmt: skip
@@ -294,11 +295,11 @@ def test_interrupted_run_checkpoints_and_resumes(tmp_path):
 @pytest.mark.parametrize("columns_done", [0, 3, 7])
 def test_interrupt_in_the_middle_of_a_row_leaves_a_resumable_run(tmp_path, monkeypatch, columns_done):
     """Ctrl-C while a trajectory row is half appended: the checkpoint keeps whole rows, and the run resumes to the bit."""
-    import fsc.train as train
+    from fsc.io import trajectory as train
 
     whole = small_run(tmp_path / "whole")
     cut = whole.steps // 2
-    original = train._Trajectory.append
+    original = train.Trajectory.append
 
     def interrupted(self, row):
         if row["step"] == cut:
@@ -307,10 +308,10 @@ def test_interrupt_in_the_middle_of_a_row_leaves_a_resumable_run(tmp_path, monke
             raise KeyboardInterrupt
         original(self, row)
 
-    monkeypatch.setattr(train._Trajectory, "append", interrupted)
+    monkeypatch.setattr(train.Trajectory, "append", interrupted)
     with pytest.raises(KeyboardInterrupt):
         small_run(tmp_path / "cut")
-    monkeypatch.setattr(train._Trajectory, "append", original)
+    monkeypatch.setattr(train.Trajectory, "append", original)
     state, columns, _ = load_checkpoint(tmp_path / "cut")
     assert {len(c) for c in columns.values()} == {cut} and state.step == cut  # rows 0 .. cut - 1, whole
     again = small_run(tmp_path / "cut")

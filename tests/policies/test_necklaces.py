@@ -2,9 +2,12 @@
 
 import itertools
 
+import numpy as np
 import pytest
 
 from policies import necklaces as nk
+from policies.necklaces import exit_words as exits_module
+from policies.necklaces import gray, words
 
 PRIMES = (2, 3, 5, 7, 11, 13)
 # OEIS A000031: binary necklaces of length m.
@@ -142,9 +145,9 @@ def test_gray_chain_optimal_by_brute_force(m):
 @pytest.mark.parametrize("m", [4, 5, 6])
 def test_search_bound_is_admissible(m):
     """The pruning bound never falls below the longest completion of a partial chain (brute force)."""
-    graph = nk._graph(m)
+    graph = gray._graph(m)
     index = {w: i for i, w in enumerate(graph.words)}
-    search = nk._Search(graph, deadline=float("inf"))
+    search = gray._Search(graph, deadline=float("inf"))
     longest_rest = {}  # prefix -> most necklaces after its last one, over all chains
     for chain in brute_chains(m):
         for k in range(1, len(chain)):
@@ -213,6 +216,14 @@ def test_check_chain_and_symmetry():
     assert nk.is_complement_symmetric(["AAA", "AAB", "ABB", "BBB"])
     assert nk.is_complement_symmetric(["AAAA", "AAAB", "ABAB", "ABBB", "BBBB"])
     assert not nk.is_complement_symmetric(["AAAAA", "AAAAB", "AAABB", "ABABB", "ABBBB", "BBBBB"])  # AAABB <-> AABAB
+
+
+def test_a_gray_chain_result_stands_for_its_chain():
+    """check_chain, is_complement_symmetric and exits take a GrayChain as well as its words (words.py knows it by its shape)."""
+    result = nk.gray_chain(5)
+    assert nk.check_chain(result) == result.chain
+    assert nk.is_complement_symmetric(result) == nk.is_complement_symmetric(result.chain) == result.symmetric
+    assert nk.exits(result) == nk.exits(result.chain) and nk.exit_table(result) == nk.exit_table(result.chain)
 
 
 # ----------------------------------------------------------------------------
@@ -293,6 +304,7 @@ BAD = [
     (nk.gray_chain, (3, -1), ValueError, "time_budget must be > 0, got -1"),
     (nk.gray_chain, (3, "1"), TypeError, "time_budget must be a number"),
     (nk.check_chain, ("AAABBB",), TypeError, "chain must be a sequence of words"),
+    (nk.check_chain, (3,), TypeError, "chain must be a sequence of words, got 3"),
     (nk.check_chain, (["AAA"],), ValueError, "at least A"),
     (nk.check_chain, (["AAB", "ABB", "BBB"],), ValueError, "must run from 'AAA' to 'BBB'"),
     (nk.check_chain, (["AAA", "AAB", "ABA", "ABB", "BBB"],), ValueError, "visits necklace 'AAB' twice"),
@@ -306,3 +318,30 @@ BAD = [
 def test_bad_inputs(function, args, error, pattern):
     with pytest.raises(error, match=pattern):
         function(*args)
+
+
+# ----------------------------------------------------------------------------
+# The package
+
+
+OLD_ALL = ["Exit", "ExitWords", "GrayChain", "adjacent", "check_chain", "complement", "count_necklaces", "exit_table", "exits", "gray_chain",
+           "is_complement_symmetric", "n_longest", "necklace", "necklaces", "neighbours", "rotations"]  # fmt: skip
+
+
+def test_the_package_reexports_the_public_names_of_its_modules():
+    """Every public name of the former module policies.necklaces is still there, and is the object of its submodule."""
+    assert sorted(nk.__all__) == sorted(OLD_ALL)
+    homes = {**dict.fromkeys(words.__all__, words), **dict.fromkeys(gray.__all__, gray), **dict.fromkeys(exits_module.__all__, exits_module)}
+    assert set(homes) == set(nk.__all__) | {"integer_arg"}
+    for name in nk.__all__:
+        assert getattr(nk, name) is getattr(homes[name], name), name
+
+
+def test_integer_arg():
+    assert words.integer_arg("M", np.int64(3), 1) == 3 and type(words.integer_arg("M", np.int64(3), 1)) is int
+    with pytest.raises(TypeError, match="M must be an int, got True"):
+        words.integer_arg("M", True, 1)
+    with pytest.raises(TypeError, match="n must be an int, got 2.5"):
+        words.integer_arg("n", 2.5, 2)
+    with pytest.raises(ValueError, match="n must be >= 2, got 1"):
+        words.integer_arg("n", 1, 2)

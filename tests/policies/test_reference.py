@@ -9,6 +9,7 @@ import pytest
 
 import fsc
 from fsc import sweep
+from fsc.sweep import summary
 from policies import closed_form, necklace_probs
 from policies.asymmetric import asymmetric_ccp_optimum, asymmetric_ccp_probs
 from policies.ccp import ccp_probs
@@ -56,10 +57,10 @@ def test_necklace_line_is_the_exact_necklace_policy_at_r():
 def test_sweep_summary_lines_follow_the_points_convention(convention):
     points = [sweep.Point(name=f"s{seed}", arguments={"memory": "ram:8", "reset": 1e-3, "mu": 0.1, "convention": convention, "seed": seed}, grid_keys=("seed",))
               for seed in range(2)]  # fmt: skip
-    assert list(sweep._references(points).values()) == pytest.approx(_exact_lines("ram:8", 0.1, 1e-3, convention), abs=1e-11)
+    assert list(summary._references(points).values()) == pytest.approx(_exact_lines("ram:8", 0.1, 1e-3, convention), abs=1e-11)
     other = "native" if convention == "paper" else "paper"
     mixed = [*points, sweep.Point(name="x", arguments={"memory": "ram:8", "reset": 1e-3, "convention": other}, grid_keys=())]
-    assert sweep._references(mixed) == {}
+    assert summary._references(mixed) == {}
 
 
 def test_figure4_lines_follow_the_runs_convention():
@@ -74,7 +75,8 @@ def test_figure4_lines_follow_the_runs_convention():
 def test_report_training_panel_lines_follow_its_runs_convention(tmp_path, monkeypatch):
     """The report's panel: every reference line equals the exact q, in the convention its runs were trained in."""
     import viz
-    from fsc import report, train
+    from fsc import train
+    from fsc.report import paper
 
     seen = {"conventions": set(), "references": []}
 
@@ -91,7 +93,7 @@ def test_report_training_panel_lines_follow_its_runs_convention(tmp_path, monkey
     monkeypatch.setattr(train, "run_training", fake_training)
     monkeypatch.setattr(viz, "q_curves", fake_curves)
     (tmp_path / "figures").mkdir()
-    report.section_training(tmp_path, lambda message: None)
+    paper.section_training(tmp_path, lambda message: None)
     (convention,) = seen["conventions"]
     ram = next(ref for title, ref in seen["references"] if title.startswith("ram:4"))
     assert list(ram.values()) == pytest.approx(_exact_lines("ram:4", 0.1, 1e-2, convention), abs=1e-11)

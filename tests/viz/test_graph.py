@@ -14,7 +14,7 @@ import pytest
 import fsc
 import tasks
 import viz
-from fsc.memory import arm_labels
+from fsc.model.architecture import arm_labels
 
 pytestmark = pytest.mark.skipif(shutil.which("dot") is None, reason="graphviz's dot program is not installed")
 

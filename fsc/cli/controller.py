@@ -1,0 +1,196 @@
+"""The commands on one controller: ``evaluate``, ``simulate``, ``draw``; and the paper's closed forms:
+``closed-form`` and ``necklace``."""
+
+from __future__ import annotations
+
+import math
+import time
+from pathlib import Path
+
+from fsc.cli.options import (
+    add_controller_options,
+    architecture_from,
+    build_policy,
+    emit,
+    metric_key,
+    world_from,
+    world_record,
+    world_text,
+)
+from fsc.errors import InputError
+from fsc.evaluate import CONVENTIONS, evaluate
+from fsc.limits import check_necklace_work, closed_form_M_arg, walkers_arg
+from fsc.simulate import simulate
+from fsc.train.arguments import number, positive_int
+
+
+def cmd_evaluate(args) -> int:
+    world = world_from(args)
+    arch = architecture_from(args, world)
+    policy = build_policy(args, arch)
+    if args.grad:
+        policy = policy.requires_grad_()
+    start = time.perf_counter()
+    result = evaluate(world, policy, reset=args.reset, engine=args.engine, convention=args.convention)
+    record = world_record(result)
+    if args.grad:
+        result.gain.backward()
+        grads = [g for g in (policy.logits.grad, policy.init_logits.grad) if g is not None]
+        record["grad_norm"] = math.sqrt(sum(float((g**2).sum()) for g in grads))
+    seconds = time.perf_counter() - start
+    record.update(
+        engine=result.engine,
+        residual=result.residual,
+        **({"fallback": result.info["fallback"]} if "fallback" in result.info else {}),  # the engine that finally ran
+        nodes=arch.num_nodes,
+        memory=args.memory,
+        **world_text(args),
+        reset=result.reset,
+        convention=args.convention,
+        policy=args.policy,
+        seconds=seconds,
+    )
+    emit(args, record)
+    return 0
+
+
+def cmd_simulate(args) -> int:
+    world = world_from(args, allow_zero=False)
+    arch = architecture_from(args, world)
+    policy = build_policy(args, arch)
+    result = simulate(world, policy, reset=args.reset, steps=args.steps, walkers=args.walkers, seed=args.seed, convention=args.convention)
+    record = {**({"q": result.metrics["q"], "q_stderr": result.stderrs["q"]} if "q" in result.metrics else {})}
+    record.update(
+        gain=result.gain,
+        gain_stderr=result.gain_stderr,
+        value=result.gain / args.reset,
+        value_stderr=result.gain_stderr / args.reset,
+    )
+    for name, value in result.metrics.items():
+        if name != "q":
+            record |= {metric_key(name): value, metric_key(name) + "_stderr": result.stderrs[name]}
+    record |= {
+        "steps": result.steps,
+        "episodes": result.episodes,
+        "nodes": arch.num_nodes,
+        "memory": args.memory,
+        **world_text(args),
+        "reset": result.reset,
+        "convention": args.convention,
+        "policy": args.policy,
+        "seconds": result.seconds,
+    }
+    emit(args, record)
+    return 0
+
+
+def evaluate_options(p):
+    add_controller_options(p)
+    p.add_argument("--engine", default="auto", help="auto (default), dense, power, or another engine of fsc.ENGINES")
+    p.add_argument("--grad", action="store_true", help="also compute the gradient of the gain w.r.t. all logits; report grad_norm")
+
+
+def simulate_options(p):
+    add_controller_options(p)
+    p.add_argument("--steps", type=positive_int, default=1_000_000, help="step budget (default 1e6)")
+    p.add_argument("--walkers", type=walkers_arg, default=256, help="independent walkers (default 256)")
+
+
+def cmd_closed_form(args) -> int:
+    from policies import closed_form
+
+    if args.policy == "asymmetric-ccp":
+        from policies.asymmetric import cmd_asymmetric_ccp
+
+        emit(args, cmd_asymmetric_ccp(args))
+        return 0
+    from policies.asymmetric import to_convention
+
+    eps_opt = closed_form.ccp_eps_opt(args.mu, args.M, args.reset)
+    eps = closed_form.ccp_eps_best(args.mu, args.M, args.reset) if args.eps is None else args.eps
+    record = {
+        "q": to_convention(closed_form.ccp_q(args.mu, args.M, args.reset, eps), args.reset, args.convention),
+        "eps": eps,
+        "eps_opt": eps_opt,
+        "q_limit": closed_form.ccp_q_limit(args.mu, args.M),
+        "q_hellman_cover": closed_form.q_hellman_cover(args.mu, args.M),
+        "mu": args.mu,
+        "M": args.M,
+        "reset": args.reset,
+    }
+    emit(args, record)
+    return 0
+
+
+def closed_form_options(p):
+    p.add_argument("policy", choices=["ccp", "asymmetric-ccp"], help="ccp (appendix C) or asymmetric-ccp (optimum over two exits and the reset split)")
+    p.add_argument("--mu", type=number, default=0.1, help="gap between the arms, in (0, 1) (default 0.1)")
+    p.add_argument("--M", type=closed_form_M_arg, required=True, help="memory size")
+    p.add_argument("--reset", type=number, default=1e-3, help="reset probability r (default 1e-3)")
+    p.add_argument("--eps", type=number, default=None, help="exit probability at the top (default: the optimum, capped at 1)")
+    p.add_argument("--convention", choices=CONVENTIONS, default="native", help="the convention of q: native (default) or paper, (1 - r) q + r/2")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+
+
+def cmd_necklace(args) -> int:
+    from policies import closed_form, necklaces
+
+    check_necklace_work(args.m, args.time_budget)
+    chain = necklaces.gray_chain(args.m, time_budget=args.time_budget)
+    record = {
+        "m": args.m,
+        "count": necklaces.count_necklaces(args.m),
+        "chain": list(chain.chain),
+        "chain_length": chain.length,
+        "optimal": chain.optimal,
+        "q_star": closed_form.necklace_q_star(args.mu, args.m, chain.length),
+        "mu": args.mu,
+    }
+    if not args.json:
+        record["chain"] = " ".join(chain.chain)
+    emit(args, record)
+    return 0
+
+
+def necklace_options(p):
+    p.add_argument("--m", type=positive_int, required=True, help="memory length m")
+    p.add_argument("--mu", type=number, default=0.1, help="gap between the arms, for q* (default 0.1)")
+    p.add_argument("--time-budget", type=number, default=10.0, help="seconds for the longest-chain search (default 10)")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+
+
+def cmd_draw(args) -> int:
+    import viz
+
+    out = Path(args.out)
+    fmt = args.format or out.suffix.lstrip(".").lower()
+    if fmt not in viz.FORMATS:
+        raise InputError(f"--format must be one of {viz.FORMATS} (or given by the suffix of --out), got {fmt!r}")
+    if out.exists() and out.is_dir():
+        raise InputError(f"--out must be a file path, got the directory {args.out!r}")
+    world = world_from(args)
+    arch = architecture_from(args, world)
+    policy = build_policy(args, arch)
+    result = evaluate(world, policy, reset=args.reset, convention=args.convention)
+    built = viz.build_memory_graph(arch, policy, threshold=args.threshold, occupancy=result, title=args.title)
+    viz.render(built, out, format=fmt)
+    record = {
+        "out": str(out),
+        "format": fmt,
+        "nodes": built.num_nodes,
+        "edges": built.num_edges,
+        "threshold": args.threshold,
+        **world_record(result),
+        "memory": args.memory,
+        "policy": args.policy,
+    }
+    emit(args, record)
+    return 0
+
+
+def draw_options(p):
+    add_controller_options(p)
+    p.add_argument("--format", choices=("svg", "png", "dot"), default=None, help="output format (default: the suffix of --out)")
+    p.add_argument("--out", required=True, help="file to write (.svg, .png or .dot)")
+    p.add_argument("--threshold", type=number, default=1e-3, help="hide edges of smaller probability (stated in the caption; default 1e-3)")
+    p.add_argument("--title", default=None, help="caption title")

@@ -1,0 +1,69 @@
+"""The commands that read a file: ``pomdp`` (a world) and ``inspect`` (a policy)."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+from fsc.checks import check_reset
+from fsc.errors import InputError
+from fsc.io.pomdp_file import pomdp_summary, read_pomdp
+from fsc.model.policy import Policy
+from fsc.train.arguments import number
+from policies.anatomy import anatomy, describe
+
+
+def cmd_pomdp(args) -> int:
+    """``fsc pomdp FILE [--json]``: check a file and print its summary."""
+    world = read_pomdp(args.file, require_discount=args.require_discount)
+    summary = {"file": str(args.file), **pomdp_summary(world)}
+    if args.json:
+        print(json.dumps(summary))
+    else:
+        for key, value in summary.items():
+            if key == "parts":
+                print(f"parts: {len(value)}")
+                for i, part in enumerate(value):
+                    print(f"  part {i}: {' '.join(part)}")
+            else:
+                print(f"{key}: {json.dumps(value) if not isinstance(value, str) else value}")
+    return 0
+
+
+def pomdp_options(p) -> None:
+    p.add_argument("file", help="a .POMDP file (Cassandra's format)")
+    p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    p.add_argument("--require-discount", action="store_true", help="a file without 'discount:' is invalid")
+
+
+POMDP_HELP = "check a .POMDP file: sizes, discount, closed parts"
+
+
+def inspect_options(p) -> None:
+    """Options of ``fsc inspect``."""
+    p.add_argument("policy_file", metavar="POLICY_FILE", help="a policy .npz or .json (e.g. RUN/policy.npz of fsc train)")
+    p.add_argument("--mu", type=number, default=0.1, help="gap between the arms, in (0, 1) (default 0.1)")
+    p.add_argument("--reset", type=number, default=1e-3, help="reset probability r (default 1e-3)")
+    p.add_argument("--convention", choices=("native", "paper"), default="native", help="convention of q (default native)")
+    p.add_argument("--tol", type=number, default=0.05, help="largest distance at which a family is claimed (default 0.05)")
+    p.add_argument("--json", action="store_true", help="print JSON instead of text")
+
+
+def cmd_inspect(args) -> int:
+    """``fsc inspect``: the anatomy of a policy file."""
+    path = Path(args.policy_file)
+    if not path.is_file():
+        raise InputError(f"POLICY_FILE must be a policy .npz or .json file, got {args.policy_file!r}")
+    policy = Policy.load(path)
+    a = anatomy(policy, mu=args.mu, reset=check_reset(args.reset), convention=args.convention, tol=args.tol)
+    if args.json:
+        record = a.to_dict()
+        record["distance"] = None if math.isinf(record["distance"]) else record["distance"]
+        print(json.dumps(record))
+    else:
+        print(describe(a))
+    return 0
+
+
+INSPECT_HELP = "read a policy back as structure: skeleton, stationary mass, nearest known family"

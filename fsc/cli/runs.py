@@ -1,0 +1,107 @@
+"""The commands that run for long and write directories: ``train``, ``sweep``, ``report``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from fsc.cli.options import (
+    emit,
+)
+from fsc.errors import InputError
+from fsc.limits import workers_arg
+from fsc.sweep.driver import run_sweep
+from fsc.sweep.spec import describe_arguments, load_spec
+from fsc.sweep.summary import format_table, median_rows, write_summary
+
+
+def cmd_train(args) -> int:
+    from fsc.train import run_training
+
+    options = {k: v for k, v in vars(args).items() if k not in ("command", "json")}
+    result = run_training(**options)
+    emit(args, result.summary())  # run_training wrote result.json: the mark of a finished run
+    return 0
+
+
+def train_options(p):
+    from fsc.train.arguments import add_training_options
+
+    add_training_options(p)
+    p.add_argument("--json", action="store_true", help="print the final q, t, steps, seconds as JSON")
+
+
+def cmd_report(args) -> int:
+    from fsc.report import build_report
+
+    build_report(args.out, quiet=args.quiet)
+    return 0
+
+
+def report_options(p):
+    p.add_argument("--out", default="report", help="output directory (default ./report); written whole at the end")
+    p.add_argument("--quiet", action="store_true", help="no progress messages")
+
+
+
+
+SWEEP_HELP = "run a sweep of fsc train points (local pool or Dask cluster); --summary collects it"
+
+
+def sweep_options(p: argparse.ArgumentParser) -> None:
+    """Add the ``fsc sweep`` options to ``p``."""
+    p.add_argument("spec", help="sweep spec, a .json or .toml file (e.g. examples/sweeps/fig4-small.json)")
+    p.add_argument("--out", default=None, metavar="DIR", help="sweep directory (default: the spec's 'out'); points go to DIR/runs/NAME")
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--workers", type=workers_arg, default=None, metavar="N", help="local process pool size (default: the number of CPUs)")
+    where.add_argument("--scheduler", default=None, metavar="ADDRESS", help="run on the Dask cluster of this scheduler (tcp://host:8786)")
+    p.add_argument(
+        "--summary", action="store_true", help="train nothing: collect the finished points into DIR/summary.csv and DIR/summary.png, print the table"
+    )
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    """Run ``fsc sweep``: 0 when every point is finished, 1 when some point failed (listed on stderr)."""
+    sweep = load_spec(args.spec)
+    out = args.out if args.out is not None else sweep.out
+    if out is None:
+        raise InputError(f"no output directory: give --out DIR, or an 'out' key in {args.spec!r}")
+    if args.out is None and (Path(out).is_absolute() or ".." in Path(out).parts):  # a spec writes under the cwd only
+        raise InputError(f"the 'out' of {args.spec!r} ({out!r}) must be a relative path under the current directory "
+                         "without '..'; give --out DIR to write elsewhere")
+    if args.summary:
+        if args.workers is not None or args.scheduler is not None:
+            raise InputError("--summary trains nothing: drop --workers / --scheduler")
+        if not Path(out).is_dir():
+            raise InputError(f"{out!r} holds no sweep (run `fsc sweep {args.spec} --out {out}` first)")
+        rows = write_summary(sweep, out)
+        if args.json:
+            print(json.dumps({"rows": rows, "medians": median_rows(sweep, rows), "csv": str(Path(out) / "summary.csv")}))
+            return 0
+        columns = [*sweep.varying_keys(), "status", "q", "t", "steps", "seconds"]
+        print(format_table(rows, columns))
+        medians = median_rows(sweep, rows)
+        if any(key == "seed" for key in sweep.varying_keys()):
+            print()
+            print("median over seeds")
+            print(format_table(medians, list(medians[0]) if medians else []))
+        print(f"\nwrote {Path(out) / 'summary.csv'} and {Path(out) / 'summary.png'}", file=sys.stderr)
+        return 0
+
+    report = run_sweep(sweep, out, workers=args.workers, scheduler=args.scheduler, quiet=args.quiet)
+    for failure in report.failures:
+        print(f"fsc sweep: failed: {describe_arguments(failure['arguments'])}: {failure['error']}", file=sys.stderr)
+    if report.failures:
+        print(f"fsc sweep: {report.failed} of {report.points} points failed; see {Path(report.out) / 'failures.json'}", file=sys.stderr)
+    if args.json:
+        print(json.dumps(report.summary()))
+    else:
+        record = {k: v for k, v in report.summary().items() if k != "failures"}
+        width = max(len(k) for k in record)
+        for key, value in record.items():
+            print(f"{key:<{width}}  {f'{value:.3f}' if isinstance(value, float) else value}")
+    return 1 if report.failures else 0

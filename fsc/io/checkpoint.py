@@ -1,0 +1,130 @@
+"""Checkpoints of a training run: ``checkpoint.npz`` and the one before it, written atomically.
+
+A checkpoint holds the optimiser state (the point, its gradient, ``t``,
+``step``, the next ``dt``, the optimiser's slots) and the whole trajectory so
+far, in ``.npz`` arrays and a JSON metadata string: nothing is pickled.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from fsc.errors import InputError
+from fsc.files import atomic_write
+from fsc.io.trajectory import COLUMNS, Trajectory
+from fsc.objective import Point
+from fsc.optim import State
+
+__all__ = ["CHECKPOINT", "PREVIOUS_CHECKPOINT", "load_checkpoint", "save_checkpoint", "write_json"]
+
+_FORMAT = "fsc-training-checkpoint/1"
+
+
+#: The latest checkpoint of a run directory, and the one before it (the fallback when the latest is unusable).
+CHECKPOINT = "checkpoint.npz"
+PREVIOUS_CHECKPOINT = "checkpoint.previous.npz"
+
+
+def write_json(path: Path, doc: dict) -> None:
+    """``doc`` as indented JSON in ``path``, atomically."""
+    atomic_write(path, lambda f: f.write((json.dumps(doc, indent=2, allow_nan=True) + "\n").encode()))
+
+
+def save_checkpoint(out: Path, state: State, trajectory: Trajectory, meta: dict[str, Any]) -> None:
+    trajectory.trim()  # whole rows only, whenever the checkpoint is written
+    point = state.point
+    arrays: dict[str, np.ndarray] = {
+        "logits": point.logits.numpy(),
+        "init_logits": point.init_logits.numpy(),
+        "grad_logits": point.grad_logits.numpy(),
+        "grad_init": point.grad_init.numpy(),
+        "gain": np.float64(point.gain),
+        "metric_names": np.array(list(point.metrics), dtype=str),
+        "metric_values": np.array(list(point.metrics.values()), dtype=np.float64),
+        "t": np.float64(state.t),
+        "step": np.int64(state.step),
+        "dt": np.float64(state.dt),
+        "evaluations": np.int64(state.evaluations),
+        "rejections": np.int64(state.rejections),
+        "seconds": np.float64(state.seconds),
+    }
+    for name, value in state.slots.items():
+        arrays[f"slot_{name}"] = value.numpy() if isinstance(value, torch.Tensor) else np.float64(value)
+    for name, column in trajectory.arrays().items():
+        arrays[f"trajectory_{name}"] = column
+    meta = {**meta, "format": _FORMAT, "step": state.step, "t": state.t, "rows": len(trajectory), "slots": sorted(state.slots)}
+    arrays["meta"] = np.array(json.dumps(meta))
+    atomic_write(out / CHECKPOINT, lambda f: np.savez(f, **arrays), previous=out / PREVIOUS_CHECKPOINT)
+    write_json(out / "checkpoint.json", meta)
+
+
+def load_checkpoint(path: str | os.PathLike) -> tuple[State, dict[str, np.ndarray], dict[str, Any]]:
+    """Read ``checkpoint.npz`` (a path or a run directory).
+
+    Returns:
+        ``(state, trajectory, meta)``: the optimiser state, the trajectory so
+        far as columns (``t, step, q, gain, dt, seconds, grad_norm,
+        evaluations``), and the metadata (arguments, optimiser).
+    """
+    path = Path(path)
+    if path.is_dir():
+        path = path / "checkpoint.npz"
+    try:
+        state, columns, meta = _load_checkpoint(path)
+    except (OSError, EOFError, KeyError, IndexError, OverflowError, RecursionError, TypeError, AttributeError,
+            zipfile.BadZipFile, json.JSONDecodeError) as error:
+        raise InputError(f"{str(path)!r} is not a usable checkpoint ({type(error).__name__}: {error})") from None
+    except ValueError as error:
+        if isinstance(error, InputError) and str(path) in str(error):
+            raise
+        raise InputError(f"{str(path)!r} is not a usable checkpoint ({error})") from None
+    lengths = {len(column) for column in columns.values()}
+    if len(lengths) != 1 or (lengths and min(lengths) < 1) or not isinstance(meta.get("arguments"), dict):
+        raise InputError(f"{str(path)!r} is not a usable checkpoint (trajectory columns of unequal lengths or no arguments)")
+    return state, columns, meta
+
+
+def _load_checkpoint(path: Path) -> tuple[State, dict[str, np.ndarray], dict[str, Any]]:
+    with np.load(path, allow_pickle=False) as data:
+        meta = json.loads(str(data["meta"]))
+        if meta.get("format") != _FORMAT:
+            raise InputError(f"{str(path)!r} is not a training checkpoint of this version (format {meta.get('format')!r})")
+        tensor = lambda name: torch.from_numpy(np.array(data[name], dtype=np.float64))
+        point = Point(
+            logits=tensor("logits"),
+            init_logits=tensor("init_logits"),
+            gain=float(data["gain"]),
+            metrics={str(k): float(v) for k, v in zip(data["metric_names"], data["metric_values"], strict=True)},
+            grad_logits=tensor("grad_logits"),
+            grad_init=tensor("grad_init"),
+        )
+        slots: dict[str, Any] = {}
+        for name in meta["slots"]:
+            value = data[f"slot_{name}"]
+            slots[name] = float(value) if value.ndim == 0 else torch.from_numpy(np.array(value, dtype=np.float64))
+        state = State(
+            point=point,
+            t=float(data["t"]),
+            step=int(data["step"]),
+            dt=float(data["dt"]),
+            evaluations=int(data["evaluations"]),
+            rejections=int(data["rejections"]),
+            seconds=float(data["seconds"]),
+            slots=slots,
+        )
+        names = [key[len("trajectory_") :] for key in data.files if key.startswith("trajectory_")]
+        missing = set(COLUMNS) - set(names)
+        if missing:
+            raise InputError(f"{str(path)!r} is not a usable checkpoint (no trajectory column {sorted(missing)[0]!r})")
+        columns = {name: np.array(data[f"trajectory_{name}"], dtype=COLUMNS.get(name, np.float64)) for name in names}
+    lengths = {len(column) for column in columns.values()}
+    if len(lengths) != 1 or (len(columns["step"]) and (np.any(np.diff(columns["step"]) <= 0) or columns["step"][-1] > state.step)):
+        raise InputError(f"{str(path)!r} is inconsistent (trajectory columns of lengths {sorted(lengths)}); start the run again in another --out")
+    return state, columns, meta

@@ -1,0 +1,653 @@
+"""Cassandra's ``.POMDP`` file format: read and write :class:`fsc.POMDP` worlds.
+
+The format is the one of pomdp-solve and of the classic benchmark sets.  A
+file has a preamble (``discount:``, ``values:``, ``states:``, ``actions:``,
+``observations:``), an optional ``start`` belief, and ``T:``, ``O:``, ``R:``
+entries at three granularities each, with ``*`` wildcards; later entries
+override earlier ones.  ``docs/pomdp-files.md`` describes what is read and
+written.
+
+Array axes are those of :class:`fsc.POMDP`, which match the file's order of
+indices: ``T: a : s : s2`` sets ``transition[s, a, s2]``, ``O: a : s2 : o``
+sets ``observation[a, s2, o]``, ``R: a : s : s2 : o`` sets
+``reward[s, a, s2, o]``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import Path
+
+import numpy as np
+
+from fsc.errors import InputError, InputTypeError
+from fsc.model.pomdp import POMDP, Task, as_pomdp
+
+__all__ = ["MAX_TABLE_BYTES", "ROW_TOLERANCE", "format_pomdp", "parse_pomdp", "pomdp_summary", "read_pomdp", "write_pomdp"]
+
+#: Rows of ``T``, ``O`` and ``start`` may differ from 1 by at most this much.
+ROW_TOLERANCE = 1e-5
+#: Rows within this of 1 are kept as written (the POMDP class accepts them);
+#: rows further off, but within ROW_TOLERANCE, are divided by their sum.
+_KEEP_TOLERANCE = 1e-9
+#: Largest total size of the dense tables (transition, observation, reward,
+#: initial, float64) a file may declare: 2 GiB.
+MAX_TABLE_BYTES = 2 * 1024**3
+
+_PREAMBLE = ("discount", "values", "states", "actions", "observations")
+_KEYWORDS = frozenset(_PREAMBLE + ("start", "T", "O", "R"))
+_RESERVED = _KEYWORDS | {"uniform", "identity", "reset", "include", "exclude"}
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_\-.]*")
+_INDEX = re.compile(r"[0-9]+")
+_NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+_KIND_WORD = {"state": "states", "action": "actions", "observation": "observations"}
+
+
+class _Statement:
+    """One statement: its keyword, tokens after the keyword's colon, their lines."""
+
+    __slots__ = ("keyword", "line", "tokens", "lines")
+
+    def __init__(self, keyword: str, line: int) -> None:
+        self.keyword = keyword
+        self.line = line
+        self.tokens: list[str] = []
+        self.lines: list[int] = []
+
+
+def _tokenise(text: str, source: str) -> tuple[list[_Statement], int]:
+    """Split ``text`` into statements; return them and the number of lines.
+
+    A statement starts at a keyword followed by ``:`` (or ``start include:``,
+    ``start exclude:``) and runs to the next one.  ``#`` starts a comment.
+    """
+    statements: list[_Statement] = []
+    current: _Statement | None = None
+    lineno = 0
+    for lineno, raw in enumerate(text.splitlines(), start=1):
+        hash_at = raw.find("#")
+        if hash_at >= 0:
+            raw = raw[:hash_at]
+        if not raw or raw.isspace():
+            continue
+        words = raw.replace(":", " : ").split()
+        n = len(words)
+        # Fast paths: a line that is one whole statement, or only more tokens.
+        if n > 1 and words[1] == ":" and words[0] in _KEYWORDS and _KEYWORDS.isdisjoint(words[2:]):
+            current = _Statement(words[0], lineno)
+            statements.append(current)
+            current.tokens = words[2:]
+            current.lines = [lineno] * (n - 2)
+            continue
+        if current is not None and _KEYWORDS.isdisjoint(words):
+            current.tokens.extend(words)
+            current.lines.extend([lineno] * n)
+            continue
+        i = 0
+        while i < n:
+            word = words[i]
+            if word in _KEYWORDS:
+                if i + 1 < n and words[i + 1] == ":":
+                    current = _Statement(word, lineno)
+                    statements.append(current)
+                    i += 2
+                    continue
+                if word == "start" and i + 2 < n and words[i + 1] in ("include", "exclude") and words[i + 2] == ":":
+                    current = _Statement(f"start {words[i + 1]}", lineno)
+                    statements.append(current)
+                    i += 3
+                    continue
+                if word in ("T", "O", "R") or word in _PREAMBLE or word == "start":
+                    raise InputError(f"{source}:{lineno}: expected ':' after {word!r}")
+            if current is None:
+                raise InputError(f"{source}:{lineno}: expected a keyword (discount, values, states, actions, observations, start, T, O, R), got {word!r}")
+            current.tokens.append(word)
+            current.lines.append(lineno)
+            i += 1
+    return statements, lineno
+
+
+def _number(token: str, source: str, line: int, what: str = "a number") -> float:
+    if not _NUMBER.fullmatch(token):
+        raise InputError(f"{source}:{line}: expected {what}, got {token!r}")
+    value = float(token)
+    if not math.isfinite(value):
+        raise InputError(f"{source}:{line}: expected a finite number, got {token!r}")
+    return value
+
+
+class _Reader:
+    """The state of one parse: sizes, names, tables and where rows were last set."""
+
+    def __init__(self, source: str, require_discount: bool) -> None:
+        self.source = source
+        self.require_discount = require_discount
+        self.discount: float | None = None
+        self.cost = False
+        self.sizes: dict[str, int] = {}
+        self.names: dict[str, tuple[str, ...] | None] = {}
+        self.index: dict[str, dict[str, int]] = {}
+        self.seen: dict[str, int] = {}
+        self.tables_ready = False
+
+    # -- helpers --------------------------------------------------------
+
+    def err(self, line: int, message: str) -> InputError:
+        return InputError(f"{self.source}:{line}: {message}")
+
+    def resolve(self, kind: str, token: str, line: int, *, wildcard: bool = True):
+        """The index (an int) or, for ``*``, ``slice(None)`` of a name or index."""
+        size = self.sizes[_KIND_WORD[kind]]
+        if token == "*":
+            if wildcard:
+                return slice(None)
+            raise self.err(line, f"expected a {kind} name or index, got '*'")
+        if _INDEX.fullmatch(token):
+            value = int(token)
+            if value >= size:
+                raise self.err(line, f"expected a {kind} index below {size}, got {token!r}")
+            return value
+        found = self.index[kind].get(token)
+        if found is None:
+            known = self.names[_KIND_WORD[kind]]
+            hint = f"one of {', '.join(known[:8])}{', ...' if len(known) > 8 else ''}" if known else f"an index below {size}"
+            raise self.err(line, f"expected a {kind} name or index ({hint}), got {token!r}")
+        return found
+
+    def numbers(self, tokens: list[str], lines: list[int], what: str) -> np.ndarray:
+        for token, line in zip(tokens, lines, strict=True):
+            if not _NUMBER.fullmatch(token):
+                raise self.err(line, f"expected {what}, got {token!r}")
+        values = np.array([float(t) for t in tokens], dtype=np.float64)
+        if not np.isfinite(values).all():
+            i = int(np.flatnonzero(~np.isfinite(values))[0])
+            raise self.err(lines[i], f"expected a finite number, got {tokens[i]!r}")
+        return values
+
+    def probabilities(self, tokens: list[str], lines: list[int]) -> np.ndarray:
+        values = self.numbers(tokens, lines, "a probability")
+        bad = np.flatnonzero((values < 0) | (values > 1 + ROW_TOLERANCE))
+        if bad.size:
+            i = int(bad[0])
+            raise self.err(lines[i], f"expected a probability in [0, 1], got {tokens[i]!r}")
+        return values
+
+    # -- preamble -------------------------------------------------------
+
+    def preamble(self, st: _Statement) -> None:
+        key = st.keyword
+        if self.tables_ready:
+            raise self.err(st.line, f"'{key}:' must come before start, T, O and R entries")
+        if key in self.seen:
+            raise self.err(st.line, f"'{key}:' given twice (first on line {self.seen[key]})")
+        self.seen[key] = st.line
+        if not st.tokens:
+            raise self.err(st.line, f"expected a value after '{key}:'")
+        if key == "discount":
+            if len(st.tokens) != 1:
+                raise self.err(st.lines[1], f"expected one number after 'discount:', got {st.tokens[1]!r} too")
+            value = _number(st.tokens[0], self.source, st.line, "a discount factor")
+            if not 0 < value < 1:
+                raise self.err(st.line, f"expected a discount in (0, 1), got {st.tokens[0]!r}")
+            self.discount = value
+        elif key == "values":
+            if len(st.tokens) != 1 or st.tokens[0] not in ("reward", "cost"):
+                raise self.err(st.line, f"expected 'reward' or 'cost' after 'values:', got {' '.join(st.tokens)!r}")
+            self.cost = st.tokens[0] == "cost"
+        else:
+            kind = key[:-1]
+            if len(st.tokens) == 1 and _INDEX.fullmatch(st.tokens[0]):
+                size = int(st.tokens[0])
+                if size < 1:
+                    raise self.err(st.line, f"expected at least one {kind}, got {st.tokens[0]!r}")
+                self.sizes[key] = size
+                self.names[key] = None
+                self.index[kind] = {}
+            else:
+                seen: dict[str, int] = {}
+                for token, line in zip(st.tokens, st.lines, strict=True):
+                    if not _NAME.fullmatch(token):
+                        raise self.err(line, f"expected a {kind} name (a letter or '_' then letters, digits, '_', '-', '.'), got {token!r}")
+                    if token in _RESERVED:
+                        raise self.err(line, f"expected a {kind} name, got the keyword {token!r}")
+                    if token in seen:
+                        raise self.err(line, f"{kind} name {token!r} given twice")
+                    seen[token] = len(seen)
+                self.sizes[key] = len(seen)
+                self.names[key] = tuple(seen)
+                self.index[kind] = seen
+
+    def allocate(self, line: int) -> None:
+        """Check the preamble and the declared sizes, then allocate the tables."""
+        for key in ("states", "actions", "observations"):
+            if key not in self.sizes:
+                raise self.err(line, f"expected '{key}:' in the preamble before start, T, O and R entries")
+        if self.require_discount and self.discount is None:
+            raise self.err(line, "expected 'discount:' in the preamble before start, T, O and R entries")
+        S, A, O = self.sizes["states"], self.sizes["actions"], self.sizes["observations"]
+        need = 8 * (S * A * S * O + S * A * S + A * S * O + S)
+        if need > MAX_TABLE_BYTES:
+            raise self.err(
+                line,
+                f"states={S}, actions={A}, observations={O} need {need / 1024**3:.3g} GiB of dense tables "
+                f"(reward alone is S*A*S*O = {S * A * S * O} numbers), over the limit of {MAX_TABLE_BYTES / 1024**3:g} GiB",
+            )
+        self.S, self.A, self.O = S, A, O
+        self.transition = np.zeros((S, A, S))
+        self.observation = np.zeros((A, S, O))
+        # Kept compact, (S, A, 1, 1), until an entry depends on the end state or the observation.
+        self.reward = np.zeros((S, A, 1, 1))
+        self.initial = np.full(S, 1.0 / S)
+        self.start_line = 0
+        # Line of the last entry that touched each row (0: never set).
+        self.t_line = np.zeros((S, A), dtype=np.int64)
+        self.o_line = np.zeros((A, S), dtype=np.int64)
+        self.tables_ready = True
+
+    # -- start ----------------------------------------------------------
+
+    def start(self, st: _Statement) -> None:
+        S = self.S
+        tokens, lines = st.tokens, st.lines
+        if not tokens:
+            raise self.err(st.line, f"expected a start belief after '{st.keyword}:'")
+        if st.keyword == "start":
+            if len(tokens) == 1 and tokens[0] == "uniform":
+                initial = np.full(S, 1.0 / S)
+            elif len(tokens) == 1 and (_INDEX.fullmatch(tokens[0]) or not _NUMBER.fullmatch(tokens[0])):
+                initial = np.zeros(S)
+                initial[self.resolve("state", tokens[0], st.line, wildcard=False)] = 1.0
+            else:
+                if len(tokens) != S:
+                    raise self.err(st.line, f"expected {S} start probabilities (one per state), got {len(tokens)}")
+                initial = self.normalised(self.probabilities(tokens, lines), st.line, "start")
+        else:
+            chosen = np.zeros(S, dtype=bool)
+            for token, line in zip(tokens, lines, strict=True):
+                chosen[self.resolve("state", token, line, wildcard=False)] = True
+            if st.keyword == "start exclude":
+                chosen = ~chosen
+            if not chosen.any():
+                raise self.err(st.line, "'start exclude:' excludes every state")
+            initial = chosen / chosen.sum()
+        self.initial = initial
+        self.start_line = st.line
+
+    def normalised(self, row: np.ndarray, line: int, what: str) -> np.ndarray:
+        total = float(row.sum())
+        if abs(total - 1.0) > ROW_TOLERANCE:
+            raise self.err(line, f"{what} sums to {total!r}, expected 1 (within {ROW_TOLERANCE:g})")
+        if abs(total - 1.0) > _KEEP_TOLERANCE:
+            row = row / total
+        return row
+
+    # -- T, O, R ----------------------------------------------------------
+
+    def split(self, st: _Statement, kinds: tuple[str, ...], least: int):
+        """Read up to len(kinds) indices separated by ':'; return (indices, data tokens, data lines).
+
+        ``least`` is the number of indices the shortest form needs.
+        """
+        tokens, lines = st.tokens, st.lines
+        indices = []
+        i = 0
+        for position, kind in enumerate(kinds):
+            if position > 0:
+                if i < len(tokens) and tokens[i] == ":":
+                    i += 1
+                else:
+                    break
+            if i >= len(tokens) or tokens[i] == ":":
+                got = repr(tokens[i]) if i < len(tokens) else "the end of the entry"
+                raise self.err(lines[i] if i < len(tokens) else st.line, f"expected a {kind} name, index or '*' in '{st.keyword}:', got {got}")
+            indices.append(self.resolve(kind, tokens[i], lines[i]))
+            i += 1
+        if len(indices) < least:
+            raise self.err(st.line, f"expected ':' and a {kinds[len(indices)]} after {len(indices)} index(es) in '{st.keyword}:'")
+        if len(indices) == len(kinds) and i < len(tokens) and tokens[i] == ":":
+            i += 1  # the optional colon before a single entry's number
+        data, data_lines = tokens[i:], lines[i:]
+        for j, (token, line) in enumerate(zip(data, data_lines, strict=True)):
+            if token == ":":
+                if j > 0 and not _NUMBER.fullmatch(data[j - 1]):
+                    raise self.err(data_lines[j - 1], f"expected a keyword (start, T, O, R) or a number, got {data[j - 1]!r} followed by ':'")
+                raise self.err(line, f"unexpected ':' in the numbers of '{st.keyword}:'")
+        return indices, data, data_lines
+
+    def data(self, st, data, data_lines, shape, *, probability, identity_ok=False, what="", entry=False, reset_ok=False):
+        """The numbers of an entry, a row or a matrix, as an array of ``shape``."""
+        if entry and len(data) == 1:  # fast path for the commonest line
+            token = data[0]
+            if not _NUMBER.fullmatch(token):
+                raise self.err(data_lines[0], f"expected {'a probability' if probability else 'a number'}, got {token!r}")
+            value = float(token)
+            if not math.isfinite(value):
+                raise self.err(data_lines[0], f"expected a finite number, got {token!r}")
+            if probability and not 0 <= value <= 1 + ROW_TOLERANCE:
+                raise self.err(data_lines[0], f"expected a probability in [0, 1], got {token!r}")
+            return (value,)
+        count = math.prod(shape)
+        if len(data) == 1 and data[0] == "uniform" and probability and not entry:
+            return np.full(shape, 1.0 / shape[-1])
+        if len(data) == 1 and data[0] == "reset" and reset_ok:
+            return self.initial.copy()
+        if len(data) == 1 and data[0] == "identity" and identity_ok:
+            if shape[0] != shape[-1]:
+                raise self.err(st.line, f"'identity' needs a square matrix, {what} is {shape[0]}x{shape[1]}")
+            return np.eye(shape[0])
+        if len(data) != count:
+            if count == 1:
+                expected = "one number"
+            else:
+                expected = f"{count} numbers ({what})"
+            if data and data[0] in ("uniform", "identity", "reset"):
+                raise self.err(data_lines[0], f"expected {expected}, got {data[0]!r}")
+            raise self.err(st.line, f"expected {expected} in '{st.keyword}:', got {len(data)}")
+        values = self.probabilities(data, data_lines) if probability else self.numbers(data, data_lines, "a number")
+        return values.reshape(shape)
+
+    def transition_entry(self, st: _Statement) -> None:
+        S = self.S
+        (a, *rest), data, lines = self.split(st, ("action", "state", "state"), 1)
+        a = a if isinstance(a, slice) else slice(a, a + 1)
+        if len(rest) == 2:
+            s, s2 = rest
+            self.transition[s, a, s2] = self.data(st, data, lines, (1,), probability=True, entry=True)[0]
+            self.t_line[s, a] = st.line
+        elif len(rest) == 1:
+            (s,) = rest
+            s = s if isinstance(s, slice) else slice(s, s + 1)
+            self.transition[s, a, :] = self.data(st, data, lines, (S,), probability=True, what="a row over end states", reset_ok=True)
+            self.t_line[s, a] = st.line
+        else:
+            matrix = self.data(st, data, lines, (S, S), probability=True, identity_ok=True, what=f"a {S}x{S} matrix, start state by end state")
+            self.transition[:, a, :] = matrix[:, None, :]
+            self.t_line[:, a] = st.line
+
+    def observation_entry(self, st: _Statement) -> None:
+        S, O = self.S, self.O
+        (a, *rest), data, lines = self.split(st, ("action", "state", "observation"), 1)
+        if len(rest) == 2:
+            s2, o = rest
+            self.observation[a, s2, o] = self.data(st, data, lines, (1,), probability=True, entry=True)[0]
+            self.o_line[a, s2] = st.line
+        elif len(rest) == 1:
+            (s2,) = rest
+            self.observation[a, s2, :] = self.data(st, data, lines, (O,), probability=True, what="a row over observations")
+            self.o_line[a, s2] = st.line
+        else:
+            what = f"a {S}x{O} matrix, end state by observation"
+            self.observation[a, :, :] = self.data(st, data, lines, (S, O), probability=True, identity_ok=True, what=what)
+            self.o_line[a, :] = st.line
+
+    def reward_entry(self, st: _Statement) -> None:
+        S, O = self.S, self.O
+        (a, s, *rest), data, lines = self.split(st, ("action", "state", "state", "observation"), 2)
+        a = a if isinstance(a, slice) else slice(a, a + 1)
+        s = s if isinstance(s, slice) else slice(s, s + 1)
+        sign = -1.0 if self.cost else 1.0
+        everything = slice(None)
+        if len(rest) == 2 and rest[0] == everything and rest[1] == everything and self.reward.shape[2:] == (1, 1):
+            self.reward[s, a, :, :] = sign * self.data(st, data, lines, (1,), probability=False, entry=True)[0]
+            return
+        if self.reward.shape[2:] == (1, 1):
+            self.reward = np.broadcast_to(self.reward, (S, self.A, S, O)).copy()
+        if len(rest) == 2:
+            s2, o = rest
+            self.reward[s, a, s2, o] = sign * self.data(st, data, lines, (1,), probability=False, entry=True)[0]
+        elif len(rest) == 1:
+            (s2,) = rest
+            self.reward[s, a, s2, :] = sign * self.data(st, data, lines, (O,), probability=False, what="a row over observations")
+        else:
+            self.reward[s, a, :, :] = sign * self.data(st, data, lines, (S, O), probability=False, what=f"a {S}x{O} matrix, end state by observation")
+
+    # -- the end ----------------------------------------------------------
+
+    def check_rows(self, last_line: int) -> None:
+        """Every row of T and O sums to 1 within ROW_TOLERANCE; renormalise those off by more than 1e-9."""
+        S, A, O = self.S, self.A, self.O
+        self.transition = self._rows(self.transition.reshape(S * A, S), self.t_line.reshape(-1), last_line, "T").reshape(S, A, S)
+        self.observation = self._rows(self.observation.reshape(A * S, O), self.o_line.reshape(-1), last_line, "O").reshape(A, S, O)
+
+    def _rows(self, rows: np.ndarray, row_lines: np.ndarray, last_line: int, letter: str) -> np.ndarray:
+        sums = rows.sum(axis=1)
+        off = np.abs(sums - 1.0)
+        bad = np.flatnonzero(off > ROW_TOLERANCE)
+        if bad.size:
+            i = int(bad[0])
+            if letter == "T":
+                s, a = divmod(i, self.A)
+                where = f"T row of action {self.label('action', a)}, start state {self.label('state', s)}"
+            else:
+                a, s2 = divmod(i, self.S)
+                where = f"O row of action {self.label('action', a)}, end state {self.label('state', s2)}"
+            line = int(row_lines[i])
+            if line == 0:
+                raise self.err(last_line, f"{where} was never given (it sums to 0), expected probabilities summing to 1")
+            raise self.err(line, f"{where} sums to {float(sums[i])!r}, expected 1 (within {ROW_TOLERANCE:g})")
+        fix = off > _KEEP_TOLERANCE
+        if fix.any():
+            rows = rows.copy()
+            rows[fix] /= sums[fix, None]
+        return rows
+
+    def label(self, kind: str, i: int) -> str:
+        names = self.names[_KIND_WORD[kind]]
+        return repr(names[i]) if names else str(i)
+
+
+def parse_pomdp(text: str, *, source: str = "<string>", require_discount: bool = False) -> POMDP:
+    """Parse the text of a ``.POMDP`` file into a :class:`fsc.POMDP`.
+
+    ``source`` names the text in error messages (``source:line: ...``).  The
+    discount is optional unless ``require_discount``; a file without one gives
+    ``discount=None``.  ``values: cost`` negates every ``R:`` number, so the
+    world always holds rewards.  Rows of ``T``, ``O`` and the start vector must
+    sum to 1 within :data:`ROW_TOLERANCE` (1e-5); those off by more than 1e-9
+    are divided by their sum.
+
+    Raises:
+        ValueError: naming ``source``, the line and what was expected.
+    """
+    if not isinstance(text, str):
+        raise InputTypeError(f"text must be a str, got {type(text).__name__}")
+    statements, last_line = _tokenise(text, source)
+    last_line = max(last_line, 1)
+    reader = _Reader(source, require_discount)
+    entries = 0  # line of the first T, O or R entry
+    handlers = {"T": reader.transition_entry, "O": reader.observation_entry, "R": reader.reward_entry}
+    for st in statements:
+        if st.keyword in _PREAMBLE:
+            reader.preamble(st)
+            continue
+        if not reader.tables_ready:
+            reader.allocate(st.line)
+        if st.keyword.startswith("start"):
+            if entries:
+                raise reader.err(st.line, f"'{st.keyword}:' must come before T, O and R entries (the first is on line {entries})")
+            reader.start(st)
+        else:
+            entries = entries or st.line
+            handlers[st.keyword](st)
+    if not reader.tables_ready:
+        reader.allocate(last_line)
+    if not (reader.t_line > 0).any() and not (reader.o_line > 0).any():
+        raise reader.err(last_line, "expected T: and O: entries, the file has none")
+    reader.check_rows(last_line)
+    names = reader.names
+    try:
+        return POMDP(
+            transition=reader.transition,
+            observation=reader.observation,
+            reward=reader.reward,
+            initial=reader.initial,
+            state_labels=names["states"],
+            action_labels=names["actions"],
+            observation_labels=names["observations"],
+            discount=reader.discount,
+        )
+    except ValueError as error:  # not expected after the checks above; still name the file
+        raise InputError(f"{source}:{last_line}: {error}") from None
+
+
+def read_pomdp(path, *, require_discount: bool = False) -> POMDP:
+    """Read a ``.POMDP`` file (Cassandra's format) into a :class:`fsc.POMDP`.
+
+    See :func:`parse_pomdp` for what is accepted; errors name the file and line.
+    """
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except OSError as error:
+        raise InputError(f"cannot read {str(path)!r}: {error.strerror or error}") from None
+    try:
+        text = raw.decode("utf-8-sig")  # a byte-order mark, if any, is dropped
+    except UnicodeDecodeError as error:
+        line = raw.count(b"\n", 0, error.start) + 1
+        raise InputError(f"{path.name}:{line}: expected text, got the byte {raw[error.start]:#04x}") from None
+    return parse_pomdp(text, source=path.name, require_discount=require_discount)
+
+# -- writing ----------------------------------------------------------------
+
+
+def _fmt(x: float) -> str:
+    """``repr`` of a float, with a '.' in the mantissa (the format wants one)."""
+    text = repr(float(x))
+    if "e" in text and "." not in text.split("e")[0]:
+        mantissa, exponent = text.split("e")
+        text = f"{mantissa}.0e{exponent}"
+    return text
+
+
+def _names(labels: tuple[str, ...], default: str) -> tuple[str, ...] | None:
+    """The labels if they can be written as names and are not the defaults, else None."""
+    if labels == tuple(f"{default}{i}" for i in range(len(labels))):
+        return None
+    if all(_NAME.fullmatch(x) and x not in _RESERVED for x in labels):
+        return labels
+    return None
+
+
+def _present(values: np.ndarray) -> np.ndarray:
+    """Entries that differ from +0.0 (negative zero counts as present)."""
+    return (values != 0) | np.signbit(values)
+
+
+def format_pomdp(world: POMDP | Task) -> str:
+    """The text of a ``.POMDP`` file for ``world`` (see :func:`write_pomdp`)."""
+    world = as_pomdp(world)
+    S, A, O = world.num_states, world.num_actions, world.num_observations
+    state_names = _names(world.state_labels, "s")
+    action_names = _names(world.action_labels, "a")
+    obs_names = _names(world.observation_labels, "o")
+    s_ = state_names or [str(i) for i in range(S)]
+    a_ = action_names or [str(i) for i in range(A)]
+    o_ = obs_names or [str(i) for i in range(O)]
+    out: list[str] = ["# written by fsc.write_pomdp; numbers are Python reprs (read back bit for bit)"]
+    skipped = [
+        f"{kind} labels {json.dumps(list(labels))}"
+        for kind, labels, names, default in (
+            ("state", world.state_labels, state_names, "s"),
+            ("action", world.action_labels, action_names, "a"),
+            ("observation", world.observation_labels, obs_names, "o"),
+        )
+        if names is None and labels != tuple(f"{default}{i}" for i in range(len(labels)))
+    ]
+    for line in skipped:
+        out.append("# not valid names, written as counts: " + line.replace("#", "\\u0023").replace("\n", " "))
+    if world.metrics:
+        out.append(f"# metrics not written (the format has none): {', '.join(sorted(world.metrics))}")
+    if world.discount is not None:
+        out.append(f"discount: {_fmt(world.discount)}")
+    out.append("values: reward")
+    out.append("states: " + (" ".join(state_names) if state_names else str(S)))
+    out.append("actions: " + (" ".join(action_names) if action_names else str(A)))
+    out.append("observations: " + (" ".join(obs_names) if obs_names else str(O)))
+    out.append("start: " + " ".join(_fmt(x) for x in world.initial))
+    out.append("")
+    # T and O: one row per (action, state); a sparse row as entries.
+    for a in range(A):
+        for s in range(S):
+            out.extend(_row_lines(f"T: {a_[a]} : {s_[s]}", world.transition[s, a], s_))
+    out.append("")
+    for a in range(A):
+        for s2 in range(S):
+            out.extend(_row_lines(f"O: {a_[a]} : {s_[s2]}", world.observation[a, s2], o_))
+    out.append("")
+    for a in range(A):
+        for s in range(S):
+            out.extend(_reward_lines(f"R: {a_[a]} : {s_[s]}", world.reward[s, a], s_, o_))
+    out.append("")
+    return "\n".join(out)
+
+
+def _reward_lines(head: str, block: np.ndarray, s_, o_) -> list[str]:
+    """Lines for ``reward[s, a]`` (end state by observation): its most common
+    value as a ``* : *`` wildcard, then the rows (or entries) that differ."""
+    bits = np.ascontiguousarray(block).view(np.uint64)
+    first = bits.flat[0]
+    if (bits == first).all():
+        return [] if first == 0 else [f"{head} : * : * {_fmt(block.flat[0])}"]
+    values, counts = np.unique(bits, return_counts=True)
+    base = values[counts.argmax()]
+    lines = []
+    if base != 0:
+        lines.append(f"{head} : * : * {_fmt(np.array(base, dtype=np.uint64).view(np.float64))}")
+    differ = bits != base
+    for s2 in np.flatnonzero(differ.any(axis=1)):
+        row = block[s2]
+        if (bits[s2] == bits[s2, 0]).all():
+            lines.append(f"{head} : {s_[s2]} : * {_fmt(row[0])}")
+        elif 3 * int(differ[s2].sum()) <= row.size:
+            lines.extend(f"{head} : {s_[s2]} : {o_[o]} {_fmt(row[o])}" for o in np.flatnonzero(differ[s2]))
+        else:
+            lines.append(f"{head} : {s_[s2]}\n" + " ".join(_fmt(x) for x in row))
+    return lines
+
+
+def _row_lines(head: str, row: np.ndarray, names) -> list[str]:
+    """A probability row: its non-zero entries one per line when at most a third are non-zero, else whole."""
+    present = _present(row)
+    count = int(present.sum())
+    if 0 < count and 3 * count <= row.size:
+        return [f"{head} : {names[j]} {_fmt(row[j])}" for j in np.flatnonzero(present)]
+    return [f"{head}\n" + " ".join(_fmt(x) for x in row)]
+
+
+def write_pomdp(world: POMDP | Task, path) -> Path:
+    """Write ``world`` as a ``.POMDP`` file; return the path.
+
+    Names are written when the labels are not the defaults and are valid
+    names; otherwise counts (the labels then go into a comment).  Rows of
+    ``T`` and ``O`` are written whole, or as single entries when at most a
+    third of a row is non-zero; the rewards of each ``(action, state)`` as
+    their most common value (``R: a : s : * : * v``) followed by the end
+    states (rows, ``s2 : *`` entries or single entries) that differ from it.  Numbers are
+    Python reprs, so :func:`read_pomdp` gives bit-identical tensors.  The
+    world's ``metrics`` are not written (the format has no place for them);
+    ``values:`` is always ``reward``.  The file is written whole or not at all.
+    """
+    text = format_pomdp(world)
+    path = Path(path)
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return path
+
+
+def pomdp_summary(world: POMDP) -> dict:
+    """Sizes, discount and closed parts (as lists of state labels) of ``world``."""
+    return {
+        "valid": True,
+        "states": world.num_states,
+        "actions": world.num_actions,
+        "observations": world.num_observations,
+        "discount": world.discount,
+        "parts": [[world.state_labels[s] for s in part] for part in world.parts],
+    }

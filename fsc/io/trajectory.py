@@ -1,0 +1,142 @@
+"""Trajectories: the rows of a training run, kept as compact columns and written as ``trajectory.csv``.
+
+The CSV has one row per accepted step: ``t, step``, the world's metrics (``q``
+for the two-hypothesis task), ``gain, dt, seconds``; floats are written with
+``repr`` so that they read back exactly.  The checkpoint keeps two more
+columns, ``grad_norm`` and ``evaluations`` (docs/formats.md).
+"""
+
+from __future__ import annotations
+
+import array
+import io
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from fsc.errors import InputError
+from fsc.files import atomic_write
+from fsc.optim import Record
+
+__all__ = ["CSV_HEADER", "Trajectory", "metric_column", "read_trajectory", "trajectory_row", "write_csv"]
+
+
+#: The header of ``trajectory.csv`` for the two-hypothesis task (metric ``q``); other worlds put their own
+#: metrics between ``step`` and ``gain``.
+CSV_HEADER = "t,step,q,gain,dt,seconds"
+
+#: The columns of every trajectory around the world's metrics: ``t, step`` before them, then these (the last
+#: two are kept in the checkpoint only), with their dtypes.
+_BEFORE = {"t": np.float64, "step": np.int64}
+_AFTER = {"gain": np.float64, "dt": np.float64, "seconds": np.float64, "grad_norm": np.float64, "evaluations": np.int64}
+COLUMNS = {**_BEFORE, **_AFTER}
+
+
+def metric_column(name: str) -> str:
+    """The trajectory column of the world's metric ``name`` (``metric:gain`` if it is called like a column of its own)."""
+    return f"metric:{name}" if name in COLUMNS or name.startswith("metric:") else name
+
+
+class Trajectory:
+    """The rows so far: compact columns (for the checkpoint) and their CSV lines.
+
+    Columns: ``t, step``, one per metric of the world (in the world's order), ``gain, dt, seconds``, and
+    ``grad_norm, evaluations`` (checkpoint only).  The metrics are known from the first row (or from the
+    checkpoint's columns).
+    """
+
+    def __init__(self, columns: dict[str, np.ndarray] | None = None) -> None:
+        self.metrics: tuple[str, ...] = ()
+        self.columns: dict[str, array.array] = {}
+        self.lines: list[str] = []
+        if columns is not None:
+            self._start(tuple(name for name in columns if name not in COLUMNS))
+            for name in self.columns:
+                self.columns[name].extend(columns[name].tolist())
+            self.lines = [self._line({name: self.columns[name][i] for name in self.columns}) for i in range(len(self))]
+
+    def _start(self, metrics: tuple[str, ...]) -> None:
+        self.metrics = metrics
+        dtypes = {**_BEFORE, **dict.fromkeys(metrics, np.float64), **_AFTER}
+        self.columns = {name: array.array("q" if dtype is np.int64 else "d") for name, dtype in dtypes.items()}
+
+    @property
+    def header(self) -> str:
+        return ",".join(["t", "step", *self.metrics, "gain", "dt", "seconds"])
+
+    def _line(self, row: dict[str, Any]) -> str:
+        metrics = "".join(f"{row[name]!r}," for name in self.metrics)
+        return f"{row['t']!r},{row['step']},{metrics}{row['gain']!r},{row['dt']!r},{row['seconds']:.6f}\n"
+
+    def __len__(self) -> int:
+        return len(self.columns["t"]) if self.columns else 0
+
+    def append(self, row: dict[str, Any]) -> None:
+        if not self.columns:
+            self._start(tuple(name for name in row if name not in COLUMNS))
+        if set(row) != set(self.columns):
+            raise AssertionError(f"a trajectory row with the columns {sorted(row)}, not {sorted(self.columns)}")
+        for name, column in self.columns.items():
+            column.append(row[name])
+        self.lines.append(self._line(row))
+
+    def last(self, name: str):
+        return self.columns[name][-1] if len(self) else None
+
+    def trim(self) -> None:
+        """Drop a row that an interrupt left half-appended: every column (and the CSV lines) as long as the shortest."""
+        if not self.columns:
+            return
+        rows = min(min(len(column) for column in self.columns.values()), len(self.lines))
+        for column in self.columns.values():
+            del column[rows:]
+        del self.lines[rows:]
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        # A consistent snapshot: an interrupt between two columns' appends leaves one column a row longer;
+        # only whole rows are saved.
+        rows = min((len(column) for column in self.columns.values()), default=0)
+        return {name: np.array(column[:rows], dtype=np.int64 if column.typecode == "q" else np.float64) for name, column in self.columns.items()}
+
+
+def trajectory_row(record: Record) -> dict[str, Any]:
+    return {
+        "t": float(record.t),
+        "step": int(record.step),
+        **{metric_column(name): float(value) for name, value in record.metrics.items()},
+        "gain": float(record.gain),
+        "dt": float(record.dt),
+        "seconds": float(record.seconds),
+        "grad_norm": float(record.grad_norm),
+        "evaluations": int(record.evaluations),
+    }
+
+
+def write_csv(path: Path, trajectory: Trajectory) -> None:
+    def write(f: io.BufferedWriter) -> None:
+        f.write((trajectory.header + "\n").encode())
+        f.write("".join(trajectory.lines).encode())
+
+    atomic_write(path, write)
+
+
+def read_trajectory(path: str | os.PathLike) -> dict[str, np.ndarray]:
+    """Columns of a ``trajectory.csv`` (a path or a run directory) as arrays, named by its header.
+
+    The header starts ``t,step``; ``step`` is int64, every other column float64
+    (the metrics of the world, ``gain``, ``dt``, ``seconds``).
+    """
+    path = Path(path)
+    if path.is_dir():
+        path = path / "trajectory.csv"
+    with open(path) as f:
+        header = f.readline().strip()
+        names = header.split(",")
+        if names[:2] != ["t", "step"] or len(set(names)) != len(names):
+            raise InputError(f"{str(path)!r} is not a trajectory (header {header!r}, expected 't,step,...')")
+        rows = [line.rstrip("\n").split(",") for line in f if line.strip()]
+    if any(len(row) != len(names) for row in rows):
+        raise InputError(f"{str(path)!r} is not a trajectory (a row without {len(names)} fields)")
+    return {name: np.array([r[i] for r in rows], dtype=np.int64 if name == "step" else np.float64) for i, name in enumerate(names)}

@@ -1,0 +1,306 @@
+"""The joint Markov chain of world x memory under a policy.
+
+States of the joint chain are pairs ``(s, n)``; the world splits into closed
+parts (for the two-hypothesis task, one per hypothesis), each solved on its
+own and batched along a leading axis ``K``.  Inside a part, the joint index
+is ``x = s_local * N + n`` with ``X = S_part * N`` states (parts are padded to
+the largest with states that have no mass and loop on themselves).
+
+.. math::
+
+    P[(s_2, n_2), (s, n)] = \\sum_c \\pi[n, c] \\, T[s, a(c), s_2] \\,
+        O[a(c), s_2, o] \\, [n_2 = \\mathrm{next}(n, c, o)]
+
+(docs/model.md; note the axis order: ``P[x2, x]`` is the probability of
+``x -> x2``, so columns sum to 1.)
+
+The nonzeros are stored once per (world, architecture), sorted by part, then
+by column ``x``: the slice of part ``k`` is a compressed-sparse-column (CSC)
+matrix of ``P`` as it stands, so the sparse engines get scipy matrices without
+sorting.  Index arrays are int32 when the chain fits (about 11 M nonzeros and
+300 MB for Memento ``m = 10``).
+"""
+
+from __future__ import annotations
+
+import collections
+import functools
+
+import attrs
+import numpy as np
+import scipy.sparse as sp
+import torch
+
+from fsc.errors import InputError
+from fsc.model.architecture import MemoryArchitecture
+from fsc.model.pomdp import POMDP
+
+__all__ = ["JointChain", "joint_chain"]
+
+
+def _readonly(array: np.ndarray) -> np.ndarray:
+    array.setflags(write=False)
+    return array
+
+
+@attrs.frozen(eq=False)
+class JointChain:
+    """Index tables of the joint chain (pure structure, no policy).
+
+    The arrays are read-only; derived tables (torch indices, CSC pointers)
+    are computed once, on first use.
+
+    Attributes:
+        num_parts: ``K``.
+        size: ``X``, joint states per part.
+        part_states: ``(K, S_part)`` world state of each local state (-1: padding).
+        part_weights: ``(K,)`` initial mass of each part (sums to 1).
+        rows, cols, parts: COO coordinates of each nonzero of ``P`` (int32 or
+            int64), sorted by ``(parts, cols)``.
+        node, choice: the ``(n, c)`` whose probability scales each nonzero.
+        weight: ``T * O`` of each nonzero (float64).
+        step_reward: ``(K, S_part, C)`` expected reward of choice ``c`` in world state s.
+        step_metrics: name -> ``(K, S_part, C)`` expected metric of the step.
+        initial_world: ``(K, S_part)`` world part of the reset distribution (per part, sums to 1).
+        padding: ``(K, X)`` bool, the padding states (a self-loop of probability 1 each).
+    """
+
+    architecture: MemoryArchitecture
+    num_parts: int
+    states_per_part: int
+    part_states: np.ndarray
+    part_weights: np.ndarray
+    rows: np.ndarray
+    cols: np.ndarray
+    parts: np.ndarray
+    node: np.ndarray
+    choice: np.ndarray
+    weight: np.ndarray
+    step_reward: np.ndarray
+    step_metrics: dict
+    initial_world: np.ndarray
+    padding: np.ndarray
+
+    @property
+    def size(self) -> int:
+        return self.states_per_part * self.architecture.num_nodes
+
+    @property
+    def nnz(self) -> int:
+        """Number of stored nonzeros of ``P`` over all parts."""
+        return len(self.rows)
+
+    # Cached derived tables.
+
+    @functools.cached_property
+    def system_pattern(self) -> tuple[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int], ...]:
+        """Per part, the CSC pattern of ``A = I - (1 - r) P``: ``(indptr, indices, slot, diag_slot, nnz)``.
+
+        ``slot[e]`` is where nonzero ``e`` of the part goes in ``A.data``,
+        ``diag_slot[x]`` where the diagonal entry of ``x`` is; duplicates share
+        a slot (the sparse engines fill ``A.data`` from the policy's values).
+        """
+        X = self.size
+        out = []
+        for sl in self.part_slices:
+            rows = self.rows[sl].astype(np.int64)
+            cols = self.cols[sl].astype(np.int64)
+            diag = np.arange(X, dtype=np.int64)
+            keys = np.concatenate([cols * X + rows, diag * X + diag])
+            unique, inverse = np.unique(keys, return_inverse=True)
+            index = np.int32 if len(unique) < 2**31 - 1 else np.int64
+            indptr = np.zeros(X + 1, dtype=np.int64)
+            np.cumsum(np.bincount(unique // X, minlength=X), out=indptr[1:])
+            nP = len(rows)
+            out.append((indptr.astype(index), (unique % X).astype(index), inverse[:nP].astype(index), inverse[nP:].astype(index), len(unique)))
+        return tuple(out)
+
+    @functools.cached_property
+    def node_choice(self) -> np.ndarray:
+        """``node * C + choice`` of each nonzero (int64): where its factor sits in ``probs.reshape(-1)``."""
+        return _readonly(self.node.astype(np.int64) * self.architecture.num_choices + self.choice)
+
+    @functools.cached_property
+    def flat_rows(self) -> np.ndarray:
+        """``part * X + row`` of each nonzero (int64): its entry of a ``(K, X)`` array read flat."""
+        return _readonly(self.parts.astype(np.int64) * self.size + self.rows)
+
+    @functools.cached_property
+    def flat_cols(self) -> np.ndarray:
+        """``part * X + col`` of each nonzero (int64)."""
+        return _readonly(self.parts.astype(np.int64) * self.size + self.cols)
+
+    @functools.cached_property
+    def dense_index_t(self) -> np.ndarray:
+        """Flat index of each nonzero in the ``(K, X, X)`` array ``P^T`` (``[k, col, row]``)."""
+        return _readonly(self.flat_cols * self.size + self.rows)
+
+    @functools.cached_property
+    def _torch_node_choice(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        C = self.architecture.num_choices
+        return torch.from_numpy(self.node_choice.copy()), torch.from_numpy(self.weight.copy()), torch.tensor(C)
+
+    @functools.cached_property
+    def _torch_tables(self) -> dict[str, torch.Tensor]:
+        return {"initial_world": torch.from_numpy(self.initial_world.copy()), "padding": torch.from_numpy(self.padding.copy())}
+
+    @functools.cached_property
+    def _dense_index(self) -> torch.Tensor:
+        X = self.size
+        return torch.from_numpy((self.parts.astype(np.int64) * X + self.rows) * X + self.cols)
+
+    @functools.cached_property
+    def part_slices(self) -> tuple[slice, ...]:
+        """The slice of the nonzero arrays that belongs to each part."""
+        bounds = np.searchsorted(self.parts, np.arange(self.num_parts + 1))
+        return tuple(slice(int(bounds[k]), int(bounds[k + 1])) for k in range(self.num_parts))
+
+    @functools.cached_property
+    def csc_indptr(self) -> tuple[np.ndarray, ...]:
+        """Per part, the CSC column pointers of ``P`` (int32 or int64, length ``X + 1``)."""
+        X = self.size
+        out = []
+        for sl in self.part_slices:
+            counts = np.bincount(self.cols[sl], minlength=X)
+            indptr = np.zeros(X + 1, dtype=np.int64)
+            np.cumsum(counts, out=indptr[1:])
+            out.append(_readonly(indptr.astype(self.rows.dtype)))
+        return tuple(out)
+
+    # Values.
+
+    def values(self, probs: torch.Tensor) -> torch.Tensor:
+        """Nonzero values of ``P`` for ``probs[n, c]`` (differentiable)."""
+        flat, weight, _ = self._torch_node_choice
+        return probs.reshape(-1)[flat] * weight
+
+    def matrices(self, values: np.ndarray) -> list[sp.csc_matrix]:
+        """``P`` of each part as a scipy CSC matrix (``P[x2, x]``), padding self-loops included.
+
+        Duplicate coordinates (two choices leading to one state) are summed.
+        """
+        X = self.size
+        out = []
+        for k, sl in enumerate(self.part_slices):
+            P = sp.csc_matrix((values[sl], self.rows[sl].copy(), self.csc_indptr[k].copy()), shape=(X, X))
+            if self.padding[k].any():
+                P = (P + sp.diags(self.padding[k].astype(np.float64), format="csc")).tocsc()
+            P.sum_duplicates()
+            out.append(P)
+        return out
+
+    def dense(self, probs: torch.Tensor) -> torch.Tensor:
+        """``P`` as a dense ``(K, X, X)`` tensor (``P[k, x2, x]``)."""
+        K, X = self.num_parts, self.size
+        flat = torch.zeros(K * X * X, dtype=torch.float64)
+        flat = flat.index_add(0, self._dense_index, self.values(probs))
+        P = flat.reshape(K, X, X)
+        if self.padding.any():
+            pad = self._torch_tables["padding"]
+            P = P + torch.diag_embed(pad.to(torch.float64))
+        return P
+
+    def initial(self, init_probs: torch.Tensor) -> torch.Tensor:
+        """Reset distribution ``p0[k, x]``, shape ``(K, X)``, each row summing to 1."""
+        world = self._torch_tables["initial_world"]
+        return (world[:, :, None] * init_probs[None, None, :]).reshape(self.num_parts, self.size)
+
+
+
+#: The joint chains kept for reuse, most recent last, while their nonzeros add up to at most
+#: ``MAX_CACHED_NONZEROS`` (the latest is always kept): a few large chains are not held alive for nothing
+#: (Memento 10's alone is 11 M nonzeros, about 300 MB), many small ones are.
+MAX_CACHED_NONZEROS = 4_000_000
+_CHAINS: collections.OrderedDict[tuple[POMDP, MemoryArchitecture], JointChain] = collections.OrderedDict()
+
+
+def _cached(world: POMDP, architecture: MemoryArchitecture) -> JointChain:
+    key = (world, architecture)
+    chain = _CHAINS.pop(key, None)
+    if chain is None:
+        chain = _build(world, architecture)
+    _CHAINS[key] = chain
+    total = sum(c.nnz for c in _CHAINS.values())
+    while len(_CHAINS) > 1 and total > MAX_CACHED_NONZEROS:
+        _, dropped = _CHAINS.popitem(last=False)
+        total -= dropped.nnz
+    return chain
+
+
+def joint_chain(world: POMDP, architecture: MemoryArchitecture) -> JointChain:
+    """The index tables of the joint chain of ``world`` and ``architecture`` (cached)."""
+    if architecture.num_actions != world.num_actions:
+        raise InputError(f"{architecture!r} plays {architecture.num_actions} actions but the world has {world.num_actions}")
+    if architecture.num_observations != world.num_observations:
+        raise InputError(f"{architecture!r} reads {architecture.num_observations} observations but the world has {world.num_observations}")
+    return _cached(world, architecture)
+
+
+def _build(world: POMDP, arch: MemoryArchitecture) -> JointChain:
+    parts = world.parts
+    K, S_part = len(parts), max(len(p) for p in parts)
+    N, C = arch.num_nodes, arch.num_choices
+    part_states = -np.ones((K, S_part), dtype=np.int64)
+    for k, members in enumerate(parts):
+        part_states[k, : len(members)] = members
+    valid = part_states >= 0
+    weights = np.array([world.initial[list(p)].sum() for p in parts])
+    index = np.int32 if S_part * N < 2**31 - 1 else np.int64
+
+    action = arch.choice_action
+    allowed_n, allowed_c = np.nonzero(arch.allowed)  # (E,) pairs, sorted by n
+    allowed_n = allowed_n.astype(index)
+    allowed_c = allowed_c.astype(index)
+    nxt = arch.next_node[allowed_n, allowed_c].astype(index)  # (E, O)
+    rows, cols, kk, nn, cc, ww = [], [], [], [], [], []
+    for k in range(K):
+        local = np.flatnonzero(valid[k])
+        targets = part_states[k, local]
+        for i in local:
+            s = part_states[k, i]
+            # w[e, j, o] = T[s, a(c_e), s2_j] O[a(c_e), s2_j, o]: arrays laid out (E, J, O) so that,
+            # flattened, the nonzeros come sorted by column i * N + n.
+            w = world.transition[s, action][:, targets][allowed_c][:, :, None] * world.observation[action][:, targets, :][allowed_c]
+            keep = w != 0
+            e_idx = np.broadcast_to(np.arange(len(allowed_n))[:, None, None], w.shape)[keep]
+            j_idx = np.broadcast_to(local[None, :, None].astype(index), w.shape)[keep]
+            o_idx = np.broadcast_to(np.arange(w.shape[2])[None, None, :], w.shape)[keep]
+            rows.append((j_idx * N + nxt[e_idx, o_idx]).astype(index))
+            cols.append((i * N + allowed_n[e_idx]).astype(index))
+            kk.append(np.full(len(e_idx), k, dtype=index))
+            nn.append(allowed_n[e_idx])
+            cc.append(allowed_c[e_idx])
+            ww.append(w[keep])
+
+    def cat(chunks, dtype):
+        return _readonly(np.concatenate(chunks).astype(dtype, copy=False) if chunks else np.zeros(0, dtype=dtype))
+
+    # Expected reward (and metrics) of each choice from each world state:
+    # rbar[s, a] = sum_{s2, o} T[s, a, s2] O[a, s2, o] reward[s, a, s2, o].
+    def per_step(table: np.ndarray) -> np.ndarray:
+        rbar = np.einsum("sat,ato,sato->sa", world.transition, world.observation, table)
+        out = np.zeros((K, S_part, C))
+        out[valid] = rbar[part_states[valid]][:, action]
+        return _readonly(out)
+
+    initial_world = np.zeros((K, S_part))
+    initial_world[valid] = world.initial[part_states[valid]]
+    initial_world /= initial_world.sum(axis=1, keepdims=True)
+    padding = np.repeat(~valid, N, axis=1)
+    return JointChain(
+        architecture=arch,
+        num_parts=K,
+        states_per_part=S_part,
+        part_states=_readonly(part_states),
+        part_weights=_readonly(weights / weights.sum()),
+        rows=cat(rows, index),
+        cols=cat(cols, index),
+        parts=cat(kk, index),
+        node=cat(nn, index),
+        choice=cat(cc, index),
+        weight=cat(ww, np.float64),
+        step_reward=per_step(world.reward),
+        step_metrics={name: per_step(table) for name, table in world.metrics.items()},
+        initial_world=_readonly(initial_world),
+        padding=_readonly(padding),
+    )

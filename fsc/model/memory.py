@@ -1,0 +1,324 @@
+"""The paper's memory architectures: RAM, Chain, Column and Memento, and ``--memory`` text.
+
+Each is a :class:`fsc.model.architecture.MemoryArchitecture` whose tables are
+computed from its few integer fields; Chain and Column are RAM with a rule.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import ClassVar
+
+import attrs
+import numpy as np
+
+from fsc.errors import InputError, InputTypeError
+from fsc.limits import check_memento_nodes, check_table_entries
+from fsc.model.architecture import MemoryArchitecture, arm_labels, observation_labels, register_architecture, rule_mask
+
+__all__ = [
+    "RAM",
+    "Chain",
+    "Column",
+    "Memento",
+    "parse_memory",
+]
+
+
+def _readonly(array: np.ndarray) -> np.ndarray:
+    array.setflags(write=False)
+    return array
+
+
+_size = [attrs.validators.instance_of(int), attrs.validators.ge(1)]
+_arms = [attrs.validators.instance_of(int), attrs.validators.ge(1)]
+
+
+def _check_not_bool(instance, attribute, value):
+    if isinstance(value, bool):
+        raise InputTypeError(f"{attribute.name} must be an int, got {value!r}")
+
+
+class _MemoryWithLastObservation:
+    """Shared tables of RAM, Chain and Column (a mixin of pure functions).
+
+    Nodes: the blank nodes ``(i, _)`` for ``i = 1..M`` (where resets start),
+    then ``(i, arm, o)``.  Choices ``(i', arm)``; the next node after choice
+    ``(i', arm)`` and observation ``o`` is ``(i', arm, o)``.
+    """
+
+    M: int
+    arms: int
+    observations: int
+
+    def __attrs_post_init__(self) -> None:
+        name = f"{type(self).__name__.lower()}:{self.M}"
+        check_table_entries(name, self.M * (1 + self.arms * self.observations), self.M * self.arms)
+
+    @functools.cached_property
+    def _last(self) -> tuple[np.ndarray, np.ndarray]:
+        """Per node: memory (0-based) and last arm (-1 for blank nodes)."""
+        M, A, O = self.M, self.arms, self.observations
+        memory = np.concatenate([np.arange(M), np.repeat(np.arange(M), A * O)])
+        arm = np.concatenate([-np.ones(M, dtype=np.int64), np.tile(np.repeat(np.arange(A), O), M)])
+        return memory, arm
+
+    @property
+    def num_actions(self) -> int:
+        return self.arms
+
+    @property
+    def num_observations(self) -> int:
+        return self.observations
+
+    @functools.cached_property
+    def node_labels(self) -> tuple[str, ...]:
+        a, o = arm_labels(self.arms), observation_labels(self.observations)
+        blanks = [f"{i + 1}_" for i in range(self.M)]
+        full = [f"{i + 1}{x}{y}" for i in range(self.M) for x in a for y in o]
+        return tuple(blanks + full)
+
+    @functools.cached_property
+    def choice_labels(self) -> tuple[str, ...]:
+        a = arm_labels(self.arms)
+        return tuple(f"{i + 1}{x}" for i in range(self.M) for x in a)
+
+    @functools.cached_property
+    def node_values(self) -> tuple[tuple, ...]:
+        """``(memory, arm, observation)``: memory from 1, arm and observation None in the blank nodes."""
+        a, o = arm_labels(self.arms), observation_labels(self.observations)
+        blanks = [(i + 1, None, None) for i in range(self.M)]
+        return tuple(blanks + [(i + 1, x, y) for i in range(self.M) for x in a for y in o])
+
+    @functools.cached_property
+    def choice_values(self) -> tuple[tuple, ...]:
+        """``(memory, arm)``: the next memory (from 1) and the arm to play."""
+        return tuple((i + 1, x) for i in range(self.M) for x in arm_labels(self.arms))
+
+    @functools.cached_property
+    def next_node(self) -> np.ndarray:
+        M, A, O = self.M, self.arms, self.observations
+        C = M * A
+        target = M + np.arange(C)[:, None] * O + np.arange(O)[None, :]
+        return _readonly(np.broadcast_to(target, (M + M * A * O, C, O)).astype(np.int64))
+
+    @functools.cached_property
+    def choice_action(self) -> np.ndarray:
+        return _readonly(np.tile(np.arange(self.arms, dtype=np.int64), self.M))
+
+    @functools.cached_property
+    def reset_mask(self) -> np.ndarray:
+        mask = np.zeros(self.M + self.M * self.arms * self.observations, dtype=bool)
+        mask[: self.M] = True
+        return _readonly(mask)
+
+    def _choice_memory_arm(self) -> tuple[np.ndarray, np.ndarray]:
+        c = np.arange(self.M * self.arms)
+        return c // self.arms, c % self.arms
+
+
+@attrs.frozen(kw_only=False)
+class RAM(_MemoryWithLastObservation, MemoryArchitecture):
+    """Random access memory (paper Definition 3.1): every ``(i', arm)`` allowed.
+
+    ``N = M (1 + arms * observations)`` nodes, ``C = M * arms`` choices.
+    """
+
+    M: int = attrs.field(validator=[_check_not_bool, *_size])
+    arms: int = attrs.field(default=2, validator=[_check_not_bool, *_arms], kw_only=True)
+    observations: int = attrs.field(default=2, validator=[_check_not_bool, *_arms], kw_only=True)
+
+    @functools.cached_property
+    def allowed(self) -> np.ndarray:
+        return _readonly(np.ones((self.M * (1 + self.arms * self.observations), self.M * self.arms), dtype=bool))
+
+
+def _neighbours(node: tuple, choice: tuple) -> bool:
+    """Chain's rule: the next memory is ``i - 1``, ``i`` or ``i + 1``."""
+    return abs(node[0] - choice[0]) <= 1
+
+
+def _columns(node: tuple, choice: tuple) -> bool:
+    """Column's rule: Chain's, and above memory 1 the arm played last time."""
+    return _neighbours(node, choice) and (node[0] == 1 or node[1] in (None, choice[1]))
+
+
+@attrs.frozen(kw_only=False)
+class _RestrictedRAM(_MemoryWithLastObservation, MemoryArchitecture):
+    """RAM's nodes and choices, with the choices allowed by the class's ``rule(node, choice)``."""
+
+    M: int = attrs.field(validator=[_check_not_bool, *_size])
+    arms: int = attrs.field(default=2, validator=[_check_not_bool, *_arms], kw_only=True)
+    observations: int = attrs.field(default=2, validator=[_check_not_bool, *_arms], kw_only=True)
+
+    rule: ClassVar
+
+    @functools.cached_property
+    def allowed(self) -> np.ndarray:
+        ram = RAM(self.M, arms=self.arms, observations=self.observations)
+        return _readonly(ram.allowed & rule_mask(ram, self.rule))
+
+
+@attrs.frozen(kw_only=False)
+class Chain(_RestrictedRAM):
+    """RAM restricted to neighbouring memories: the next memory is ``i-1``, ``i`` or ``i+1``."""
+
+    rule: ClassVar = staticmethod(_neighbours)
+
+
+@attrs.frozen(kw_only=False)
+class Column(_RestrictedRAM):
+    """Chain in which, above memory 1, the agent plays the same arm as last time.
+
+    The column of confidence policy (paper Figure 1C) lives here: one column
+    of memories per arm, switching arm only at the bottom.
+    """
+
+    rule: ClassVar = staticmethod(_columns)
+
+
+@attrs.frozen(kw_only=False)
+class Memento(MemoryArchitecture):
+    """The last ``m`` arms and observations (paper Definition 3.2).
+
+    Nodes are the histories of length ``0..m``, labelled arms then
+    observations, oldest first (``AABB++-+``; the empty history is ``_``);
+    ordered by length, then by the sequence of (arm, observation) symbols.
+    A reset starts in the empty history.  Choices are the arms; after arm
+    ``x`` and observation ``o`` the history is shifted and ``(x, o)``
+    appended.  ``N = sum_{l=0}^m (arms * observations)^l``.
+    """
+
+    m: int = attrs.field(validator=[_check_not_bool, *_size])
+    arms: int = attrs.field(default=2, validator=[_check_not_bool, *_arms], kw_only=True)
+    observations: int = attrs.field(default=2, validator=[_check_not_bool, *_arms], kw_only=True)
+
+    def __attrs_post_init__(self) -> None:
+        check_memento_nodes(self.m, self.arms, self.observations)
+
+    @property
+    def num_actions(self) -> int:
+        return self.arms
+
+    @property
+    def num_observations(self) -> int:
+        return self.observations
+
+    @functools.cached_property
+    def _offsets(self) -> np.ndarray:
+        """``_offsets[l]``: index of the first history of length ``l``."""
+        K = self.arms * self.observations
+        return np.concatenate([[0], np.cumsum([K**length for length in range(self.m + 1)])]).astype(np.int64)
+
+    @functools.cached_property
+    def node_labels(self) -> tuple[str, ...]:
+        a, o = arm_labels(self.arms), observation_labels(self.observations)
+        labels = ["_"]
+        K, O = self.arms * self.observations, self.observations
+        for length in range(1, self.m + 1):
+            codes = np.arange(K**length)
+            digits = [(codes // K ** (length - 1 - j)) % K for j in range(length)]
+            arm_part = ["".join(a[d[i] // O] for d in digits) for i in range(len(codes))]
+            obs_part = ["".join(o[d[i] % O] for d in digits) for i in range(len(codes))]
+            labels += [x + y for x, y in zip(arm_part, obs_part, strict=True)]
+        return tuple(labels)
+
+    @functools.cached_property
+    def choice_labels(self) -> tuple[str, ...]:
+        return arm_labels(self.arms)
+
+    @functools.cached_property
+    def node_values(self) -> tuple[tuple, ...]:
+        """The history as a tuple of ``(arm, observation)`` pairs, oldest first (``()`` is the empty one)."""
+        symbols = [(x, y) for x in arm_labels(self.arms) for y in observation_labels(self.observations)]
+        values = [()]
+        layer = [()]
+        for _ in range(self.m):
+            layer = [history + (symbol,) for history in layer for symbol in symbols]
+            values += layer
+        return tuple(values)
+
+    @functools.cached_property
+    def allowed(self) -> np.ndarray:
+        return _readonly(np.ones((int(self._offsets[-1]), self.arms), dtype=bool))
+
+    @functools.cached_property
+    def next_node(self) -> np.ndarray:
+        K, O, m = self.arms * self.observations, self.observations, self.m
+        offsets = self._offsets
+        symbol = np.arange(self.arms)[:, None] * O + np.arange(O)[None, :]  # (C, O)
+        parts = []
+        for length in range(m + 1):
+            code = np.arange(K**length, dtype=np.int64)
+            if length < m:
+                new = offsets[length + 1] + code[:, None, None] * K + symbol[None]
+            else:
+                new = offsets[m] + (code[:, None, None] % K ** (m - 1)) * K + symbol[None]
+            parts.append(new)
+        return _readonly(np.concatenate(parts).astype(np.int64))
+
+    @functools.cached_property
+    def choice_action(self) -> np.ndarray:
+        return _readonly(np.arange(self.arms, dtype=np.int64))
+
+    @functools.cached_property
+    def reset_mask(self) -> np.ndarray:
+        mask = np.zeros(int(self._offsets[-1]), dtype=bool)
+        mask[0] = True
+        return _readonly(mask)
+
+
+_KINDS = {"ram": RAM, "chain": Chain, "column": Column, "memento": Memento}
+
+
+for _builtin in (RAM, Chain, Column, Memento):
+    register_architecture(_builtin, kind=_builtin.__name__)
+
+
+def parse_memory(text: str, *, arms: int = 2, observations: int = 2) -> MemoryArchitecture:
+    """Build an architecture from ``ram:M``, ``chain:M``, ``column:M``, ``memento:m`` or ``FILE.py:NAME``.
+
+    ``FILE.py:NAME`` runs the Python file ``FILE.py`` (the user names it, so
+    running it is expected) and takes its global ``NAME``: an architecture,
+    or a function of no arguments that returns one.  ``arms`` and
+    ``observations`` size the built-in kinds only.
+    """
+    path, sep, name = str(text).rpartition(":")
+    if sep and path.endswith(".py"):
+        return _memory_from_file(path, name)
+    kind, sep, size = str(text).partition(":")
+    if not sep or kind.lower() not in _KINDS:
+        raise InputError(f"memory must be ram:M, chain:M, column:M, memento:m or FILE.py:NAME, got {text!r}")
+    try:
+        value = int(size)
+    except ValueError:
+        raise InputError(f"memory size must be an integer >= 1, got {size!r} in {text!r}") from None
+    if value < 1:
+        raise InputError(f"memory size must be an integer >= 1, got {value} in {text!r}")
+    return _KINDS[kind.lower()](value, arms=arms, observations=observations)
+
+
+def _memory_from_file(path: str, name: str) -> MemoryArchitecture:
+    """The architecture called ``name`` in the Python file ``path`` (see :func:`parse_memory`)."""
+    import os
+    import runpy
+
+    if not os.path.isfile(path):
+        raise InputError(f"memory file {path!r} does not exist")
+    if not name.isidentifier():
+        raise InputError(f"memory {path}:{name} must name a Python global after the colon, got {name!r}")
+    try:
+        namespace = runpy.run_path(path, run_name="fsc_memory_file")
+    except Exception as error:  # the user's file failed: say where, in one line
+        raise InputError(f"memory file {path!r} failed to run: {type(error).__name__}: {error}") from error
+    if name not in namespace:
+        raise InputError(f"memory file {path!r} defines no {name!r}")
+    value = namespace[name]
+    if callable(value) and not isinstance(value, MemoryArchitecture) and not isinstance(value, type):
+        try:
+            value = value()
+        except Exception as error:
+            raise InputError(f"{path}:{name}() failed: {type(error).__name__}: {error}") from error
+    if not isinstance(value, MemoryArchitecture):
+        raise InputError(f"{path}:{name} is not a fsc.MemoryArchitecture (nor a function returning one), got {type(value).__name__}")
+    return value

@@ -1,0 +1,290 @@
+"""Policies: the weights of a controller on a memory architecture.
+
+Axis letters: ``N`` memory nodes, ``C`` choices.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import warnings
+import zipfile
+from pathlib import Path
+
+import attrs
+import numpy as np
+import torch
+
+from fsc.errors import InputError, InputTypeError
+from fsc.files import atomic_write
+from fsc.model.architecture import MemoryArchitecture
+
+__all__ = ["Policy"]
+
+
+def _as_logits(name: str, value, shape: tuple[int, ...]) -> torch.Tensor:
+    if isinstance(value, torch.Tensor):
+        tensor = value if value.dtype == torch.float64 else value.to(torch.float64)
+    else:
+        try:
+            tensor = torch.as_tensor(np.asarray(value, dtype=np.float64))
+        except (TypeError, ValueError) as error:
+            raise InputTypeError(f"{name} must be an array of numbers, got {type(value).__name__}") from error
+    if tuple(tensor.shape) != shape:
+        raise InputError(f"{name} must have shape {shape}, got {tuple(tensor.shape)}")
+    if not tensor.detach().numpy().max(initial=-math.inf) < math.inf:  # NaN propagates through max
+        raise InputError(f"{name} must not contain NaN or +inf")
+    return tensor
+
+
+@attrs.frozen(kw_only=True, eq=False)
+class Policy:
+    """Logits over the allowed choices of each node, and over the reset nodes.
+
+    ``probs[n, c] = softmax over allowed c of logits[n, c]``; a disallowed
+    choice has probability exactly 0 and receives no gradient (the
+    architecture is a hard constraint).  The initial-node distribution is the
+    softmax of ``init_logits`` over the architecture's reset nodes.  A logit
+    of ``-inf`` on an allowed choice means probability 0 as well.
+
+    The tensors are float64; a frozen policy does not freeze their contents,
+    so treat them as read-only (make a new policy with :func:`attrs.evolve`).
+    Leaves with ``requires_grad`` are kept as they are, so the gradient of an
+    evaluation flows back to them.
+
+    Attributes:
+        architecture: the memory architecture.
+        logits: shape ``(N, C)``.
+        init_logits: shape ``(N,)``; entries outside the reset nodes are ignored.
+    """
+
+    architecture: MemoryArchitecture
+    logits: torch.Tensor
+    init_logits: torch.Tensor
+
+    def __attrs_post_init__(self) -> None:
+        arch = self.architecture
+        if not isinstance(arch, MemoryArchitecture):
+            raise InputTypeError(f"architecture must be a fsc.MemoryArchitecture, got {type(arch).__name__}")
+        N, C = arch.num_nodes, arch.num_choices
+        logits = _as_logits("logits", self.logits, (N, C))
+        init_logits = _as_logits("init_logits", self.init_logits, (N,))
+        alive = (np.isfinite(logits.detach().numpy()) & arch.allowed).any(axis=1)
+        if not alive.all():
+            n = int(np.flatnonzero(~alive)[0])
+            raise InputError(f"node {arch.node_labels[n]!r} has no allowed choice with a finite logit")
+        if not (np.isfinite(init_logits.detach().numpy()) & arch.reset_mask).any():
+            raise InputError("init_logits must give a finite logit to at least one reset node")
+        object.__setattr__(self, "logits", logits)
+        object.__setattr__(self, "init_logits", init_logits)
+
+    # Alternative constructors.
+
+    @classmethod
+    def uniform(cls, architecture: MemoryArchitecture) -> Policy:
+        """Every allowed choice and every reset node equally likely."""
+        N, C = architecture.num_nodes, architecture.num_choices
+        return cls(architecture=architecture, logits=torch.zeros(N, C, dtype=torch.float64), init_logits=torch.zeros(N, dtype=torch.float64))
+
+    @classmethod
+    def random(cls, architecture: MemoryArchitecture, generator: torch.Generator | int | None = None, std: float = 1.0) -> Policy:
+        """Gaussian logits with standard deviation ``std`` (paper section 5, *random*).
+
+        Args:
+            generator: a ``torch.Generator`` or an integer seed.
+        """
+        if isinstance(generator, bool) or not (generator is None or isinstance(generator, (int, torch.Generator))):
+            raise InputTypeError(f"generator must be a torch.Generator or an int seed, got {generator!r}")
+        if isinstance(generator, int):
+            generator = torch.Generator().manual_seed(generator)
+        if not (isinstance(std, (int, float)) and math.isfinite(std) and std >= 0):
+            raise InputError(f"std must be a finite number >= 0, got {std!r}")
+        N, C = architecture.num_nodes, architecture.num_choices
+        logits = std * torch.randn(N, C, generator=generator, dtype=torch.float64)
+        init_logits = std * torch.randn(N, generator=generator, dtype=torch.float64)
+        return cls(architecture=architecture, logits=logits, init_logits=init_logits)
+
+    @classmethod
+    def from_probs(cls, architecture: MemoryArchitecture, probs, init_probs=None) -> Policy:
+        """The policy with these probabilities (zeros become ``-inf`` logits).
+
+        Args:
+            probs: ``(N, C)``, non-negative, zero on disallowed choices, rows summing to 1.
+            init_probs: ``(N,)`` on the reset nodes, summing to 1; default uniform.
+        """
+        N, C = architecture.num_nodes, architecture.num_choices
+        probs = _as_probs("probs", probs, (N, C))
+        if (probs[~architecture.allowed] != 0).any():
+            n, c = np.argwhere((probs != 0) & ~architecture.allowed)[0]
+            raise InputError(f"probs gives mass to the disallowed choice {architecture.choice_labels[c]!r} of node {architecture.node_labels[n]!r}")
+        _check_sums("probs", probs.sum(axis=1), architecture.node_labels)
+        reset = architecture.reset_mask
+        if init_probs is None:
+            init_probs = reset / reset.sum()
+        init_probs = _as_probs("init_probs", init_probs, (N,))
+        if (init_probs[~reset] != 0).any():
+            n = int(np.flatnonzero((init_probs != 0) & ~reset)[0])
+            raise InputError(f"init_probs gives mass to node {architecture.node_labels[n]!r}, which is not a reset node")
+        _check_sums("init_probs", np.array([init_probs.sum()]), ("all nodes",))
+        with np.errstate(divide="ignore"):
+            return cls(architecture=architecture, logits=np.log(probs), init_logits=np.log(init_probs))
+
+    @classmethod
+    def from_controller(cls, architecture: MemoryArchitecture, action, next_node, initial=0, *, mix: float = 0.0) -> Policy:
+        """A classic finite-state controller as a policy on ``RAM(N, arms=A, observations=O)``.
+
+        ``action``: node -> action (``(N,)`` integers or ``(N, A)``
+        probabilities); ``next_node``: (node, action, observation) -> node
+        (``(N, A, O)`` integers or ``(N, A, O, N)`` probabilities);
+        ``initial``: the initial node (an integer or ``(N,)`` probabilities).
+        ``mix`` in [0, 1) mixes every row with the uniform distribution (a
+        start for training, whose logits are then finite).  See
+        :mod:`fsc.model.controller` for the mapping.
+        """
+        from fsc.model.controller import controller_probs
+
+        probs, init = controller_probs(architecture, action, next_node, initial)
+        if isinstance(mix, bool) or not isinstance(mix, (int, float)) or not 0 <= mix < 1:
+            raise InputError(f"mix must be a number in [0, 1), got {mix!r}")
+        if mix:
+            probs = (1 - mix) * probs + mix / probs.shape[1]
+            reset = architecture.reset_mask
+            init = (1 - mix) * init + mix * reset / reset.sum()
+        return cls.from_probs(architecture, probs, init)
+
+    def skeleton(self):
+        """The deterministic classic controller closest to this policy on RAM (:func:`fsc.model.controller.skeleton`)."""
+        from fsc.model.controller import skeleton
+
+        return skeleton(self)
+
+    # Views.
+
+    def probs(self) -> torch.Tensor:
+        """``probs[n, c]``, shape ``(N, C)``; differentiable in ``logits``."""
+        mask = torch.from_numpy(self.architecture.allowed.copy())
+        return torch.softmax(self.logits.masked_fill(~mask, -math.inf), dim=1)
+
+    def init_probs(self) -> torch.Tensor:
+        """Initial-node distribution, shape ``(N,)``; zero outside the reset nodes."""
+        mask = torch.from_numpy(self.architecture.reset_mask.copy())
+        return torch.softmax(self.init_logits.masked_fill(~mask, -math.inf), dim=0)
+
+    def detach(self) -> Policy:
+        """The same policy on detached copies of the logits."""
+        return attrs.evolve(self, logits=self.logits.detach().clone(), init_logits=self.init_logits.detach().clone())
+
+    def requires_grad_(self) -> Policy:
+        """A copy whose logits are fresh leaves that require a gradient."""
+        return attrs.evolve(
+            self,
+            logits=self.logits.detach().clone().requires_grad_(True),
+            init_logits=self.init_logits.detach().clone().requires_grad_(True),
+        )
+
+    # Files.
+
+    def save(self, path: str | os.PathLike) -> None:
+        """Write to ``.npz`` or ``.json`` (by suffix), atomically; never pickle."""
+        path = Path(path)
+        spec = json.dumps(self.architecture.to_dict())
+        logits = self.logits.detach().cpu().numpy()
+        init_logits = self.init_logits.detach().cpu().numpy()
+        if path.suffix == ".npz":
+            atomic_write(path, lambda f: np.savez(f, architecture=np.array(spec), logits=logits, init_logits=init_logits))
+        elif path.suffix == ".json":
+            doc = {
+                "architecture": json.loads(spec),
+                "logits": _json_floats(logits),
+                "init_logits": _json_floats(init_logits),
+            }
+            atomic_write(path, lambda f: f.write(json.dumps(doc).encode()))
+        else:
+            raise InputError(f"policy files end in .npz or .json, got {str(path)!r}")
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> Policy:
+        """Read a policy written by :meth:`save`.
+
+        Any unreadable file (missing, empty, truncated, not a zip, a key missing, absurd numbers, JSON nested
+        too deep) raises ``ValueError`` naming the file.
+        """
+        path = Path(path)
+        try:
+            return cls._load(path)
+        except (OSError, EOFError, KeyError, IndexError, OverflowError, RecursionError, zipfile.BadZipFile,
+                json.JSONDecodeError) as error:
+            raise InputError(f"cannot read the policy file {str(path)!r}: {type(error).__name__}: {error}") from None
+        except (ValueError, TypeError) as error:
+            if isinstance(error, InputError) and str(path) in str(error):
+                raise
+            raise InputError(f"cannot read the policy file {str(path)!r}: {error}") from None
+
+    @classmethod
+    def _load(cls, path: Path) -> Policy:
+        if path.suffix == ".npz":
+            with np.load(path, allow_pickle=False) as data:
+                spec = json.loads(str(data["architecture"]))
+                logits, init_logits = data["logits"], data["init_logits"]
+        elif path.suffix == ".json":
+            doc = json.loads(path.read_text())
+            if not isinstance(doc, dict) or not {"architecture", "logits", "init_logits"} <= doc.keys():
+                raise InputError(f"{str(path)!r} is not a policy file (needs architecture, logits, init_logits)")
+            spec = doc["architecture"]
+            logits = _from_json_floats(doc["logits"])
+            init_logits = _from_json_floats(doc["init_logits"])
+        else:
+            raise InputError(f"policy files end in .npz or .json, got {str(path)!r}")
+        return cls(architecture=MemoryArchitecture.from_dict(spec), logits=logits, init_logits=init_logits)
+
+
+def _as_probs(name: str, value, shape: tuple[int, ...]) -> np.ndarray:
+    array = np.asarray(value.detach().numpy() if isinstance(value, torch.Tensor) else value, dtype=np.float64)
+    if array.shape != shape:
+        raise InputError(f"{name} must have shape {shape}, got {array.shape}")
+    if not np.all(np.isfinite(array)):
+        raise InputError(f"{name} must be finite, got a NaN or inf")
+    if (array < 0).any():
+        raise InputError(f"{name} must be non-negative, got {float(array.min())!r}")
+    return array
+
+
+def _check_sums(name: str, sums: np.ndarray, labels) -> None:
+    bad = np.flatnonzero(np.abs(sums - 1.0) > 1e-9)
+    if len(bad):
+        raise InputError(f"{name} must sum to 1, got {float(sums[bad[0]])!r} at {labels[bad[0]]!r}")
+
+
+def _json_floats(array: np.ndarray):
+    """Nested lists with ``-inf`` written as ``null`` (JSON has no infinities)."""
+    return np.where(np.isneginf(array), None, array).tolist()
+
+
+def _from_json_floats(value) -> np.ndarray:
+    array = np.array(value, dtype=object)
+    return np.where(array == None, -np.inf, array).astype(np.float64)  # noqa: E711
+
+
+def policy_argument(function: str, policy: object, rest: tuple) -> Policy:
+    """The policy of ``function(world, policy, ...)``.
+
+    The older form ``function(world, architecture, policy, ...)`` still works
+    for this release, with a ``DeprecationWarning``: the policy carries its
+    architecture.
+    """
+    if isinstance(policy, MemoryArchitecture) and len(rest) == 1:
+        warnings.warn(
+            f"{function}(world, architecture, policy) is deprecated; call {function}(world, policy): the policy carries its architecture",
+            DeprecationWarning,
+            stacklevel=3,
+        )
+        architecture, policy = policy, rest[0]
+        if isinstance(policy, Policy) and policy.architecture != architecture:
+            raise InputError(f"policy is for {policy.architecture!r}, not {architecture!r}")
+    elif rest:
+        raise InputTypeError(f"{function}() takes the world and the policy, then keywords; got {2 + len(rest)} positional arguments")
+    if not isinstance(policy, Policy):
+        raise InputTypeError(f"policy must be a fsc.Policy, got {type(policy).__name__}")
+    return policy
+

@@ -1,0 +1,171 @@
+"""What training climbs: the gain (or the discounted return) and its gradient at a point of the logits.
+
+:class:`Objective` runs :class:`fsc.evaluate.Evaluator`, the computation of :func:`fsc.evaluate` and its
+backward pass, without autograd's bookkeeping: one forward pass and one adjoint solve per call, or one
+compiled call on the dense engine.  :class:`Point` holds the value and the gradient it returns.
+"""
+
+from __future__ import annotations
+
+import attrs
+import numpy as np
+import torch
+
+from fsc.engines import kernels
+from fsc.errors import InputError, InputTypeError
+from fsc.evaluate import Evaluator, read_out
+from fsc.model.architecture import MemoryArchitecture
+from fsc.model.policy import Policy
+from fsc.model.pomdp import POMDP, Task
+
+__all__ = ["TARGETS", "Objective", "Point"]
+
+#: What the optimisers climb: the gain per step, or the discounted return ``gain / r``.
+TARGETS = ("gain", "return")
+
+
+@attrs.frozen(kw_only=True, eq=False)
+class Point:
+    """Gain, metrics and gradient of the objective at ``w = (logits, init_logits)``.
+
+    Tensors are detached float64 and read-only by convention.
+
+    Attributes:
+        logits: ``w_pi``, shape ``(N, C)``.
+        init_logits: ``w_0``, shape ``(N,)``.
+        gain: the gain at ``w`` (a Python float, exactly the float64 value).
+        metrics: name -> value (e.g. ``q``).
+        grad_logits: ``d target / d w_pi`` (zero on disallowed choices); the
+            target is the gain, or ``gain / r`` (see :class:`Objective`).
+        grad_init: ``d target / d w_0`` (zero outside the reset nodes).
+    """
+
+    logits: torch.Tensor
+    init_logits: torch.Tensor
+    gain: float
+    metrics: dict[str, float]
+    grad_logits: torch.Tensor
+    grad_init: torch.Tensor
+
+    @property
+    def grad_norm(self) -> float:
+        """Euclidean norm of the whole gradient ``(d/dw_pi, d/dw_0)``."""
+        return float(kernels.gradient_norm(self.grad_logits.numpy(), self.grad_init.numpy()))
+
+    def policy(self, architecture: MemoryArchitecture) -> Policy:
+        """The policy at this point (fresh copies of the logits)."""
+        return Policy(architecture=architecture, logits=self.logits.clone(), init_logits=self.init_logits.clone())
+
+
+@attrs.frozen(kw_only=True, eq=False)
+class Objective:
+    """``w -> (gain(w), grad gain(w))`` for a world, an architecture and a reset.
+
+    It runs :class:`fsc.evaluate.Evaluator`, the computation of
+    :func:`fsc.evaluate` and its backward pass, without autograd's
+    bookkeeping: one forward pass and one adjoint solve per call.
+    ``engine``: ``auto`` or an engine of :func:`fsc.evaluate` (``dense``,
+    ``sparse``, ``power``, ...); ``adjoint`` is an older name of ``dense``.
+
+    ``target``: what is climbed, hence the gradient returned: ``gain`` (the
+    expected reward per step, docs/model.md) or ``return``, the expected
+    discounted return ``G = gain / r`` of paper eq. (4) (the same landscape,
+    gradients ``1 / r`` times larger: the same flow with ``t`` measured ``1 / r``
+    times more slowly, but a different adaptive path, since ``max_dgrad``
+    then bounds changes of the larger gradient).  ``Point.gain`` is the gain
+    per step either way.
+
+    ``compiled``: on the dense engine, each evaluation, and each step of the
+    gradient flow with its rejected tries, runs as one compiled call
+    (:func:`fsc.engines.kernels.dense_value_gradient`, :func:`fsc.engines.kernels.dense_flow_step`)
+    that calls LAPACK itself: the same numbers to the last bit, without the
+    Python between the solves.  ``False`` runs the evaluator's Python path,
+    the reference the compiled one is tested against.
+    """
+
+    world: POMDP | Task
+    architecture: MemoryArchitecture
+    reset: float
+    engine: str = "auto"
+    convention: str = "native"
+    target: str = "gain"
+    compiled: bool = True
+    _evaluator: Evaluator = attrs.field(init=False, default=None, repr=False)
+    _fused: tuple | None = attrs.field(init=False, default=None, repr=False)
+
+    def __attrs_post_init__(self) -> None:
+        if not isinstance(self.engine, str):
+            raise InputTypeError(f"engine must be a string, got {self.engine!r}")
+        if self.target not in TARGETS:
+            raise InputError(f"target must be one of {TARGETS}, got {self.target!r}")
+        engine = "dense" if self.engine == "adjoint" else self.engine
+        evaluator = Evaluator(self.world, self.architecture, self.reset, engine, self.convention)
+        object.__setattr__(self, "_evaluator", evaluator)
+        if self.compiled:
+            object.__setattr__(self, "_fused", evaluator.fused_constants(**{"gain" if self.target == "gain" else "value": 1.0}))
+
+    @property
+    def method(self) -> str:
+        """The engine that runs (what ``auto`` chose)."""
+        return self._evaluator.engine
+
+    def __call__(self, logits: torch.Tensor, init_logits: torch.Tensor) -> Point:
+        logits, init_logits = logits.detach(), init_logits.detach()
+        evaluator = self._evaluator
+        w_pi, w_0 = logits.numpy(), init_logits.numpy()
+        top = max(w_pi.max(), w_0.max())  # NaN propagates through max
+        if not top < np.inf:
+            raise InputError(f"logits must not contain NaN or +inf, got a maximum of {top!r}")
+        if self._fused is not None:
+            expected, grad_logits, grad_init, ok = kernels.dense_value_gradient(w_pi, w_0, self._fused)
+            if not ok:
+                raise np.linalg.LinAlgError("I - (1 - r) P is singular")
+            return self._point(logits, init_logits, expected, grad_logits, grad_init)
+        run = evaluator.forward(w_pi, w_0)
+        grad_logits, grad_init = evaluator.backward(run, **{"gain" if self.target == "gain" else "value": 1.0})
+        return Point(
+            logits=logits,
+            init_logits=init_logits,
+            gain=run.gain,
+            metrics=run.metrics,
+            grad_logits=torch.from_numpy(grad_logits),
+            grad_init=torch.from_numpy(grad_init),
+        )
+
+    def _point(self, logits, init_logits, expected: np.ndarray, grad_logits: np.ndarray, grad_init: np.ndarray) -> Point:
+        """The point of a compiled evaluation: ``expected`` holds the native expectations of the evaluator's tables."""
+        evaluator = self._evaluator
+        native = dict(zip(evaluator.table_names[1:], expected[1:].tolist(), strict=True))
+        gain, metrics = read_out(evaluator.world, evaluator.convention, evaluator.reset, float(expected[0]), native)
+        as_tensor = lambda x: x if isinstance(x, torch.Tensor) else torch.from_numpy(x)  # noqa: E731
+        return Point(
+            logits=as_tensor(logits),
+            init_logits=as_tensor(init_logits),
+            gain=gain,
+            metrics={name: float(value) for name, value in metrics.items()},
+            grad_logits=torch.from_numpy(grad_logits),
+            grad_init=torch.from_numpy(grad_init),
+        )
+
+    def flow_step(self, point: Point, dt: float, max_dgrad: float, min_dt: float) -> tuple[Point | None, float, float, int, int] | None:
+        """:meth:`GradientFlow.advance`'s search for an accepted step, in one compiled call.
+
+        ``None`` when the engine has no compiled step (only ``dense`` has); else ``(point, dt,
+        next_dt, evaluations, rejections)``, with ``point`` ``None`` when no step down to ``min_dt``
+        is accepted.  The numbers are those of the step written in Python, to the last bit.
+        """
+        if self._fused is None:
+            return None
+        evaluator = self._evaluator
+        status, logits, init_logits, grad_logits, grad_init, expected, dt, next_dt, evaluations, rejections = kernels.dense_flow_step(
+            point.logits.numpy(), point.init_logits.numpy(), point.grad_logits.numpy(), point.grad_init.numpy(),
+            point.gain, dt, max_dgrad, min_dt, evaluator.factor, self._fused,
+        )  # fmt: skip
+        if status == kernels.STEP_STALLED:
+            return None, dt, next_dt, evaluations, rejections
+        if status == kernels.STEP_NOT_FINITE:
+            raise InputError(f"logits must not contain NaN or +inf, got a maximum of {max(logits.max(), init_logits.max())!r}")
+        if status == kernels.STEP_SINGULAR:
+            raise np.linalg.LinAlgError("I - (1 - r) P is singular")
+        new = self._point(logits, init_logits, expected, grad_logits, grad_init)
+        return new, dt, next_dt, evaluations, rejections

@@ -1,0 +1,91 @@
+"""The report section "Beyond the paper" (:func:`fsc.report.paper.section_beyond_the_paper`).
+
+The asymmetric column of confidence against the symmetric CCP (computed
+here, a second or two), the anatomy of the best learned RAM 8 and Memento 3
+policies and the Memento table (read from the committed ``results/``: training
+them takes minutes, see results/PROVENANCE.md).
+"""
+
+from __future__ import annotations
+
+import csv
+import html
+import json
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+from fsc.report import page
+from fsc.report.page import Section, table
+
+
+def section(out: Path, log: Callable[[str], None]):
+    from fsc.model.policy import Policy
+    from policies.anatomy import anatomy, describe
+    from policies.asymmetric import asymmetric_ccp_optimum
+
+    numbers: dict = {}
+    rows = []
+    for M in (4, 8, 20):
+        for r in (1e-2, 1e-3, 1e-4, 1e-6):
+            o = asymmetric_ccp_optimum(0.1, M, r)
+            p = asymmetric_ccp_optimum(0.1, M, r, convention="paper")
+            rows.append([M, r, o.q_symmetric, o.q, o.gain, o.gain / o.q_symmetric, o.eps_A, o.eps_B, o.split, p.q_symmetric, p.q])
+            numbers[f"gain M={M} r={r:g}"] = o.gain
+    log(f"  asymmetric CCP: {len(rows)} optima")
+    body = [
+        "<p>The symmetric CCP is a saddle of q: with the reset sent to one column (split j = 1) and a larger exit on that "
+        "column's top, q drops to first order. The asymmetric optimum below (mu = 0.1; closed form, policies.asymmetric) "
+        "is below the symmetric CCP wherever the symmetric exit is below 1.</p>",
+        table(["M", "r", "q symmetric", "q asymmetric", "gain", "relative gain", "eps_A", "eps_B", "split", "q sym (paper)", "q asym (paper)"], rows),
+    ]
+    anatomies = []
+    for title, path, reset in (
+        ("RAM 8 trained from near-CCP (r = 1e-3, native)", page.SHIPPED / "ram8" / "policy.npz", 1e-3),
+        ("best learned Memento 3 (r = 1e-5)", page.SHIPPED / "memento" / "best-m3-r1e-05.npz", 1e-5),
+        ("best learned Memento 3 (r = 1e-3)", page.SHIPPED / "memento" / "best-m3-r0.001.npz", 1e-3),
+    ):
+        if not path.is_file():
+            body.append(f"<p>{html.escape(title)}: no policy in {html.escape(str(path))} (see docs/beyond-the-paper.md to make it).</p>")
+            continue
+        a = anatomy(Policy.load(path), mu=0.1, reset=reset)
+        anatomies.append(title)
+        numbers[f"anatomy {title}"] = {"q": a.q, "family": a.family, "nearest": a.nearest, "distance": a.distance, **a.parameters}
+        body.append(f"<h3>Anatomy: {html.escape(title)}</h3><pre>{html.escape(describe(a, top=10))}</pre>")
+        diagram = path.with_suffix(".svg")
+        if diagram.is_file():  # the diagram drawn with the results (viz.memory_graph)
+            shutil.copyfile(diagram, out / "figures" / diagram.name)
+            body.append(f"<img src='figures/{html.escape(diagram.name)}' alt='diagram of the {html.escape(title)} policy'>")
+    log(f"  anatomy of {len(anatomies)} learned policies")
+    memento = page.SHIPPED / "memento" / "table.csv"
+    if memento.is_file():
+        with open(memento) as f:
+            records = list(csv.DictReader(f))
+        body.append(
+            "<h3>The Memento question</h3><p>Best q learned from random, cycles and near-necklace starts (native convention) "
+            "against the necklace policy optimised over (eps0, eps1) at the same r (results/memento). The learned policies "
+            "are the necklace chain on full histories but play deterministically right after a reset (partial histories), "
+            "where the necklace policy plays 1/2-1/2; the necklace policy with the learned after-reset rows beats the "
+            "optimised necklace policy at every (m, r) below.</p>"
+        )
+        body.append(
+            table(
+                ["m", "r", "runs", "best learned q", "from", "necklace q at r", "learned - necklace", "necklace + learned after-reset rows", "family found"],
+                [[int(r["m"]), float(r["reset"]), int(r["runs"]), float(r["best_learned_q"]), r["best_init"], float(r["necklace_q_at_r"]),
+                  float(r["learned_minus_necklace"]), float(r["necklace_with_learned_start_q"]), r["family_found"]] for r in records],  # fmt: skip
+                digits=7,
+            )
+        )
+        numbers["memento"] = records
+        provenance = page.SHIPPED / "PROVENANCE.md"
+        if provenance.is_file():
+            text = provenance.read_text()
+            start = text.find("## results/memento/")
+            body.append(f"<pre>{html.escape(text[start : text.find('## results/ram8/')] if start >= 0 else text[:1500])}</pre>")
+    commands = (
+        "fsc closed-form asymmetric-ccp --mu 0.1 --M 8 --reset 1e-3 --json",
+        "python examples/asymmetric_ccp.py --out results/asymmetric",
+        "fsc train --memory ram:8 --init near-ccp --reset 1e-3 --until-t 3e7 --out results/ram8 && fsc inspect results/ram8/policy.npz --reset 1e-3",
+        "fsc sweep examples/memento_question.json --workers 1 && python examples/memento_question.py --out results/memento",
+    )
+    return Section("Beyond the paper: asymmetric CCP, policy anatomy, the Memento question", "".join(body), commands, json.loads(json.dumps(numbers)))

@@ -1,0 +1,130 @@
+"""``fsc report``: the main job, a small but real run of the whole framework.
+
+Each section computes its numbers, writes its figures and returns an HTML
+fragment; :func:`build_report` assembles them into ``DIR/index.html`` with
+the commands that reproduce each part at full size.  The report is built in a
+temporary folder and moved into place at the end, so a failed run never
+leaves a half-written report.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from fsc.errors import InputError
+from fsc.files import UMASK
+from fsc.report.paper import SECTIONS
+
+__all__ = ["REPORT_MARKER", "build_report", "check_report_target"]
+
+_STYLE = """
+body { font-family: sans-serif; max-width: 1100px; margin: 2em auto; color: #222; }
+table { border-collapse: collapse; margin: 1em 0; }
+th, td { border: 1px solid #ccc; padding: 0.25em 0.6em; text-align: right; }
+th { background: #f3f3f3; }
+img { max-width: 100%; border: 1px solid #eee; margin: 0.5em 0; }
+pre { background: #f6f6f6; padding: 0.6em; overflow-x: auto; }
+"""
+
+
+# Records on <body> how many images loaded, so a headless browser can check
+# the page (benchmarks/check_report_chromium.py).
+_IMAGE_CHECK = (
+    "<script>window.addEventListener('load', () => { const imgs = [...document.images];"
+    " document.body.dataset.images = imgs.length;"
+    " document.body.dataset.loaded = imgs.filter(i => i.complete && i.naturalWidth > 0).length; });</script>"
+)
+
+
+REPORT_MARKER = ".fsc-report"
+
+
+def check_report_target(out: Path) -> None:
+    """Refuse an ``--out`` that is not ours to replace.
+
+    ``fsc report`` replaces only a missing directory, an empty one, or a previous report (one holding the
+    marker file ``.fsc-report``); it never deletes files it did not write, nor the current directory or one
+    of its ancestors.
+    """
+    resolved = out.resolve()
+    cwd = Path.cwd().resolve()
+    if resolved == cwd or resolved in cwd.parents:
+        raise InputError(f"--out {str(out)!r} is the current directory or above it; give a new directory")
+    if not out.exists():
+        return
+    if not out.is_dir():
+        raise InputError(f"--out must be a directory, got the file {str(out)!r}")
+    if (out / REPORT_MARKER).is_file() or not any(out.iterdir()):
+        return
+    raise InputError(
+        f"--out {str(out)!r} already holds files that are not an fsc report (no {REPORT_MARKER}); "
+        "give a new or empty directory"
+    )
+
+
+def build_report(out: str | Path, *, quiet: bool = False) -> dict:
+    """Run every section and write ``out/index.html`` (and ``out/report.json``).
+
+    Returns the numbers of every section (also in ``report.json``).
+    The report is built in a temporary directory beside ``out`` and renamed
+    to it at the end.  An existing ``out`` is replaced only when it is empty
+    or a previous report (it holds the marker file ``.fsc-report``);
+    anything else is refused with a ``ValueError``, before any work.
+    """
+    import fsc
+
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise InputError(f"--out must be a directory, got the file {str(out)!r}")
+    check_report_target(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    start = time.perf_counter()
+
+    def log(message: str) -> None:
+        if not quiet:
+            print(message, file=sys.stderr, flush=True)
+
+    work = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}."))
+    try:
+        (work / "figures").mkdir()
+        sections = []
+        for make in SECTIONS:
+            log(f"[{time.perf_counter() - start:6.1f}s] {make.__doc__.splitlines()[0]}")
+            sections.append(make(work, log))
+        seconds = time.perf_counter() - start
+        parts = []
+        for section in sections:
+            commands = "".join(f"<pre>{html.escape(c)}</pre>" for c in section.commands)
+            reproduce = f"<h3>Reproduce at full size</h3>{commands}" if commands else ""
+            parts.append(f"<h2>{html.escape(section.title)}</h2>{section.body}{reproduce}")
+        page = (
+            "<!doctype html><html><head><meta charset='utf-8'><title>fsc report</title>"
+            f"<style>{_STYLE}</style>{_IMAGE_CHECK}</head><body><h1>fsc report</h1>"
+            f"<p>fsc {fsc.__version__}; built in {seconds:.0f} s. Paper: <i>How memory architecture affects learning "
+            "in a simple POMDP: the two-hypothesis testing problem</i>.</p>" + "".join(parts) + "</body></html>"
+        )
+        (work / "index.html").write_text(page)
+        numbers = {s.title: s.numbers for s in sections}
+        (work / "report.json").write_text(json.dumps({"seconds": seconds, "sections": numbers}, indent=1))
+        (work / REPORT_MARKER).write_text("written by fsc report; fsc report --out may replace this directory\n")
+        work.chmod(0o777 & ~UMASK)  # mkdtemp makes it 0o700
+        check_report_target(out)
+        if out.exists():
+            shutil.rmtree(out)
+        work.rename(out)
+    except OSError as error:  # a full disk: nothing of this report is left, the previous one is untouched
+        shutil.rmtree(work, ignore_errors=True)
+        if error.filename is None:
+            raise OSError(error.errno, error.strerror, f"--out {out}") from None
+        raise
+    except BaseException:
+        shutil.rmtree(work, ignore_errors=True)
+        raise
+    log(f"report written to {out / 'index.html'} in {seconds:.0f} s")
+    return numbers

@@ -1,0 +1,197 @@
+"""The sweep driver: every unfinished point of a spec, on a local pool or a Dask cluster, failures kept.
+
+A point is finished when its ``result.json`` exists; a sweep run again continues the others from their
+checkpoints (docs/sweeps.md).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from collections.abc import Sequence
+from concurrent.futures import Executor, Future, ProcessPoolExecutor, as_completed
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from fsc.errors import InputError, InputTypeError
+from fsc.files import write_text
+from fsc.limits import MAX_WORKERS
+from fsc.sweep.spec import Point, Sweep
+from fsc.sweep.worker import init_pool_worker, is_finished, run_point
+
+
+@attrs.frozen(kw_only=True)
+class SweepReport:
+    """What :func:`run_sweep` did.
+
+    Attributes:
+        points: points in the spec; trained: run to their end now;
+        skipped: already finished; failed: failed now.
+        failures: one record per failed point: ``run``, ``arguments``, ``exit``, ``error``, ``stderr``.
+        seconds: wall time of the sweep; out: its directory.
+    """
+
+    points: int
+    trained: int
+    skipped: int
+    failed: int
+    failures: tuple[dict, ...]
+    seconds: float
+    out: str
+
+    def summary(self) -> dict[str, Any]:
+        """JSON-able numbers (what ``fsc sweep --json`` prints)."""
+        return {
+            "points": self.points,
+            "trained": self.trained,
+            "skipped": self.skipped,
+            "failed": self.failed,
+            "seconds": self.seconds,
+            "out": self.out,
+            "failures": [{"run": f["run"], "arguments": f["arguments"], "error": f["error"]} for f in self.failures],
+        }
+
+
+def run_sweep(
+    sweep: Sweep,
+    out: str | os.PathLike,
+    *,
+    executor: Executor | None = None,
+    workers: int | None = None,
+    scheduler: str | None = None,
+    quiet: bool = False,
+    command: Sequence[str] | None = None,
+) -> SweepReport:
+    """Run every unfinished point of ``sweep`` in ``out/runs``; report failures, never stop at one.
+
+    Args:
+        sweep: the points (:func:`load_spec`).
+        out: the sweep's directory (made absolute, so that a cluster's workers find it).
+        executor: run the points here (not shut down afterwards); by default a
+            :class:`~concurrent.futures.ProcessPoolExecutor` of ``workers``
+            processes, or a Dask cluster's executor when ``scheduler`` is given.
+        workers: local pool size (default: the number of CPUs this process may use).
+        scheduler: address of a Dask scheduler (``tcp://host:8786``); needs ``dask[distributed]``.
+        quiet: no progress bar (there is none either when stderr is not a terminal).
+        command: the trainer command (see :func:`run_point`).
+
+    Returns:
+        A :class:`SweepReport`.  Failed points are also written to
+        ``out/failures.json`` (removed when a sweep has none).
+    """
+    if not isinstance(sweep, Sweep):
+        raise InputTypeError(f"sweep must be a fsc.sweep.Sweep (see load_spec), got {type(sweep).__name__}")
+    if sum(x is not None for x in (executor, workers, scheduler)) > 1:
+        raise InputError("give at most one of executor, workers and scheduler")
+    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
+        raise InputError(f"workers must be an integer >= 1, got {workers!r}")
+    if workers is not None and workers > MAX_WORKERS:  # each is a trainer process: more only thrash
+        raise InputError(f"--workers must be at most {MAX_WORKERS}, got {workers!r}")
+    out = Path(out).resolve()
+    if out.exists() and not out.is_dir():
+        raise InputError(f"out must be a directory, got the file {str(out)!r}")
+    start = time.monotonic()
+    pending = [point for point in sweep.points if not is_finished(out / "runs" / point.name, point.stop())]
+    skipped = len(sweep.points) - len(pending)
+    client = _dask_client(scheduler) if scheduler is not None and pending else None  # before writing anything
+    (out / "runs").mkdir(parents=True, exist_ok=True)
+    write_text(out / "sweep.json", json.dumps(_sweep_record(sweep), indent=2) + "\n")
+
+    records: dict[str, dict] = {}
+    if pending:
+        if executor is not None:
+            records = _run_points(executor, pending, out, quiet, command, skipped, len(sweep.points))
+        elif client is not None:
+            try:
+                records = _run_points(client.get_executor(pure=False), pending, out, quiet, command, skipped, len(sweep.points))
+            finally:
+                client.close()
+        else:
+            pool = ProcessPoolExecutor(max_workers=workers or _cpu_count(), initializer=init_pool_worker, initargs=(os.getpid(),))
+            try:
+                records = _run_points(pool, pending, out, quiet, command, skipped, len(sweep.points))
+            finally:
+                pool.shutdown(wait=True, cancel_futures=True)
+
+    failures = tuple(  # in the spec's order
+        {"run": point.name, "arguments": dict(point.arguments), **{k: v for k, v in records[point.name].items() if k != "status"}}
+        for point in sweep.points
+        if point.name in records and records[point.name]["status"] == "failed"
+    )
+    if failures:
+        write_text(out / "failures.json", json.dumps(list(failures), indent=2) + "\n")
+    else:
+        (out / "failures.json").unlink(missing_ok=True)
+    trained = sum(record["status"] == "done" for record in records.values())
+    skipped += sum(record["status"] == "skipped" for record in records.values())
+    return SweepReport(
+        points=len(sweep.points),
+        trained=trained,
+        skipped=skipped,
+        failed=len(failures),
+        failures=failures,
+        seconds=time.monotonic() - start,
+        out=str(out),
+    )
+
+
+def _run_points(executor: Executor, points: list[Point], out: Path, quiet: bool, command, done: int, total: int) -> dict[str, dict]:
+    from tqdm import tqdm
+
+    futures: dict[Future, Point] = {}
+    for point in points:
+        run_dir = out / "runs" / point.name
+        lock = out / "locks" / f"{point.name}.lock"
+        futures[executor.submit(run_point, point.argv(), str(run_dir), str(lock), point.stop(), command)] = point
+    records: dict[str, dict] = {}
+    bar = tqdm(total=total, initial=done, unit="point", file=sys.stderr, disable=quiet or not sys.stderr.isatty(), dynamic_ncols=True)
+    try:
+        for future in as_completed(futures):
+            point = futures[future]
+            try:
+                record = future.result()
+            except Exception as error:  # the worker itself failed (a lost Dask worker, a broken pool)
+                record = {"status": "failed", "exit": None, "error": f"{type(error).__name__}: {error}", "stderr": [], "seconds": None}
+            records[point.name] = record
+            failed = sum(r["status"] == "failed" for r in records.values())
+            if failed:
+                bar.set_postfix_str(f"{failed} failed", refresh=False)
+            bar.update(1)
+    except BaseException:
+        for future in futures:
+            future.cancel()
+        raise
+    finally:
+        bar.close()
+    return records
+
+
+def _cpu_count() -> int:
+    """CPUs this process may use (its affinity mask where the system has one)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - macOS, Windows
+        return os.cpu_count() or 1
+
+
+def _dask_client(address: str):
+    try:
+        from distributed import Client
+    except ImportError:
+        raise InputError(f"--scheduler {address!r} needs dask.distributed: pip install 'fsc[cluster]'") from None
+    try:
+        return Client(address, timeout="20s")
+    except (OSError, TimeoutError) as error:
+        raise InputError(f"cannot reach the Dask scheduler at {address!r}: {error}") from None
+
+
+def _sweep_record(sweep: Sweep) -> dict[str, Any]:
+    return {
+        "name": sweep.name,
+        "spec": dict(sweep.spec),
+        "points": [{"run": point.name, "arguments": dict(point.arguments)} for point in sweep.points],
+    }

@@ -1,0 +1,257 @@
+"""The training loop of a run on disk: records to trajectory rows, checkpoints on a clock, an interrupt
+that waits for the end of a step, a progress bar, and the :class:`TrainingResult` at the end."""
+
+from __future__ import annotations
+
+import bisect
+import functools
+import math
+import platform
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import attrs
+import numpy as np
+import torch
+
+from fsc.io.checkpoint import save_checkpoint, write_json
+from fsc.io.trajectory import Trajectory, trajectory_row, write_csv
+from fsc.optim import Record
+
+CONVERGED = 1e-9  # relative change of the gain over a decade of t that ends a run without until_t
+
+
+
+
+def converged(t: Sequence[float], gain: Sequence[float], tolerance: float = CONVERGED) -> bool:
+    """Whether a run has converged: from ``t >= 10``, the gain changed by at most
+    ``tolerance`` of its size between ``t / 10`` and ``t`` (``t`` increasing)."""
+    now = t[-1]
+    if now < 10:
+        return False
+    i = bisect.bisect_right(t, now / 10) - 1
+    return i >= 0 and abs(gain[-1] - gain[i]) <= tolerance * max(abs(gain[-1]), 1e-300)
+
+
+def versions() -> dict[str, str | None]:
+    """The versions a run was made (or last resumed) with; ``commit``: the project's git commit, ``+`` if edited since."""
+    import numba
+
+    from fsc import __version__
+
+    return {
+        "fsc": __version__,
+        "commit": _source_commit(),
+        "torch": torch.__version__,
+        "numpy": np.__version__,
+        "numba": numba.__version__,
+        "python": platform.python_version(),
+    }
+
+
+@functools.cache
+def _source_commit() -> str | None:
+    """``git rev-parse HEAD`` of the checkout this package runs from (None outside one, or without git)."""
+    root = Path(__file__).resolve().parents[2]
+    if not (root / ".git").exists():  # an installed copy, not a checkout (which another repository may contain)
+        return None
+    try:
+        head = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True, timeout=5, check=True)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return head + ("+" if dirty.stdout.strip() else "")
+
+
+@attrs.frozen(kw_only=True)
+class TrainingResult:
+    """The end of a training run (what ``fsc train --json`` prints).
+
+    Attributes:
+        metrics: the world's metrics at the final policy (``q`` for the two-hypothesis task).
+        q, gain: at the final policy (``q`` NaN in a world without it).
+        value: ``gain / reset``, the discounted return (native convention).
+        t: algorithm time reached; steps: accepted steps.
+        seconds: wall time of the run over all its sessions.
+        evaluations: value-and-gradient evaluations (accepted and rejected).
+        stop: why it stopped (``until_t``, ``max_seconds``, ``max_steps``, ``stalled``, ``converged``).
+        out: the run directory; resumed: this session continued a checkpoint.
+    """
+
+    q: float
+    gain: float
+    value: float
+    t: float
+    steps: int
+    seconds: float
+    evaluations: int
+    stop: str
+    out: str
+    resumed: bool
+    metrics: dict[str, float] = attrs.field(factory=dict)
+
+    def summary(self) -> dict[str, Any]:
+        """JSON-able numbers: ``q`` (where the world defines it), ``t``, ``steps``, ``seconds`` first, then ``value``."""
+        return {
+            **({} if math.isnan(self.q) else {"q": self.q}),
+            "t": self.t,
+            "steps": self.steps,
+            "seconds": self.seconds,
+            "value": self.value,
+            "gain": self.gain,
+            **{_summary_key(name): value for name, value in self.metrics.items() if name != "q"},
+            "evaluations": self.evaluations,
+            "stop": self.stop,
+            "out": self.out,
+        }
+
+
+def _summary_key(name: str) -> str:
+    taken = {"q", "t", "steps", "seconds", "value", "gain", "evaluations", "stop", "out"}
+    return f"metric:{name}" if name in taken else name
+
+
+# ---------------------------------------------------------------------------
+# Progress bar.
+
+
+class Progress:
+    """A tqdm bar over ``log(1 + t)`` up to ``log(1 + until_t)``; silent when disabled."""
+
+    def __init__(self, until_t: float, *, disable: bool) -> None:
+        self.bar = None
+        if disable:
+            return
+        from tqdm.auto import tqdm
+
+        self.scale = 1000 / math.log1p(until_t) if until_t > 0 else 0.0
+        self.bar = tqdm(total=1000, file=sys.stderr, mininterval=0.5, bar_format="{l_bar}{bar}| {elapsed}<{remaining}{postfix}", desc="train")
+
+    def update(self, record: Record) -> None:
+        if self.bar is None:
+            return
+        n = min(1000, int(self.scale * math.log1p(record.t)))
+        if n > self.bar.n or record.stop is not None:
+            self.bar.set_postfix_str(f"t={record.t:.4g} step={record.step} q={record.q:.6g}", refresh=False)
+            self.bar.update(max(0, n - self.bar.n))
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+class Thinning:
+    """Which accepted steps become trajectory rows: every one, or with ``rows_per_decade = N`` step 0 and
+    the first step in each interval ``[10^(k/N), 10^((k+1)/N))`` of ``t``.  The rule reads ``t`` only, so
+    a resumed run keeps the rows an uninterrupted one keeps; its state is the bucket of the last row."""
+
+    def __init__(self, rows_per_decade: int | None, trajectory: Trajectory) -> None:
+        self.per_decade = rows_per_decade
+        last = trajectory.last("t")
+        self.bucket = -math.inf if last is None or rows_per_decade is None else self._bucket(last)
+
+    def _bucket(self, t: float) -> float:
+        return math.floor(self.per_decade * math.log10(t)) if t > 0 else -math.inf
+
+    def __call__(self, t: float, step: int) -> bool:
+        if self.per_decade is None:
+            return True
+        bucket = self._bucket(t)
+        if step == 0 or bucket > self.bucket:
+            self.bucket = max(bucket, self.bucket)
+            return True
+        return False
+
+
+class DeferredInterrupt:
+    """SIGINT during training takes effect between two steps, as a ``KeyboardInterrupt`` there.
+
+    An interrupt that lands inside compiled code (:mod:`fsc.engines.kernels`) would otherwise surface as a
+    ``SystemError`` at the call's return; deferred, it always finds a whole step and a checkpoint it
+    can write.  Only in the main thread, and only over Python's default handler (a handler of the
+    caller's own is left alone).
+    """
+
+    def __init__(self) -> None:
+        self.pending = False
+
+    def between(self, records):
+        if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+            yield from records
+            return
+        previous = signal.signal(signal.SIGINT, self._note)
+        try:
+            for record in records:
+                yield record
+                if self.pending:
+                    raise KeyboardInterrupt
+        finally:
+            signal.signal(signal.SIGINT, previous)
+        if self.pending:  # arrived after the last record: still an interrupt (a later one raises at once)
+            raise KeyboardInterrupt
+
+    def _note(self, signum, frame) -> None:
+        self.pending = True
+
+
+def train_loop(records, arch, policy, rule, out, resumed, trajectory, meta, quiet, checkpoint_seconds, reset, keep) -> TrainingResult:
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "result.json").unlink(missing_ok=True)  # not finished until written again
+    run_doc = {**meta, "versions": versions(), "status": "running"}
+    write_json(out / "run.json", run_doc)
+    if not (out / "initial_policy.npz").exists():
+        policy.save(out / "initial_policy.npz")
+
+    last_step = trajectory.last("step") if len(trajectory) else -1
+    progress = Progress(rule.until_t or 0.0, disable=quiet or not sys.stderr.isatty())
+    last_checkpoint = time.monotonic()
+    record = None
+    interrupted = DeferredInterrupt()
+    try:
+        for record in interrupted.between(records):
+            if record.step > last_step:
+                if keep(record.t, record.step):
+                    trajectory.append(trajectory_row(record))
+                last_step = record.step
+            progress.update(record)
+            if record.stop is None and rule.until_t is None and converged(trajectory.columns["t"], trajectory.columns["gain"]):
+                record = attrs.evolve(record, stop="converged")
+                break
+            if record.stop is None and (time.monotonic() - last_checkpoint >= checkpoint_seconds or len(trajectory) == 1):
+                save_checkpoint(out, record.state, trajectory, meta)
+                write_csv(out / "trajectory.csv", trajectory)
+                last_checkpoint = time.monotonic()
+    except KeyboardInterrupt:
+        if record is not None:
+            save_checkpoint(out, record.state, trajectory, meta)
+            write_csv(out / "trajectory.csv", trajectory)
+        raise
+    finally:
+        progress.close()
+
+    final = record.state
+    save_checkpoint(out, final, trajectory, meta)
+    write_csv(out / "trajectory.csv", trajectory)
+    final.point.policy(arch).save(out / "policy.npz")
+    result = TrainingResult(
+        q=float(record.q),
+        gain=float(record.gain),
+        value=float(record.gain) / reset,
+        t=float(record.t),
+        steps=int(record.step),
+        seconds=float(trajectory.last("seconds") if keep.per_decade is None else record.state.seconds),
+        evaluations=int(record.evaluations),
+        stop=str(record.stop),
+        out=str(out),
+        resumed=resumed,
+        metrics={name: float(value) for name, value in record.metrics.items()},
+    )
+    write_json(out / "run.json", {**run_doc, "status": "done", "stop": record.stop, "result": result.summary()})
+    write_json(out / "result.json", result.summary())
+    return result
