@@ -1,4 +1,4 @@
-"""The paper's claims about training (section 6, Figure 4), checked against final values of q.
+"""The paper's claims about training (Figure 2, and Figure 4 in section 6), checked against final values of q.
 
 Each claim names the runs it compares; :func:`check_figure4` reads them from a mapping ``(memory, reset,
 init) -> final q of each seed`` (the ``groups`` of a shipped sweep) and says, per claim, the numbers
@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-__all__ = ["FIGURE4_CLAIMS", "check_figure4"]
+__all__ = ["FIGURE4_CLAIMS", "check_figure2", "check_figure4"]
 
 Group = tuple[str, float, str]  # (memory, reset, init)
 
@@ -73,3 +73,36 @@ def check_figure4(groups: Mapping[Group, Sequence[float]], expected: Mapping[Gro
             holds = medians[0] >= 2 * medians[1]
         out.append({"panel": panel, "claim": claim, "numbers": numbers, "verdict": "holds" if holds else "does not hold"})
     return out
+
+
+def check_figure2(points: Sequence[tuple[float, int, float, float]], convention: str = "paper", *, rtol: float = 1e-9) -> list[dict]:
+    """Figure 2's claim, "training from near the CCP does not beat the CCP", on final values of q.
+
+    ``points``: ``(mu, M, reset, final q)`` of each finished run, q in ``convention``. Each is compared with
+    the symmetric CCP at its optimal eps and with the asymmetric CCP (:mod:`policies.asymmetric`), both from
+    their closed forms; ``rtol`` is the relative margin under which two values count as equal. One record
+    (``panel``, ``claim``, ``numbers``, ``verdict``) like :func:`check_figure4`'s.
+    """
+    from policies.asymmetric import asymmetric_ccp_optimum
+    from policies.reference import ccp_line
+
+    claim = "training from near the CCP does not beat the CCP"
+    if not points:
+        return [{"panel": "Figure 2", "claim": claim, "numbers": "", "verdict": "not run yet"}]
+    below, under_asymmetric = [], 0
+    for mu, M, reset, q in points:
+        symmetric = ccp_line(mu, M, reset, convention)
+        asymmetric = asymmetric_ccp_optimum(mu, M, reset, convention=convention).q
+        if q < symmetric * (1 - rtol):
+            below.append((symmetric - q) / symmetric)
+            under_asymmetric += q < asymmetric * (1 - rtol)
+    numbers = f"{len(below)} of {len(points)} runs end below the symmetric CCP"
+    if below:
+        numbers += f", by at most {max(below):.3g} of it (median {float(np.median(below)):.3g}); {under_asymmetric} below the asymmetric CCP"
+    if not below:
+        verdict = "holds"
+    elif under_asymmetric == 0:
+        verdict = "does not hold: those runs go toward the asymmetric CCP, a better policy of the same memory"
+    else:
+        verdict = "does not hold: some runs end below the asymmetric CCP too"
+    return [{"panel": "Figure 2", "claim": claim, "numbers": numbers, "verdict": verdict}]

@@ -74,6 +74,6 @@ def test_the_report_shows_shipped_results(tmp_path, monkeypatch):
     (tmp_path / "out" / "figures").mkdir(parents=True)
     section = paper.section_full_size(tmp_path / "out", lambda message: None)
     assert section.numbers["done"] == 4 and set(section.numbers["verdicts"].values()) == {"not run yet"}
-    assert "ram:2" in section.body and (tmp_path / "out" / "figures" / "full-size.png").is_file()
+    assert "ram:2" in section.body and (tmp_path / "out" / "figures" / "full-size-fig4.png").is_file()
     monkeypatch.setattr(page, "SHIPPED", tmp_path / "nothing")
     assert "No results shipped" in paper.section_full_size(tmp_path / "out", lambda message: None).body

@@ -7,9 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from fsc.cli.options import (
-    emit,
-)
+from fsc.cli.options import UsageError, emit
 from fsc.errors import InputError
 from fsc.limits import workers_arg
 from fsc.sweep.driver import run_sweep
@@ -36,13 +34,21 @@ def train_options(p):
 def cmd_report(args) -> int:
     from fsc.report import build_report
 
-    build_report(args.out, quiet=args.quiet)
+    if not args.full and (args.sweeps is not None or args.workers is not None):
+        raise UsageError("--sweeps and --workers go with --full")
+    build_report(args.out, quiet=args.quiet, full=args.full, sweeps=args.sweeps or "sweeps", workers=args.workers)
     return 0
 
 
 def report_options(p):
     p.add_argument("--out", default="report", help="output directory (default ./report); written whole at the end")
     p.add_argument("--quiet", action="store_true", help="no progress messages")
+    p.add_argument(
+        "--full", action="store_true",
+        help="first run what results/ lacks of the full-size Figures 4 and 2 (hours; resumable) and ship it into results/",
+    )
+    p.add_argument("--sweeps", default=None, metavar="DIR", help="with --full: where the sweeps run (default ./sweeps)")
+    p.add_argument("--workers", type=workers_arg, default=None, metavar="N", help="with --full: processes (default: the number of CPUs)")
 
 
 

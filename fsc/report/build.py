@@ -68,8 +68,15 @@ def check_report_target(out: Path) -> None:
     )
 
 
-def build_report(out: str | Path, *, quiet: bool = False) -> dict:
+def build_report(
+    out: str | Path, *, quiet: bool = False, full: bool = False, sweeps: str | Path = "sweeps", workers: int | None = None
+) -> dict:
     """Run every section and write ``out/index.html`` (and ``out/report.json``).
+
+    With ``full``, first run the points of the full-size figures that ``results/`` lacks (Figure 4 and
+    Figure 2 as published: hours; the sweeps go to ``sweeps/fig4`` and ``sweeps/fig2``, on ``workers``
+    processes, and resume where they stopped) and ship them into ``results/``
+    (:func:`fsc.report.results.complete`).
 
     Returns the numbers of every section (also in ``report.json``).
     The report is built in a temporary directory beside ``out`` and renamed
@@ -89,6 +96,13 @@ def build_report(out: str | Path, *, quiet: bool = False) -> dict:
     def log(message: str) -> None:
         if not quiet:
             print(message, file=sys.stderr, flush=True)
+
+    if full:
+        from fsc.report.results import FULL_SIZE, complete
+
+        for name in FULL_SIZE:
+            log(f"[{time.perf_counter() - start:6.1f}s] the full-size {name}: what results/{name} lacks")
+            complete(name, sweeps=sweeps, workers=workers, quiet=quiet, log=log)
 
     work = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}."))
     try:

@@ -219,34 +219,52 @@ def section_beyond_the_paper(out: Path, log: Callable[[str], None]) -> Section:
     return beyond.section(out, log)
 
 
-def section_full_size(out: Path, log: Callable[[str], None]) -> Section:
-    """Figure 4 at full size: the shipped results and the paper's claims checked on them."""
+def _shipped_section(name: str, title: str, out: Path, log: Callable[[str], None]) -> Section:
+    """A full-size figure drawn from ``results/name`` (:mod:`fsc.report.results`), with its claims checked."""
     import csv
 
-    shipped = page.SHIPPED / "fig4"
+    shipped = page.SHIPPED / name
     commands = (
-        "fsc sweep examples/sweeps/fig4.json --out sweeps/fig4",
-        "python examples/ship_results.py examples/sweeps/fig4.json sweeps/fig4 results/fig4",
+        "fsc report --full   # runs what results/ lacks, resumable, then this page",
+        f"fsc sweep examples/sweeps/{name}.json --out sweeps/{name}",
+        f"python examples/ship_results.py examples/sweeps/{name}.json sweeps/{name} results/{name}",
     )
-    if not (shipped / "claims.json").is_file():
-        return Section("Figure 4 at full size", "<p>No results shipped with this copy (results/fig4).</p>", commands)
-    claims = json.loads((shipped / "claims.json").read_text())
+    if not (shipped / "provenance.json").is_file():
+        return Section(title, f"<p>No results shipped with this copy (results/{name}); <code>fsc report --full</code> computes them.</p>", commands)
     provenance = json.loads((shipped / "provenance.json").read_text())
+    claims = json.loads((shipped / "claims.json").read_text()) if (shipped / "claims.json").is_file() else []
     with open(shipped / "groups.csv", newline="") as f:
-        groups = [[r["memory"], float(r["reset"]), r["init"], f"{r['finished']} of {r['of']}", float(r["median_q"]), float(r["min_q"]), float(r["max_q"])]
-                  for r in csv.DictReader(f)]  # fmt: skip
-    figure = out / "figures" / "full-size.png"
-    shutil.copyfile(shipped / "figure.png", figure)
-    log(f"  {provenance['done']} of {provenance['points']} runs shipped")
+        records = list(csv.DictReader(f))
+    keys = [k for k in (records[0] if records else {}) if k not in ("finished", "of", "median_q", "q1", "q3", "min_q", "max_q")]
+    shown = [k for k in keys if k == "memory" or len({r[k] for r in records}) > 1]  # what tells the groups apart
+    number = lambda text: float(text) if text else "-"  # noqa: E731
+    groups = [[*(r[k] for k in shown), f"{r['finished']} of {r['of']}", number(r["median_q"]), number(r["min_q"]), number(r["max_q"])] for r in records]
+    log(f"  {name}: {provenance['done']} of {provenance['points']} runs shipped")
     body = (
-        f"<p>The published set-up (examples/sweeps/fig4.json), run with this project at commit {html.escape(provenance['commit'][:10])} on "
-        f"{html.escape(provenance['machine']['cpu'])} ({provenance['machine']['cores']} cores): {provenance['done']} of {provenance['points']} "
-        "runs finished so far (the sweep resumes where it stopped). Final q per group, then the paper's claims about training on them.</p>"
-        + table(["memory", "r", "initialisation", "runs", "median q", "min q", "max q"], groups)
-        + table(["panel", "the paper says", "numbers (final q)", "verdict"], [[c["panel"], c["claim"], c["numbers"] or "-", c["verdict"]] for c in claims])
-        + "<img src='figures/full-size.png' alt='q(t) at full size'>"
+        f"<p>The published set-up (examples/sweeps/{name}.json), run with this project (shipped at commit "
+        f"{html.escape(str(provenance['commit'])[:10])}; each run's commit is in results/{name}/summary.csv) on "
+        f"{html.escape(provenance['machine']['cpu'])} ({provenance['machine']['cores']} cores): {provenance['done']} of "
+        f"{provenance['points']} runs finished so far (the sweep resumes where it stopped). Final q per group, then the "
+        "paper's claims about training on them.</p>"
+        + table([*shown, "runs", "median q", "min q", "max q"], groups)
     )
-    return Section("Figure 4 at full size", body, commands, {"done": provenance["done"], "verdicts": {c["claim"]: c["verdict"] for c in claims}})
+    if claims:
+        rows = [[c["panel"], c["claim"], c["numbers"] or "-", c["verdict"]] for c in claims]
+        body += table(["panel", "the paper says", "numbers (final q)", "verdict"], rows)
+    if (shipped / "figure.png").is_file():
+        shutil.copyfile(shipped / "figure.png", out / "figures" / f"full-size-{name}.png")
+        body += f"<img src='figures/full-size-{name}.png' alt='{html.escape(title)}'>"
+    return Section(title, body, commands, {"done": provenance["done"], "verdicts": {c["claim"]: c["verdict"] for c in claims}})
+
+
+def section_full_size(out: Path, log: Callable[[str], None]) -> Section:
+    """Figure 4 at full size: the shipped results and the paper's claims checked on them."""
+    return _shipped_section("fig4", "Figure 4 at full size", out, log)
+
+
+def section_figure2_full_size(out: Path, log: Callable[[str], None]) -> Section:
+    """Figure 2 at full size: the shipped results against the closed forms."""
+    return _shipped_section("fig2", "Figure 2 at full size", out, log)
 
 
 SECTIONS: list[Callable[[Path, Callable[[str], None]], Section]] = [
@@ -255,6 +273,7 @@ SECTIONS: list[Callable[[Path, Callable[[str], None]], Section]] = [
     section_necklaces,
     section_drawings,
     section_training,
+    section_figure2_full_size,
     section_full_size,
     section_beyond_the_paper,
 ]

@@ -99,6 +99,10 @@ for run in ("listrun", "badrun"):
     CASES.append(([*TRAIN, "--out", run], f"{run}/run.json"))
 for out in ("keep", ".", "..", "afile"):
     CASES.append((["report", "--quiet", "--out", out], "--out"))
+CASES.append((["report", "--quiet", "--full", "--out", "keep"], "--out"))  # refused before hours of sweeps
+CASES.append((["report", "--quiet", "--workers", "2"], "--full"))
+CASES.append((["report", "--quiet", "--sweeps", "elsewhere"], "--full"))
+CASES.append((["report", "--quiet", "--full", "--workers", "0"], "--workers"))
 for workers in ("1000000", "0", "x", BIG):
     CASES.append((["sweep", "spec.json", "--workers", workers], "--workers"))
 for spec in ("escape.json", "absolute.json"):

@@ -1,0 +1,364 @@
+"""The ``results/`` folder: full-size sweeps shipped small, read back, and completed.
+
+A shipped sweep is a folder of small files made from sweep directories (nothing is trained to make it):
+
+- ``summary.csv``: one row per point of the spec, in its order: the arguments, ``status`` (``done``;
+  ``running``: a checkpoint and no result yet; ``absent``), the final ``q``, ``t``, ``steps``, the run's
+  ``seconds`` (its wall time over every session; one thread, so also its CPU time) and ``commit`` (the
+  project's commit that made or last resumed it);
+- ``trajectories.csv``: ``run,t,q``, each run's q(t) down-sampled to at most ``points`` log-spaced times
+  (first and last row kept);
+- ``groups.csv``: per group of seeds (the spec's varying arguments but the seed and the stop), the finished
+  runs and the median, quartiles, minimum and maximum of their final q;
+- ``figure.png``: Figure 4's panels (q against t, seeds faint, medians bold, reference lines dashed), or for
+  the spec named ``fig2`` Figure 2 (final q against r and against M, the CCP's closed form as lines);
+- ``claims.json``, ``claims.md`` (specs ``fig4`` and ``fig2``): the paper's claims about training, checked
+  (:mod:`policies.claims`);
+- ``provenance.json``: the spec, the commit of the shipping, the machine, the counts, the runs' time.
+
+:func:`ship` keeps, for a point its sweep directories have not finished, what the folder already held, so
+runs made in several places or sessions add up. :func:`complete` runs what a shipped folder lacks and ships
+it in: ``fsc report --full``.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import os
+import platform
+import subprocess
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import attrs
+import numpy as np
+
+from fsc.errors import InputError
+from fsc.files import atomic_write, write_text
+from fsc.report.page import SHIPPED
+from fsc.sweep.spec import STOP_ARGUMENTS, Point, Sweep, load_spec
+
+__all__ = ["FULL_SIZE", "SPECS", "complete", "lacking", "log_spaced", "read_shipped", "ship"]
+
+#: The published set-ups, one sweep spec each, and the folder of ``results/`` each is shipped to.
+SPECS = SHIPPED.parent / "examples" / "sweeps"
+FULL_SIZE = ("fig4", "fig2")
+
+_RUN_FIELDS = ("status", "q", "t", "steps", "seconds", "commit")
+
+
+def log_spaced(t: np.ndarray, points: int) -> np.ndarray:
+    """Indices of at most ``points`` rows of an increasing ``t``, log-spaced in ``t`` (first and last kept)."""
+    if len(t) <= points:
+        return np.arange(len(t))
+    positive = t > 0
+    first = int(np.argmax(positive)) if positive.any() else len(t)
+    grid = np.geomspace(t[first], t[-1], points - 1) if first < len(t) else np.array([])
+    keep = set(np.searchsorted(t, grid).clip(0, len(t) - 1).tolist()) | {0, len(t) - 1}
+    return np.array(sorted(keep))
+
+
+def _quantiles(values: Sequence[float]) -> dict[str, float]:
+    a = np.array(values, dtype=float)
+    return {"median": float(np.median(a)), "q1": float(np.quantile(a, 0.25)), "q3": float(np.quantile(a, 0.75)),
+            "min": float(a.min()), "max": float(a.max())}  # fmt: skip
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def _commit() -> str | None:
+    done = subprocess.run(["git", "-C", str(SHIPPED.parent), "rev-parse", "HEAD"], capture_output=True, text=True, check=False)
+    return done.stdout.strip() or None
+
+
+def read_shipped(folder: str | os.PathLike) -> tuple[dict[str, dict], dict[str, tuple[np.ndarray, np.ndarray]]]:
+    """What a shipped folder holds: run name -> its ``summary.csv`` row, and run name -> ``(t, q)``.
+
+    A folder not shipped yet holds nothing (two empty mappings).
+    """
+    folder = Path(folder)
+    rows: dict[str, dict] = {}
+    if (folder / "summary.csv").is_file():
+        with open(folder / "summary.csv", newline="") as f:
+            rows = {row["run"]: row for row in csv.DictReader(f)}
+    curves: dict[str, tuple[list, list]] = {}
+    if (folder / "trajectories.csv").is_file():
+        with open(folder / "trajectories.csv", newline="") as f:
+            for row in csv.DictReader(f):
+                t, q = curves.setdefault(row["run"], ([], []))
+                t.append(float(row["t"]))
+                q.append(float(row["q"]))
+    return rows, {name: (np.array(t), np.array(q)) for name, (t, q) in curves.items()}
+
+
+def _from_run(run: Path) -> tuple[dict, tuple[np.ndarray, np.ndarray] | None]:
+    """A run directory's status fields and its whole ``(t, q)``, if it has a trajectory."""
+    from fsc.train import read_trajectory
+
+    fields: dict = {"status": "absent", "q": None, "t": None, "steps": None, "seconds": None, "commit": None}
+    if (run / "run.json").is_file():
+        fields["commit"] = json.loads((run / "run.json").read_text()).get("versions", {}).get("commit")
+    if (run / "result.json").is_file():
+        result = json.loads((run / "result.json").read_text())
+        fields.update(status="done", **{k: result.get(k) for k in ("q", "t", "steps", "seconds")})
+    elif (run / "checkpoint.json").is_file():
+        meta = json.loads((run / "checkpoint.json").read_text())
+        fields.update(status="running", t=meta.get("t"), steps=meta.get("step"))
+    curve = None
+    if (run / "trajectory.csv").is_file():
+        columns = read_trajectory(run)
+        curve = (np.asarray(columns["t"], dtype=float), np.asarray(columns["q"], dtype=float))
+    return fields, curve
+
+
+def _group_keys(sweep: Sweep) -> list[str]:
+    return [k for k in sweep.keys() if k != "seed" and k not in STOP_ARGUMENTS and k != "convention"]
+
+
+def lacking(sweep: Sweep, folder: str | os.PathLike) -> list[Point]:
+    """The points of ``sweep`` that the shipped ``folder`` has not finished, in the spec's order."""
+    rows, _ = read_shipped(folder)
+    return [p for p in sweep.points if rows.get(p.name, {}).get("status") != "done"]
+
+
+def ship(
+    sweep: Sweep,
+    sweeps: Sequence[str | os.PathLike],
+    out: str | os.PathLike,
+    *,
+    points: int = 200,
+    commit: str | None = None,
+    commands: Sequence[str] = (),
+    wall: float | None = None,
+) -> dict:
+    """Write the shipped folder ``out`` of ``sweep`` from the sweep directories ``sweeps`` (see the module).
+
+    Per point, the first sweep directory that finished it wins; else what ``out`` already held, if finished;
+    else the furthest run in progress. Returns the provenance record (also ``out/provenance.json``).
+    Each file is replaced whole (a reader never sees half of one).
+    """
+    if not isinstance(points, int) or isinstance(points, bool) or points < 2:
+        raise InputError(f"points must be an integer >= 2, got {points!r}")
+    out = Path(out)
+    previous_rows, previous_curves = read_shipped(out)
+    keys = sweep.keys()
+    rows, curves = [], {}
+    for point in sweep.points:
+        found = [_from_run(Path(s) / "runs" / point.name) for s in sweeps]
+        done = [f for f in found if f[0]["status"] == "done"]
+        old = previous_rows.get(point.name)
+        if done:
+            fields, curve = done[0]
+        elif old is not None and old.get("status") == "done":
+            fields, curve = {k: old.get(k) or None for k in _RUN_FIELDS}, previous_curves.get(point.name)
+        else:
+            running = [f for f in found if f[0]["status"] == "running"]
+            fields, curve = max(running, key=lambda f: float(f[0]["t"] or 0)) if running else (found[0] if found else ({}, None))
+            if not running and old is not None and old.get("status") == "running":
+                fields, curve = {k: old.get(k) or None for k in _RUN_FIELDS}, previous_curves.get(point.name)
+        row = {"run": point.name, **{k: point.arguments.get(k) for k in keys}}
+        row.update({k: fields.get(k) for k in _RUN_FIELDS})
+        row["status"] = row["status"] or "absent"
+        rows.append(row)
+        if curve is not None:
+            keep = log_spaced(curve[0], points)
+            curves[point.name] = (curve[0][keep], curve[1][keep])
+
+    out.mkdir(parents=True, exist_ok=True)
+    write_text(out / "summary.csv", _csv([list(rows[0])] + [[_cell(v) for v in r.values()] for r in rows]))
+    samples = [[name, repr(float(t)), repr(float(q))] for name, (ts, qs) in curves.items() for t, q in zip(ts, qs, strict=True)]
+    write_text(out / "trajectories.csv", _csv([["run", "t", "q"], *samples]))
+
+    group_keys = _group_keys(sweep)
+    groups: dict[tuple, list[float]] = {}
+    total: dict[tuple, int] = {}
+    for point, row in zip(sweep.points, rows, strict=True):
+        key = tuple(point.arguments.get(k) for k in group_keys)
+        total[key] = total.get(key, 0) + 1
+        if row["status"] == "done":
+            groups.setdefault(key, []).append(float(row["q"]))
+    table = [[*group_keys, "finished", "of", "median_q", "q1", "q3", "min_q", "max_q"]]
+    for key, count in total.items():
+        qs = groups.get(key, [])
+        s = _quantiles(qs) if qs else dict.fromkeys(("median", "q1", "q3", "min", "max"))
+        table.append([*(_cell(v) for v in key), len(qs), count, *(_cell(s[k]) for k in ("median", "q1", "q3", "min", "max"))])
+    write_text(out / "groups.csv", _csv(table))
+
+    draw = _draw_figure2 if sweep.name == "fig2" else _draw_q_curves
+    draw(sweep, rows, curves, out / "figure.png")
+
+    claims = None
+    if sweep.name == "fig4":  # the paper's claims about training, on what has run
+        from policies.claims import check_figure4
+
+        named = lambda key: tuple(dict(zip(group_keys, key, strict=True))[k] for k in ("memory", "reset", "init"))  # noqa: E731
+        claims = check_figure4({named(k): v for k, v in groups.items()}, expected={named(k): v for k, v in total.items()})
+    elif sweep.name == "fig2":
+        from policies.claims import check_figure2
+
+        finished = [(p.arguments, float(r["q"])) for p, r in zip(sweep.points, rows, strict=True) if r["status"] == "done"]
+        convention = sweep.points[0].arguments.get("convention", "native")
+        claims = check_figure2([(a["mu"], _size(a["memory"]), a["reset"], q) for a, q in finished], convention)
+    if claims is not None:
+        write_text(out / "claims.json", json.dumps(claims, indent=1) + "\n")
+        lines = ["| panel | the paper says | numbers (final q) | verdict |", "|---|---|---|---|"]
+        lines += [f"| {c['panel']} | {c['claim']} | {c['numbers'] or '-'} | {c['verdict']} |" for c in claims]
+        write_text(out / "claims.md", "\n".join(lines) + "\n")
+
+    finished = [r for r in rows if r["status"] == "done"]
+    provenance = {
+        "spec": sweep.name,
+        "commit": commit or _commit(),
+        "commands": list(commands),
+        "machine": {"cpu": _cpu_model(), "cores": os.cpu_count(), "python": platform.python_version(), "system": platform.platform()},
+        "points": len(rows),
+        "done": len(finished),
+        "running": sum(r["status"] == "running" for r in rows),
+        # Each run's own wall time over its sessions, summed: its CPU time when it had a core to itself (one thread).
+        "run_seconds_of_finished_runs": sum(float(r["seconds"]) for r in finished if r["seconds"] not in (None, "")),
+        "wall_seconds": wall,
+    }
+    write_text(out / "provenance.json", json.dumps(provenance, indent=1) + "\n")
+    return provenance
+
+
+def complete(
+    name: str,
+    *,
+    sweeps: str | os.PathLike = "sweeps",
+    results: str | os.PathLike = SHIPPED,
+    specs: str | os.PathLike = SPECS,
+    workers: int | None = None,
+    quiet: bool = False,
+    log: Callable[[str], None] = lambda message: None,
+) -> dict:
+    """Run the points of the full-size sweep ``name`` that ``results/name`` lacks, in ``sweeps/name``, and ship them in.
+
+    The sweep resumes where it stopped (each point is an ordinary run directory), so a ``complete`` that is
+    killed and started again loses at most a checkpoint's worth of work. Returns the provenance record.
+    """
+    import time
+
+    from fsc.sweep import run_sweep
+
+    spec_path = Path(specs) / f"{name}.json"
+    if not spec_path.is_file():
+        raise InputError(f"no full-size spec {str(spec_path)!r}")
+    sweep = load_spec(spec_path)
+    folder = Path(results) / name
+    todo = lacking(sweep, folder)
+    where = Path(sweeps) / name
+    log(f"  {name}: {len(sweep.points) - len(todo)} of {len(sweep.points)} runs shipped; running {len(todo)} in {where}")
+    start = time.monotonic()
+    report = None
+    if todo:
+        report = run_sweep(attrs.evolve(sweep, points=tuple(todo)), where, workers=workers, quiet=quiet)
+    command = f"fsc report --full --sweeps {sweeps}" + (f" --workers {workers}" if workers else "")
+    provenance = ship(sweep, [where], folder, commands=[command], wall=time.monotonic() - start)
+    if report is not None and report.failures:
+        log(f"  {name}: {report.failed} of {len(todo)} runs failed; see {where / 'failures.json'}")
+    return provenance
+
+
+def _cell(value) -> str:
+    return "" if value is None else repr(value) if isinstance(value, float) else str(value)
+
+
+def _csv(rows: Sequence[Sequence]) -> str:
+    buffer = io.StringIO()
+    csv.writer(buffer, lineterminator="\n").writerows(rows)
+    return buffer.getvalue()
+
+
+def _draw_q_curves(sweep: Sweep, rows: list[dict], curves: dict, path: Path) -> None:
+    """Figure 4's layout: a panel per (memory, reset), q against t, a colour per initialisation."""
+    import matplotlib.pyplot as plt
+
+    import viz
+    from policies.reference import reference_lines
+
+    panels: dict[tuple, dict[str, list]] = {}
+    for point, row in zip(sweep.points, rows, strict=True):
+        if row["status"] == "done" and point.name in curves:
+            panel = (point.arguments["memory"], point.arguments["reset"])
+            panels.setdefault(panel, {}).setdefault(point.arguments.get("init", "random"), []).append(curves[point.name])
+    if not panels:
+        return
+    columns = min(3, len(panels))
+    lines = math.ceil(len(panels) / columns)
+    figure, axes = plt.subplots(lines, columns, figsize=(5.4 * columns, 4.2 * lines), squeeze=False)
+    first = sweep.points[0].arguments
+    mu, convention = first.get("mu", 0.1), first.get("convention", "native")
+    for ax, (memory, reset) in zip(axes.flat, panels, strict=False):
+        viz.q_curves(panels[(memory, reset)], ax=ax, reference=reference_lines(memory, mu, reset, convention), title=f"{memory}, r = {reset:g}")
+    for ax in list(axes.flat)[len(panels) :]:
+        ax.remove()
+    figure.tight_layout()
+    _save(figure, path)
+
+
+def _draw_figure2(sweep: Sweep, rows: list[dict], curves: dict, path: Path) -> None:
+    """Figure 2's layout: final q against r (left) and against M (right), the symmetric CCP's closed form as lines."""
+    import matplotlib.pyplot as plt
+
+    from policies.reference import ccp_line
+
+    done = [(p.arguments, float(r["q"])) for p, r in zip(sweep.points, rows, strict=True) if r["status"] == "done"]
+    if not done:
+        return
+    convention = sweep.points[0].arguments.get("convention", "native")
+    # The paper's two panels are its two grid blocks: a few sizes over many resets (left, q against r) and
+    # a few resets over many sizes (right, q against M). A point lies on every curve it belongs to.
+    resets: dict[tuple, set] = {}
+    sizes: dict[tuple, set] = {}
+    for a in (p.arguments for p in sweep.points):
+        resets.setdefault((a["mu"], a["memory"]), set()).add(a["reset"])
+        sizes.setdefault((a["mu"], a["reset"]), set()).add(a["memory"])
+    figure, (left, right) = plt.subplots(1, 2, figsize=(11, 4.3))
+    markers = ["o", "s", "^", "D"]
+    for k, mu in enumerate(sorted({a["mu"] for a, _ in done})):
+        for memory in sorted({m for (u, m), rs in resets.items() if u == mu and len(rs) > 3}, key=_size):
+            pts = sorted((a["reset"], q) for a, q in done if a["mu"] == mu and a["memory"] == memory)
+            if not pts:
+                continue
+            rs = np.geomspace(pts[0][0] / 2, pts[-1][0], 60)
+            (h,) = left.loglog(rs, [ccp_line(mu, _size(memory), r, convention) for r in rs], lw=1)
+            left.loglog(*zip(*pts, strict=True), markers[k % 4], color=h.get_color(), mfc="none", label=f"mu={mu:g}, M={_size(memory)}")
+        for reset in sorted(r for (u, r), ms in sizes.items() if u == mu and len(ms) > 3):
+            pts = sorted((_size(a["memory"]), q) for a, q in done if a["mu"] == mu and a["reset"] == reset)
+            if not pts:
+                continue
+            Ms = np.arange(pts[0][0], pts[-1][0] + 1)
+            (h,) = right.semilogy(Ms, [ccp_line(mu, int(M), reset, convention) for M in Ms], lw=1)
+            right.semilogy(*zip(*pts, strict=True), markers[k % 4], color=h.get_color(), mfc="none", label=f"mu={mu:g}, r={reset:g}")
+    left.set(xlabel="reset probability r", ylabel="q after training", title="lines: optimal CCP (closed form); symbols: trained")
+    right.set(xlabel="memory size M", ylabel="q after training", title="trained from near-CCP")
+    for ax in (left, right):
+        if ax.lines:
+            ax.legend(fontsize=6, ncol=2)
+    figure.tight_layout()
+    _save(figure, path)
+
+
+def _save(figure, path: Path) -> None:
+    import matplotlib.pyplot as plt
+
+    try:
+        atomic_write(path, lambda f: figure.savefig(f, format="png", dpi=100))
+    finally:
+        plt.close(figure)
+
+
+def _size(memory: str) -> int:
+    return int(memory.split(":")[1])

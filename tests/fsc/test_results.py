@@ -1,0 +1,138 @@
+"""fsc.report.results: shipping sweeps into results/, merging what was shipped before, running what it lacks."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import attrs
+import numpy as np
+import pytest
+
+from fsc.report import page, paper
+from fsc.report.results import complete, lacking, log_spaced, read_shipped, ship
+from fsc.sweep import Sweep, load_spec, run_sweep
+from fsc.train import read_trajectory
+from policies.asymmetric import asymmetric_ccp_optimum
+from policies.claims import check_figure2
+from policies.reference import ccp_line
+
+TINY = {
+    "name": "tiny",
+    "fixed": {"mu": 0.1, "reset": 0.01, "until_t": 3e3},
+    "grid": {"memory": ["ram:2"], "init": ["random", "linear"], "seed": [0, 1]},
+}
+
+
+def _spec(tmp_path: Path, doc: dict) -> Path:
+    path = tmp_path / "specs" / f"{doc['name']}.json"
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def _run(sweep: Sweep, indices, out: Path) -> None:
+    report = run_sweep(attrs.evolve(sweep, points=tuple(sweep.points[i] for i in indices)), out, workers=1, quiet=True)
+    assert not report.failures
+
+
+def _rows(folder: Path) -> list[dict]:
+    with open(folder / "summary.csv", newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def test_log_spaced_keeps_the_ends_and_at_most_the_count():
+    t = np.concatenate([[0.0], np.cumsum(np.linspace(1, 50, 999))])
+    keep = log_spaced(t, 20)
+    assert keep[0] == 0 and keep[-1] == len(t) - 1 and len(keep) <= 20 and np.all(np.diff(keep) > 0)
+    assert np.array_equal(log_spaced(t[:10], 20), np.arange(10))
+
+
+def test_a_later_shipping_adds_to_what_was_shipped(tmp_path):
+    sweep = load_spec(_spec(tmp_path, TINY))
+    _run(sweep, [0, 1], tmp_path / "a")
+    ship(sweep, [tmp_path / "a"], tmp_path / "shipped", points=20)
+    first = _rows(tmp_path / "shipped")
+    assert [r["status"] for r in first] == ["done", "done", "absent", "absent"]
+    _, curves_before = read_shipped(tmp_path / "shipped")
+
+    _run(sweep, [2, 3], tmp_path / "b")  # elsewhere, later: a sweep directory without points 0 and 1
+    provenance = ship(sweep, [tmp_path / "b"], tmp_path / "shipped", points=20)
+    rows = _rows(tmp_path / "shipped")
+    assert provenance["done"] == 4 and [r["status"] for r in rows] == ["done"] * 4
+    assert rows[:2] == first[:2]  # kept as shipped
+    rows_after, curves = read_shipped(tmp_path / "shipped")
+    for point in sweep.points[:2]:
+        assert np.array_equal(curves[point.name][0], curves_before[point.name][0])
+        assert np.array_equal(curves[point.name][1], curves_before[point.name][1])
+    for point in sweep.points[2:]:
+        result = json.loads((tmp_path / "b" / "runs" / point.name / "result.json").read_text())
+        full = read_trajectory(tmp_path / "b" / "runs" / point.name)
+        assert float(rows_after[point.name]["q"]) == result["q"]
+        assert curves[point.name][1][-1] == full["q"][-1] and curves[point.name][0][0] == full["t"][0]
+    with open(tmp_path / "shipped" / "groups.csv", newline="") as f:
+        groups = {g["init"]: g for g in csv.DictReader(f)}
+    for init in ("random", "linear"):
+        qs = [float(r["q"]) for r in rows if r["init"] == init]
+        assert float(groups[init]["median_q"]) == float(np.median(qs)) and groups[init]["finished"] == groups[init]["of"] == "2"
+
+
+def test_complete_runs_only_what_results_lack(tmp_path):
+    specs = _spec(tmp_path, TINY).parent
+    sweep = load_spec(specs / "tiny.json")
+    _run(sweep, [1, 3], tmp_path / "earlier")
+    ship(sweep, [tmp_path / "earlier"], tmp_path / "results" / "tiny")
+    assert [p.name for p in lacking(sweep, tmp_path / "results" / "tiny")] == [sweep.points[0].name, sweep.points[2].name]
+
+    provenance = complete("tiny", sweeps=tmp_path / "sweeps", results=tmp_path / "results", specs=specs, workers=1, quiet=True)
+    assert provenance["done"] == 4 and lacking(sweep, tmp_path / "results" / "tiny") == []
+    ran = sorted(str(p.parent.relative_to(tmp_path / "sweeps" / "tiny" / "runs")) for p in (tmp_path / "sweeps").rglob("result.json"))
+    assert ran == sorted([sweep.points[0].name, sweep.points[2].name])  # the shipped two were not run again
+    again = complete("tiny", sweeps=tmp_path / "sweeps", results=tmp_path / "results", specs=specs, workers=1, quiet=True)
+    result = json.loads((tmp_path / "sweeps" / "tiny" / "runs" / sweep.points[0].name / "result.json").read_text())
+    assert again["done"] == 4 and float(_rows(tmp_path / "results" / "tiny")[0]["q"]) == result["q"]
+    with pytest.raises(ValueError, match="nothing.json"):
+        complete("nothing", sweeps=tmp_path / "sweeps", results=tmp_path / "results", specs=specs)
+
+
+def test_the_figure2_claim_against_the_closed_forms():
+    mu, M, r = 0.1, 8, 1e-3
+    symmetric = ccp_line(mu, M, r, "paper")
+    asymmetric = asymmetric_ccp_optimum(mu, M, r, convention="paper").q
+    assert asymmetric < symmetric  # the referee's finding, which the verdicts below rest on
+    assert check_figure2([(mu, M, r, symmetric * (1 + 1e-6))])[0]["verdict"] == "holds"
+    toward = check_figure2([(mu, M, r, symmetric), (mu, M, r, asymmetric)])[0]
+    assert toward["verdict"].startswith("does not hold: those runs go toward the asymmetric CCP")
+    assert toward["numbers"].startswith("1 of 2 runs end below the symmetric CCP")
+    assert f"{(symmetric - asymmetric) / symmetric:.3g}" in toward["numbers"]
+    assert check_figure2([(mu, M, r, asymmetric * 0.99)])[0]["verdict"] == "does not hold: some runs end below the asymmetric CCP too"
+    assert check_figure2([])[0]["verdict"] == "not run yet"
+
+
+def test_a_figure2_sweep_is_shipped_and_shown(tmp_path, monkeypatch):
+    doc = {
+        "name": "fig2",
+        "fixed": {"init": "near-ccp", "seed": 0, "until_t": 1e3, "convention": "paper"},
+        "grid": [
+            {"mu": [0.2], "memory": ["ram:2"], "reset": [0.5, 0.25, 0.125, 0.0625]},
+            {"mu": [0.2], "reset": [0.01], "memory": ["ram:2", "ram:3", "ram:4", "ram:5"]},
+        ],
+    }
+    sweep = load_spec(_spec(tmp_path, doc))
+    _run(sweep, range(len(sweep.points)), tmp_path / "sweep")
+    ship(sweep, [tmp_path / "sweep"], tmp_path / "results" / "fig2")
+    claims = json.loads((tmp_path / "results" / "fig2" / "claims.json").read_text())
+    assert len(claims) == 1
+    below = sum(
+        float(r["q"]) < ccp_line(0.2, int(r["memory"].split(":")[1]), float(r["reset"]), "paper") * (1 - 1e-9)
+        for r in _rows(tmp_path / "results" / "fig2")
+    )
+    assert claims[0]["numbers"].startswith(f"{below} of {len(sweep.points)} runs end below the symmetric CCP")
+    assert (tmp_path / "results" / "fig2" / "figure.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+    monkeypatch.setattr(page, "SHIPPED", tmp_path / "results")
+    (tmp_path / "out" / "figures").mkdir(parents=True)
+    section = paper.section_figure2_full_size(tmp_path / "out", lambda message: None)
+    assert section.numbers["done"] == len(sweep.points) and "reset" in section.body
+    assert (tmp_path / "out" / "figures" / "full-size-fig2.png").is_file()
