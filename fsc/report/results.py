@@ -41,7 +41,7 @@ from fsc.files import atomic_write, write_text
 from fsc.report.page import SHIPPED
 from fsc.sweep.spec import STOP_ARGUMENTS, Point, Sweep, load_spec
 
-__all__ = ["FULL_SIZE", "SPECS", "complete", "lacking", "log_spaced", "read_shipped", "ship"]
+__all__ = ["FIGURE4_PANELS", "FULL_SIZE", "SPECS", "complete", "lacking", "log_spaced", "read_shipped", "ship"]
 
 #: The published set-ups, one sweep spec each, and the folder of ``results/`` each is shipped to.
 SPECS = SHIPPED.parent / "examples" / "sweeps"
@@ -281,28 +281,51 @@ def _csv(rows: Sequence[Sequence]) -> str:
     return buffer.getvalue()
 
 
+#: The paper's Figure 4, panel by panel: the (memory, reset) pairs each panel draws. E and F set a Memento
+#: memory beside the RAM of the same effective size.
+FIGURE4_PANELS = (
+    ("A", (("ram:8", 1e-3),)),
+    ("B", (("ram:20", 1e-3),)),
+    ("C", (("memento:3", 1e-3),)),
+    ("D", (("memento:4", 1e-3),)),
+    ("E", (("memento:3", 1e-5), ("ram:16", 1e-5))),
+    ("F", (("memento:4", 1e-5), ("ram:64", 1e-5))),
+)
+
+
 def _draw_q_curves(sweep: Sweep, rows: list[dict], curves: dict, path: Path) -> None:
-    """Figure 4's layout: a panel per (memory, reset), q against t, a colour per initialisation."""
+    """q against t, seeds faint and medians bold: Figure 4's six panels for the spec ``fig4``, else a panel
+    per (memory, reset); a colour per initialisation (per memory where a panel has two)."""
     import matplotlib.pyplot as plt
 
     import viz
     from policies.reference import reference_lines
 
-    panels: dict[tuple, dict[str, list]] = {}
+    finished: dict[tuple, dict[str, list]] = {}
     for point, row in zip(sweep.points, rows, strict=True):
         if row["status"] == "done" and point.name in curves:
-            panel = (point.arguments["memory"], point.arguments["reset"])
-            panels.setdefault(panel, {}).setdefault(point.arguments.get("init", "random"), []).append(curves[point.name])
-    if not panels:
+            a = point.arguments
+            finished.setdefault((a["memory"], a["reset"]), {}).setdefault(a.get("init", "random"), []).append(curves[point.name])
+    if not finished:
         return
-    columns = min(3, len(panels))
-    lines = math.ceil(len(panels) / columns)
-    figure, axes = plt.subplots(lines, columns, figsize=(5.4 * columns, 4.2 * lines), squeeze=False)
+    # Figure 4's panels that have a finished run, then a panel for each other (memory, reset).
+    panels = FIGURE4_PANELS if sweep.name == "fig4" else ()
+    layout = [(f"{label}: {' and '.join(m for m, _ in pairs)}, r = {pairs[0][1]:g}", pairs) for label, pairs in panels if set(pairs) & set(finished)]
+    placed = {pair for _, pairs in panels for pair in pairs}
+    layout += [(f"{memory}, r = {reset:g}", ((memory, reset),)) for memory, reset in finished if (memory, reset) not in placed]
     first = sweep.points[0].arguments
     mu, convention = first.get("mu", 0.1), first.get("convention", "native")
-    for ax, (memory, reset) in zip(axes.flat, panels, strict=False):
-        viz.q_curves(panels[(memory, reset)], ax=ax, reference=reference_lines(memory, mu, reset, convention), title=f"{memory}, r = {reset:g}")
-    for ax in list(axes.flat)[len(panels) :]:
+    columns = min(3, len(layout))
+    lines = math.ceil(len(layout) / columns)
+    figure, axes = plt.subplots(lines, columns, figsize=(5.4 * columns, 4.2 * lines), squeeze=False)
+    for ax, (title, pairs) in zip(axes.flat, layout, strict=False):
+        drawn, reference = {}, {}
+        for memory, reset in pairs:
+            for init, runs in finished.get((memory, reset), {}).items():
+                drawn[init if len(pairs) == 1 else f"{memory} {init}"] = runs
+            reference.update(reference_lines(memory, mu, reset, convention))
+        viz.q_curves(drawn, ax=ax, reference=reference, title=title)
+    for ax in list(axes.flat)[len(layout) :]:
         ax.remove()
     figure.tight_layout()
     _save(figure, path)

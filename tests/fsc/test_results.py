@@ -136,3 +136,12 @@ def test_a_figure2_sweep_is_shipped_and_shown(tmp_path, monkeypatch):
     section = paper.section_figure2_full_size(tmp_path / "out", lambda message: None)
     assert section.numbers["done"] == len(sweep.points) and "reset" in section.body
     assert (tmp_path / "out" / "figures" / "full-size-fig2.png").is_file()
+
+
+def test_figure4_panels_draw_every_point_of_the_published_spec():
+    from fsc.report.results import FIGURE4_PANELS, SPECS
+
+    sweep = load_spec(SPECS / "fig4.json")
+    pairs = [pair for _, panel in FIGURE4_PANELS for pair in panel]
+    assert len(pairs) == len(set(pairs)) == 8
+    assert set(pairs) == {(p.arguments["memory"], p.arguments["reset"]) for p in sweep.points}
