@@ -11,6 +11,8 @@ from __future__ import annotations
 import array
 import io
 import os
+import warnings
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -122,11 +124,14 @@ def write_csv(path: Path, trajectory: Trajectory) -> None:
     atomic_write(path, write)
 
 
-def read_trajectory(path: str | os.PathLike) -> dict[str, np.ndarray]:
+def read_trajectory(path: str | os.PathLike, columns: Sequence[str] | None = None) -> dict[str, np.ndarray]:
     """Columns of a ``trajectory.csv`` (a path or a run directory) as arrays, named by its header.
 
     The header starts ``t,step``; ``step`` is int64, every other column float64
-    (the metrics of the world, ``gain``, ``dt``, ``seconds``).
+    (the metrics of the world, ``gain``, ``dt``, ``seconds``).  ``columns``: read
+    only these (a long run's file holds millions of rows; a column costs 8 bytes
+    a row, nothing more is held).  Every row must have the header's number of
+    fields; with ``columns``, only a short row is caught.
     """
     path = Path(path)
     if path.is_dir():
@@ -136,7 +141,18 @@ def read_trajectory(path: str | os.PathLike) -> dict[str, np.ndarray]:
         names = header.split(",")
         if names[:2] != ["t", "step"] or len(set(names)) != len(names):
             raise InputError(f"{str(path)!r} is not a trajectory (header {header!r}, expected 't,step,...')")
-        rows = [line.rstrip("\n").split(",") for line in f if line.strip()]
-    if any(len(row) != len(names) for row in rows):
-        raise InputError(f"{str(path)!r} is not a trajectory (a row without {len(names)} fields)")
-    return {name: np.array([r[i] for r in rows], dtype=np.int64 if name == "step" else np.float64) for i, name in enumerate(names)}
+        wanted = names if columns is None else list(columns)
+        missing = [name for name in wanted if name not in names]
+        if missing:
+            raise InputError(f"{str(path)!r} has no column {missing[0]!r} (it has {', '.join(names)})")
+        read = wanted if columns is None or names[-1] in wanted else [*wanted, names[-1]]  # a short row fails on the last field
+        dtype = np.dtype([(name, np.int64 if name == "step" else np.float64) for name in read])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # an empty trajectory: no rows, not a warning
+            try:
+                # Without usecols, loadtxt also refuses a row with more fields than the header.
+                usecols = None if columns is None else [names.index(name) for name in read]
+                rows = np.loadtxt(f, delimiter=",", dtype=dtype, usecols=usecols, ndmin=1)
+            except ValueError as error:
+                raise InputError(f"{str(path)!r} is not a trajectory ({error})") from None
+    return {name: np.ascontiguousarray(rows[name]) for name in wanted}

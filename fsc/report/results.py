@@ -117,8 +117,8 @@ def _from_run(run: Path) -> tuple[dict, tuple[np.ndarray, np.ndarray] | None]:
         fields.update(status="running", t=meta.get("t"), steps=meta.get("step"))
     curve = None
     if (run / "trajectory.csv").is_file():
-        columns = read_trajectory(run)
-        curve = (np.asarray(columns["t"], dtype=float), np.asarray(columns["q"], dtype=float))
+        columns = read_trajectory(run, ["t", "q"])
+        curve = (columns["t"], columns["q"])
     return fields, curve
 
 
