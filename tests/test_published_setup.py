@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 import fsc.sweep as sweep
 
 SPECS = Path(__file__).resolve().parents[1] / "examples" / "sweeps"
@@ -55,3 +57,16 @@ def test_a_horizon_does_not_name_the_run_directory():
     """A panel's horizon can be raised later: the point keeps its directory and continues from its checkpoint."""
     names = [p.name for p in sweep.load_spec(SPECS / "fig4.json").points]
     assert names[0] == "memory=ram-8/reset=0.001/init=random/seed=0" and not any("until_t" in n for n in names)
+
+
+def test_the_runs_keep_their_directories_whatever_they_store():
+    """rows_per_decade, set on the blocks started later, names no directory: every point is memory/reset/init/seed."""
+    points = sweep.load_spec(SPECS / "fig4.json").points
+    assert all([part.split("=")[0] for part in p.name.split("/")] == ["memory", "reset", "init", "seed"] for p in points)
+    stored = {p.arguments["memory"] for p in points if p.arguments.get("rows_per_decade") == 100}
+    assert stored == {"ram:20", "ram:16", "ram:64", "memento:4"}
+    assert all(p.arguments["seed"] >= 5 for p in points if p.arguments["memory"] == "ram:16" and "rows_per_decade" in p.arguments)
+    fixed = {"memory": "ram:2", "reset": 0.1, "init": "random", "until_t": 10}
+    twin = {"name": "x", "fixed": fixed, "grid": [{"seed": [0, 1]}, {"seed": [1], "rows_per_decade": [10]}]}
+    with pytest.raises(ValueError, match="share the run directory"):
+        sweep.Sweep.from_dict(twin)
