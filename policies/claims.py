@@ -102,7 +102,7 @@ def check_figure2(points: Sequence[tuple[float, int, float, float]], convention:
     if not below:
         verdict = "holds"
     elif under_asymmetric == 0:
-        verdict = "does not hold: those runs go toward the asymmetric CCP, a better policy of the same memory"
+        verdict = "does not hold: those runs end between the symmetric and the asymmetric CCP, a better policy of the same memory"
     else:
         verdict = "does not hold: some runs end below the asymmetric CCP too"
     return [{"panel": "Figure 2", "claim": claim, "numbers": numbers, "verdict": verdict}]

@@ -145,6 +145,8 @@ def read_trajectory(path: str | os.PathLike, columns: Sequence[str] | None = Non
         missing = [name for name in wanted if name not in names]
         if missing:
             raise InputError(f"{str(path)!r} has no column {missing[0]!r} (it has {', '.join(names)})")
+        if len(set(wanted)) != len(wanted):
+            raise InputError(f"columns must not repeat a name, got {list(wanted)!r}")
         read = wanted if columns is None or names[-1] in wanted else [*wanted, names[-1]]  # a short row fails on the last field
         dtype = np.dtype([(name, np.int64 if name == "step" else np.float64) for name in read])
         with warnings.catch_warnings():
@@ -152,7 +154,7 @@ def read_trajectory(path: str | os.PathLike, columns: Sequence[str] | None = Non
             try:
                 # Without usecols, loadtxt also refuses a row with more fields than the header.
                 usecols = None if columns is None else [names.index(name) for name in read]
-                rows = np.loadtxt(f, delimiter=",", dtype=dtype, usecols=usecols, ndmin=1)
+                rows = np.loadtxt(f, delimiter=",", comments=None, dtype=dtype, usecols=usecols, ndmin=1)
             except ValueError as error:
                 raise InputError(f"{str(path)!r} is not a trajectory ({error})") from None
     return {name: np.ascontiguousarray(rows[name]) for name in wanted}

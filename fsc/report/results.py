@@ -39,7 +39,7 @@ import numpy as np
 from fsc.errors import InputError
 from fsc.files import atomic_write, write_text
 from fsc.report.page import SHIPPED
-from fsc.sweep.spec import STOP_ARGUMENTS, Point, Sweep, load_spec
+from fsc.sweep.spec import NOT_NAMING, STOP_ARGUMENTS, Point, Sweep, load_spec
 
 __all__ = ["FIGURE4_PANELS", "FULL_SIZE", "SPECS", "complete", "lacking", "log_spaced", "read_shipped", "ship"]
 
@@ -57,8 +57,10 @@ def log_spaced(t: np.ndarray, points: int) -> np.ndarray:
     positive = t > 0
     first = int(np.argmax(positive)) if positive.any() else len(t)
     grid = np.geomspace(t[first], t[-1], points - 1) if first < len(t) else np.array([])
-    keep = set(np.searchsorted(t, grid).clip(0, len(t) - 1).tolist()) | {0, len(t) - 1}
-    return np.array(sorted(keep))
+    keep = sorted(set(np.searchsorted(t, grid).clip(0, len(t) - 1).tolist()) | {0, len(t) - 1})
+    if len(keep) > points:  # t ends on repeated values: the first of them and the last row are both kept
+        del keep[-2]
+    return np.array(keep)
 
 
 def _quantiles(values: Sequence[float]) -> dict[str, float]:
@@ -95,26 +97,42 @@ def read_shipped(folder: str | os.PathLike) -> tuple[dict[str, dict], dict[str, 
     curves: dict[str, tuple[list, list]] = {}
     if (folder / "trajectories.csv").is_file():
         with open(folder / "trajectories.csv", newline="") as f:
-            for row in csv.DictReader(f):
+            for number, row in enumerate(csv.DictReader(f), 2):
                 t, q = curves.setdefault(row["run"], ([], []))
-                t.append(float(row["t"]))
-                q.append(float(row["q"]))
+                try:
+                    t.append(float(row["t"]))
+                    q.append(float(row["q"]))
+                except (TypeError, ValueError, KeyError):
+                    raise InputError(f"{str(folder / 'trajectories.csv')!r}, line {number}: expected run,t,q numbers, got {row!r}") from None
     return rows, {name: (np.array(t), np.array(q)) for name, (t, q) in curves.items()}
 
 
-def _from_run(run: Path) -> tuple[dict, tuple[np.ndarray, np.ndarray] | None]:
-    """A run directory's status fields and its whole ``(t, q)``, if it has a trajectory."""
+def _json(path: Path) -> dict:
+    try:
+        return json.loads(path.read_text())
+    except ValueError as error:
+        raise InputError(f"{str(path)!r} is not valid JSON ({error})") from None
+
+
+def _from_run(run: Path, point: Point) -> tuple[dict, tuple[np.ndarray, np.ndarray] | None]:
+    """A run directory's status fields and its whole ``(t, q)``, if it has a trajectory.
+
+    ``done`` as the sweep driver sees it (:func:`fsc.sweep.worker.is_finished`: finished with the point's
+    stop conditions); a run finished with other ones, or interrupted, is ``running`` at its checkpoint.
+    """
+    from fsc.sweep.worker import is_finished
     from fsc.train import read_trajectory
 
-    fields: dict = {"status": "absent", "q": None, "t": None, "steps": None, "seconds": None, "commit": None}
+    fields: dict = dict.fromkeys(_RUN_FIELDS)
+    fields["status"] = "absent"
     if (run / "run.json").is_file():
-        fields["commit"] = json.loads((run / "run.json").read_text()).get("versions", {}).get("commit")
-    if (run / "result.json").is_file():
-        result = json.loads((run / "result.json").read_text())
+        fields["commit"] = _json(run / "run.json").get("versions", {}).get("commit")
+    if is_finished(run, point.stop()):
+        result = _json(run / "result.json")
         fields.update(status="done", **{k: result.get(k) for k in ("q", "t", "steps", "seconds")})
     elif (run / "checkpoint.json").is_file():
-        meta = json.loads((run / "checkpoint.json").read_text())
-        fields.update(status="running", t=meta.get("t"), steps=meta.get("step"))
+        meta = _json(run / "checkpoint.json")
+        fields.update(status="running", t=meta.get("t"), steps=meta.get("step"), seconds=meta.get("seconds"))
     curve = None
     if (run / "trajectory.csv").is_file():
         columns = read_trajectory(run, ["t", "q"])
@@ -122,14 +140,35 @@ def _from_run(run: Path) -> tuple[dict, tuple[np.ndarray, np.ndarray] | None]:
     return fields, curve
 
 
+def _same_stop(row: dict, stop: dict) -> bool:
+    """The shipped ``row`` was made with the stop conditions ``stop`` (its own columns say which)."""
+    for key, value in stop.items():
+        text = row.get(key)
+        shipped = None if text in (None, "") else float(text)
+        if (shipped is None) != (value is None) or (value is not None and shipped != float(value)):
+            return False
+    return True
+
+
+def _from_shipped(row: dict | None, curve, point: Point) -> tuple[dict, tuple[np.ndarray, np.ndarray] | None]:
+    """A shipped row as a source: ``done`` only if made with the point's stop conditions, else ``running``."""
+    fields = {k: (row or {}).get(k) or None for k in _RUN_FIELDS}
+    status = fields["status"]
+    if status == "done" and not _same_stop(row, point.stop()):
+        status = "running"  # finished with another horizon: the spec now asks for more
+    fields["status"] = status if status in ("done", "running") else "absent"
+    return fields, curve
+
+
 def _group_keys(sweep: Sweep) -> list[str]:
-    return [k for k in sweep.keys() if k != "seed" and k not in STOP_ARGUMENTS and k != "convention"]
+    """The arguments that tell groups of seeds apart: not the seed, the stop, the convention or the storage."""
+    return [k for k in sweep.keys() if k not in ("seed", "convention") and k not in NOT_NAMING and k not in STOP_ARGUMENTS]
 
 
 def lacking(sweep: Sweep, folder: str | os.PathLike) -> list[Point]:
-    """The points of ``sweep`` that the shipped ``folder`` has not finished, in the spec's order."""
+    """The points of ``sweep`` that the shipped ``folder`` has not finished (with their stop conditions), in order."""
     rows, _ = read_shipped(folder)
-    return [p for p in sweep.points if rows.get(p.name, {}).get("status") != "done"]
+    return [p for p in sweep.points if _from_shipped(rows.get(p.name), None, p)[0]["status"] != "done"]
 
 
 def ship(
@@ -144,9 +183,10 @@ def ship(
 ) -> dict:
     """Write the shipped folder ``out`` of ``sweep`` from the sweep directories ``sweeps`` (see the module).
 
-    Per point, the first sweep directory that finished it wins; else what ``out`` already held, if finished;
-    else the furthest run in progress. Returns the provenance record (also ``out/provenance.json``).
-    Each file is replaced whole (a reader never sees half of one).
+    Per point, the sources are the sweep directories in order, then what ``out`` already held: the first
+    that finished it (with the point's stop conditions) wins; else the one furthest in ``t``; the fields and
+    the curve of a point always come from one source. Returns the provenance record (also
+    ``out/provenance.json``). Each file is replaced whole, ``summary.csv`` and ``provenance.json`` last.
     """
     if not isinstance(points, int) or isinstance(points, bool) or points < 2:
         raise InputError(f"points must be an integer >= 2, got {points!r}")
@@ -155,28 +195,24 @@ def ship(
     keys = sweep.keys()
     rows, curves = [], {}
     for point in sweep.points:
-        found = [_from_run(Path(s) / "runs" / point.name) for s in sweeps]
-        done = [f for f in found if f[0]["status"] == "done"]
-        old = previous_rows.get(point.name)
+        sources = [_from_run(Path(s) / "runs" / point.name, point) for s in sweeps]
+        sources.append(_from_shipped(previous_rows.get(point.name), previous_curves.get(point.name), point))
+        done = [f for f in sources if f[0]["status"] == "done"]
+        running = [f for f in sources if f[0]["status"] == "running"]
         if done:
             fields, curve = done[0]
-        elif old is not None and old.get("status") == "done":
-            fields, curve = {k: old.get(k) or None for k in _RUN_FIELDS}, previous_curves.get(point.name)
+        elif running:
+            fields, curve = max(running, key=lambda f: float(f[0]["t"] or 0))  # the first of equals
         else:
-            running = [f for f in found if f[0]["status"] == "running"]
-            fields, curve = max(running, key=lambda f: float(f[0]["t"] or 0)) if running else (found[0] if found else ({}, None))
-            if not running and old is not None and old.get("status") == "running":
-                fields, curve = {k: old.get(k) or None for k in _RUN_FIELDS}, previous_curves.get(point.name)
+            fields, curve = sources[0]
         row = {"run": point.name, **{k: point.arguments.get(k) for k in keys}}
         row.update({k: fields.get(k) for k in _RUN_FIELDS})
-        row["status"] = row["status"] or "absent"
         rows.append(row)
         if curve is not None:
             keep = log_spaced(curve[0], points)
             curves[point.name] = (curve[0][keep], curve[1][keep])
 
     out.mkdir(parents=True, exist_ok=True)
-    write_text(out / "summary.csv", _csv([list(rows[0])] + [[_cell(v) for v in r.values()] for r in rows]))
     samples = [[name, repr(float(t)), repr(float(q))] for name, (ts, qs) in curves.items() for t, q in zip(ts, qs, strict=True)]
     write_text(out / "trajectories.csv", _csv([["run", "t", "q"], *samples]))
 
@@ -229,6 +265,7 @@ def ship(
         "run_seconds_of_finished_runs": sum(float(r["seconds"]) for r in finished if r["seconds"] not in (None, "")),
         "wall_seconds": wall,
     }
+    write_text(out / "summary.csv", _csv([list(rows[0])] + [[_cell(v) for v in r.values()] for r in rows]))
     write_text(out / "provenance.json", json.dumps(provenance, indent=1) + "\n")
     return provenance
 

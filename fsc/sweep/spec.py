@@ -35,7 +35,7 @@ STOP_ARGUMENTS = STOP
 
 #: Keys that do not name a run directory when a grid block gives them one value: what a continued run may
 #: change, and how it stores its trajectory (a run never changes that, fsc train refuses it).
-_UNNAMED = MAY_CHANGE | {"rows_per_decade"}
+NOT_NAMING: frozenset[str] = MAY_CHANGE | {"rows_per_decade"}
 
 #: Keys of a spec file.
 SPEC_KEYS = ("name", "description", "out", "fixed", "grid")
@@ -247,7 +247,7 @@ def _expand(block: object, fixed: dict[str, Any], source: str, where: str) -> li
         arguments = {**fixed, **varying}
         # A block's single stop condition (a panel's horizon) does not name the directory: the run continued
         # with another horizon is the same run. Nor does a block's single way of storing its rows.
-        named = {key: value for key, value in varying.items() if not (key in _UNNAMED and len(axes[key]) == 1)} or varying
+        named = {key: value for key, value in varying.items() if not (key in NOT_NAMING and len(axes[key]) == 1)} or varying
         points.append(Point(name=_dir_name(named), arguments=dict(_ordered(arguments)), grid_keys=keys))
     return points
 

@@ -103,7 +103,7 @@ def test_the_figure2_claim_against_the_closed_forms():
     assert asymmetric < symmetric  # the referee's finding, which the verdicts below rest on
     assert check_figure2([(mu, M, r, symmetric * (1 + 1e-6))])[0]["verdict"] == "holds"
     toward = check_figure2([(mu, M, r, symmetric), (mu, M, r, asymmetric)])[0]
-    assert toward["verdict"].startswith("does not hold: those runs go toward the asymmetric CCP")
+    assert toward["verdict"].startswith("does not hold: those runs end between the symmetric and the asymmetric CCP")
     assert toward["numbers"].startswith("1 of 2 runs end below the symmetric CCP")
     assert f"{(symmetric - asymmetric) / symmetric:.3g}" in toward["numbers"]
     assert check_figure2([(mu, M, r, asymmetric * 0.99)])[0]["verdict"] == "does not hold: some runs end below the asymmetric CCP too"
@@ -145,3 +145,62 @@ def test_figure4_panels_draw_every_point_of_the_published_spec():
     pairs = [pair for _, panel in FIGURE4_PANELS for pair in panel]
     assert len(pairs) == len(set(pairs)) == 8
     assert set(pairs) == {(p.arguments["memory"], p.arguments["reset"]) for p in sweep.points}
+
+
+def _fake_running(run: Path) -> None:
+    """Make a finished run look interrupted after being continued: run.json says running, result.json is stale."""
+    meta = json.loads((run / "run.json").read_text())
+    (run / "run.json").write_text(json.dumps({**meta, "status": "running"}))
+
+
+def test_sources_are_never_mixed_and_the_furthest_run_wins(tmp_path):
+    sweep = load_spec(_spec(tmp_path, TINY))
+    _run(sweep, range(4), tmp_path / "a")
+    ship(sweep, [tmp_path / "a"], tmp_path / "shipped")
+    rows = _rows(tmp_path / "shipped")
+    # The shipped folder holds point 0 as running far ahead (as if shipped from another machine).
+    rows[0].update(status="running", t="1000000000.0", steps="7", q="0.5")
+    with open(tmp_path / "shipped" / "summary.csv", "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    _, curves_before = read_shipped(tmp_path / "shipped")
+    _fake_running(tmp_path / "a" / "runs" / sweep.points[0].name)  # here: a stale result.json, not finished
+    ship(sweep, [tmp_path / "a"], tmp_path / "shipped")
+    first, _ = read_shipped(tmp_path / "shipped")
+    row = first[sweep.points[0].name]
+    assert (row["status"], row["t"], row["steps"], row["q"]) == ("running", "1000000000.0", "7", "0.5")
+    _, curves = read_shipped(tmp_path / "shipped")
+    assert np.array_equal(curves[sweep.points[0].name][0], curves_before[sweep.points[0].name][0])
+    assert lacking(sweep, tmp_path / "shipped") == [sweep.points[0]]
+
+
+def test_a_raised_horizon_makes_finished_runs_lacking(tmp_path):
+    sweep = load_spec(_spec(tmp_path, TINY))
+    _run(sweep, range(4), tmp_path / "a")
+    ship(sweep, [tmp_path / "a"], tmp_path / "shipped")
+    longer = load_spec(_spec(tmp_path, {**TINY, "fixed": {**TINY["fixed"], "until_t": 6e3}}))
+    assert [p.name for p in longer.points] == [p.name for p in sweep.points]  # the same runs, continued
+    assert lacking(longer, tmp_path / "shipped") == list(longer.points)
+    ship(longer, [tmp_path / "a"], tmp_path / "shipped")  # the runs stopped at 3e3: in progress for 6e3
+    assert {r["status"] for r in _rows(tmp_path / "shipped")} == {"running"}
+
+
+def test_storage_settings_do_not_split_a_group(tmp_path):
+    doc = {
+        "name": "split",
+        "fixed": {"mu": 0.1, "reset": 0.01, "until_t": 1e3, "memory": "ram:2", "init": "random"},
+        "grid": [{"seed": [0, 1]}, {"seed": [2, 3], "rows_per_decade": [10]}],
+    }
+    sweep = load_spec(_spec(tmp_path, doc))
+    _run(sweep, range(4), tmp_path / "a")
+    ship(sweep, [tmp_path / "a"], tmp_path / "shipped")
+    with open(tmp_path / "shipped" / "groups.csv", newline="") as f:
+        groups = list(csv.DictReader(f))
+    assert len(groups) == 1 and groups[0]["finished"] == groups[0]["of"] == "4" and "rows_per_decade" not in groups[0]
+
+
+def test_log_spaced_stays_within_the_count_when_t_stops_growing():
+    t = np.concatenate([[0.0], np.geomspace(1, 1e8, 100_000), np.full(10, 1e8)])
+    keep = log_spaced(t, 200)
+    assert len(keep) <= 200 and keep[0] == 0 and keep[-1] == len(t) - 1

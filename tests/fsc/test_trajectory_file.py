@@ -49,3 +49,10 @@ def test_a_broken_file_is_refused(tmp_path, text, columns, match):
 def test_an_empty_trajectory_has_no_rows(tmp_path):
     columns = read_trajectory(_write(tmp_path, "t,step,q\n"))
     assert [len(v) for v in columns.values()] == [0, 0, 0] and columns["step"].dtype == np.int64
+
+
+def test_a_comment_sign_is_not_a_number_and_columns_do_not_repeat(tmp_path):
+    with pytest.raises(InputError, match="not a trajectory"):
+        read_trajectory(_write(tmp_path, "t,step,q\n1,2,3 # x\n"))
+    with pytest.raises(InputError, match="repeat"):
+        read_trajectory(_write(tmp_path, "t,step,q\n1,2,3\n"), ["t", "t"])
