@@ -58,6 +58,9 @@ def test_the_claims_are_checked_on_hand_made_numbers():
     assert verdicts["RAM M = 8: training converges to the CCP only from near it"] == "holds"
     assert verdicts["Memento m = 3: random does not do as well as the necklace start, but not significantly"] == "holds"  # 0.15 < 0.2, >= 0.1
     assert verdicts["RAM M = 20: random initialisation leads to very poor results"] == "not run yet"
+    some_reach = check_figure4({**groups, ("ram:8", 1e-3, "columns"): [0.3, 0.110001, 0.11]})  # within 1e-4 of 0.11: two seeds
+    only = next(c for c in some_reach if c["claim"] == "RAM M = 8: training converges to the CCP only from near it")
+    assert only["verdict"] == "does not hold: 2 of 3 seeds from columns reach it too" and "2 of 3 seeds within 0.0001" in only["numbers"]
     partial = check_figure4(groups, expected={("ram:8", 1e-3, "random"): 20})
     assert partial[0]["verdict"] == "not run yet" and "over 3" in partial[0]["numbers"]
 
