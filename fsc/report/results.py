@@ -38,6 +38,7 @@ import numpy as np
 
 from fsc.errors import InputError
 from fsc.files import atomic_write, write_text
+from fsc.report import page
 from fsc.report.page import SHIPPED
 from fsc.sweep.spec import NOT_NAMING, STOP_ARGUMENTS, Point, Sweep, load_spec
 
@@ -274,8 +275,8 @@ def complete(
     name: str,
     *,
     sweeps: str | os.PathLike = "sweeps",
-    results: str | os.PathLike = SHIPPED,
-    specs: str | os.PathLike = SPECS,
+    results: str | os.PathLike | None = None,
+    specs: str | os.PathLike | None = None,
     workers: int | None = None,
     quiet: bool = False,
     log: Callable[[str], None] = lambda message: None,
@@ -283,13 +284,15 @@ def complete(
     """Run the points of the full-size sweep ``name`` that ``results/name`` lacks, in ``sweeps/name``, and ship them in.
 
     The sweep resumes where it stopped (each point is an ordinary run directory), so a ``complete`` that is
-    killed and started again loses at most a checkpoint's worth of work. Returns the provenance record.
+    killed and started again loses at most a checkpoint's worth of work. ``results``: the project's
+    ``results/`` by default; ``specs``: ``examples/sweeps``. Returns the provenance record.
     """
     import time
 
     from fsc.sweep import run_sweep
 
-    spec_path = Path(specs) / f"{name}.json"
+    results = page.SHIPPED if results is None else results
+    spec_path = Path(SPECS if specs is None else specs) / f"{name}.json"
     if not spec_path.is_file():
         raise InputError(f"no full-size spec {str(spec_path)!r}")
     sweep = load_spec(spec_path)

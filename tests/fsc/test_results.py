@@ -204,3 +204,22 @@ def test_log_spaced_stays_within_the_count_when_t_stops_growing():
     t = np.concatenate([[0.0], np.geomspace(1, 1e8, 100_000), np.full(10, 1e8)])
     keep = log_spaced(t, 200)
     assert len(keep) <= 200 and keep[0] == 0 and keep[-1] == len(t) - 1
+
+
+def test_fsc_report_full_runs_what_results_lack_then_builds_the_page(tmp_path, monkeypatch):
+    from fsc.cli import main
+    from fsc.report import results
+
+    specs = _spec(tmp_path, TINY).parent
+    sweep = load_spec(specs / "tiny.json")
+    _run(sweep, [0], tmp_path / "earlier")
+    ship(sweep, [tmp_path / "earlier"], tmp_path / "results" / "tiny")
+    monkeypatch.setattr(page, "SHIPPED", tmp_path / "results")
+    monkeypatch.setattr(results, "SPECS", specs)
+    monkeypatch.setattr(results, "FULL_SIZE", ("tiny",))
+    monkeypatch.chdir(tmp_path)
+    assert main(["report", "--full", "--sweeps", "sw", "--workers", "1", "--quiet", "--out", "page"]) == 0
+    assert [r["status"] for r in _rows(tmp_path / "results" / "tiny")] == ["done"] * 4
+    ran = sorted(p.parent.relative_to(tmp_path / "sw" / "tiny" / "runs").as_posix() for p in (tmp_path / "sw").rglob("result.json"))
+    assert ran == sorted(p.name for p in sweep.points[1:])  # the shipped point was not run again
+    assert (tmp_path / "page" / "index.html").is_file()
