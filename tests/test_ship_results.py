@@ -61,6 +61,12 @@ def test_the_claims_are_checked_on_hand_made_numbers():
     some_reach = check_figure4({**groups, ("ram:8", 1e-3, "columns"): [0.3, 0.110001, 0.11]})  # within 1e-4 of 0.11: two seeds
     only = next(c for c in some_reach if c["claim"] == "RAM M = 8: training converges to the CCP only from near it")
     assert only["verdict"] == "does not hold: 2 of 3 seeds from columns reach it too" and "2 of 3 seeds within 0.0001" in only["numbers"]
+    steadier = {c["claim"]: c for c in check_figure4({**groups, ("memento:3", 1e-3, "cycles"): [0.16]})}
+    memento = steadier["Memento m = 3 is less sensitive to its start than RAM M = 8"]
+    # RAM 8: medians 0.35, 0.225, 0.29, 0.11 -> 0.35 / 0.11 = 3.18; Memento 3: 0.2, 0.16, 0.15 -> 1.33
+    assert memento["verdict"] == "holds" and "ram:8 3.18, memento:3 1.33" in memento["numbers"]
+    flipped = check_figure4({**groups, ("memento:3", 1e-3, "cycles"): [0.16], ("memento:3", 1e-3, "random"): [0.6]})
+    assert next(c for c in flipped if c["claim"] == memento["claim"])["verdict"] == "does not hold"  # 0.6 / 0.15 = 4 > 3.18
     partial = check_figure4(groups, expected={("ram:8", 1e-3, "random"): 20})
     assert partial[0]["verdict"] == "not run yet" and "over 3" in partial[0]["numbers"]
 
