@@ -5,8 +5,9 @@ thread), in one process: :func:`fsc.optim.optimize`'s loop with ``Objective(comp
 rejected tries included, in one call of :func:`fsc.engines.kernels.dense_flow_step`) and with
 ``compiled=False`` (the evaluator's forward and backward, the rule in Python), to ``--until-t``.
 Prints the accepted steps, the evaluations, the wall time of each, microseconds per evaluation, their
-ratio, the LAPACK floor per evaluation (``dgetrf`` + 2 ``dgetrs`` per part, called from compiled code,
-on the same matrices), and whether the two trajectories are equal to the last bit.
+ratio, the same compiled step called in a bare loop (``bare``: what the loop's Python objects cost is the
+difference), the LAPACK floor per evaluation (``dgetrf`` + 2 ``dgetrs`` per part, called from compiled code,
+on the same matrices), and whether the three took the same path to the last bit.
 
 Usage: ``.venv/bin/python benchmarks/bench_flow_step.py [--until-t 1e6]``
 """
@@ -42,6 +43,25 @@ def run(world, arch, start, until_t: float, compiled: bool) -> tuple[list, float
     return records, time.perf_counter() - began
 
 
+def bare_loop(world, arch, start, until_t: float) -> tuple[int, int, float, float]:
+    """The compiled step called in a bare loop, nothing else per step (no Point, State or Record): the floor of
+    the loop above.  Returns its steps, evaluations, final t and wall time, to check it took the same path."""
+    objective = Objective(world=world, architecture=arch, reset=RESET, engine="dense", convention="paper")
+    point = objective(start.logits.detach().clone(), start.init_logits.detach().clone())
+    w, w0, g, g0 = (x.numpy() for x in (point.logits, point.init_logits, point.grad_logits, point.grad_init))
+    flow = GradientFlow()
+    gain, dt, t, steps, evaluations = point.gain, flow.dt, 0.0, 0, 1
+    factor, fused = objective._evaluator.factor, objective._fused
+    began = time.perf_counter()
+    while t < until_t:
+        status, w, w0, g, g0, expected, used, dt, tried, _ = kernels.dense_flow_step(w, w0, g, g0, gain, dt, flow.max_dgrad, flow.min_dt, factor, fused)
+        if status != 0:
+            break
+        gain = (1 - RESET) * float(expected[0])  # the paper convention's gain (fsc.evaluate.read_out)
+        t, steps, evaluations = t + used, steps + 1, evaluations + tried
+    return steps, evaluations, t, time.perf_counter() - began
+
+
 def floor_per_evaluation(arch, world, start, calls: int = 2000) -> float:
     """The factorisation and two solves per part alone, on the matrix of the start, in compiled code."""
     evaluator = Evaluator(world, arch, RESET, "dense", "paper")
@@ -70,7 +90,7 @@ def main() -> None:
     torch.set_num_threads(1)
     world = tasks.TwoHypothesis(0.1)
     print(f"{'memory':<10} {'until_t':>8} {'steps':>7} {'evals':>7} {'python s':>9} {'compiled s':>11} {'speed-up':>9} "
-          f"{'python us/ev':>13} {'compiled us/ev':>15} {'floor us/ev':>12} {'identical':>9}")  # fmt: skip
+          f"{'python us/ev':>13} {'compiled us/ev':>15} {'bare us/ev':>11} {'floor us/ev':>12} {'identical':>9}")  # fmt: skip
     for memory, fraction in CASES:
         arch = fsc.parse_memory(memory)
         start = policies.initial_policy("random", arch, seed=0, published=True)
@@ -84,11 +104,13 @@ def main() -> None:
         )
         identical = identical and torch.equal(compiled[-1].state.point.logits, python[-1].state.point.logits)
         evaluations = compiled[-1].evaluations
+        steps, bare_evaluations, bare_t, t_bare = bare_loop(world, arch, start, until_t)
+        identical = identical and (steps, bare_evaluations, bare_t) == (compiled[-1].step, evaluations, compiled[-1].t)
         floor = floor_per_evaluation(arch, world, start)
         print(
             f"{memory:<10} {until_t:>8.0e} {compiled[-1].step:>7} {evaluations:>7} {t_python:>9.2f} {t_compiled:>11.2f} "
             f"{t_python / t_compiled:>9.2f} {t_python / evaluations * 1e6:>13.1f} {t_compiled / evaluations * 1e6:>15.1f} "
-            f"{floor * 1e6:>12.1f} {identical!s:>9}"
+            f"{t_bare / evaluations * 1e6:>11.1f} {floor * 1e6:>12.1f} {identical!s:>9}"
         )
 
 
