@@ -8,8 +8,8 @@ A shipped sweep is a folder of small files made from sweep directories (nothing 
   project's commit that made or last resumed it);
 - ``trajectories.csv``: ``run,t,q``, each run's q(t) down-sampled to at most ``points`` log-spaced times
   (first and last row kept);
-- ``groups.csv``: per group of seeds (the spec's varying arguments but the seed and the stop), the finished
-  runs and the median, quartiles, minimum and maximum of their final q;
+- ``groups.csv``: per group of seeds (the spec's arguments but the seed, the stop, the convention and how
+  rows are stored), the finished runs and the median, quartiles, minimum and maximum of their final q;
 - ``figure.png``: Figure 4's panels (q against t, seeds faint, medians bold, reference lines dashed), or for
   the spec named ``fig2`` Figure 2 (final q against r and against M, the CCP's closed form as lines);
 - ``claims.json``, ``claims.md`` (specs ``fig4`` and ``fig2``): the paper's claims about training, checked
@@ -39,13 +39,12 @@ import numpy as np
 from fsc.errors import InputError
 from fsc.files import atomic_write, write_text
 from fsc.report import page
-from fsc.report.page import SHIPPED
 from fsc.sweep.spec import NOT_NAMING, STOP_ARGUMENTS, Point, Sweep, load_spec
 
 __all__ = ["FIGURE4_PANELS", "FULL_SIZE", "SPECS", "complete", "lacking", "log_spaced", "read_shipped", "ship"]
 
 #: The published set-ups, one sweep spec each, and the folder of ``results/`` each is shipped to.
-SPECS = SHIPPED.parent / "examples" / "sweeps"
+SPECS = page.SHIPPED.parent / "examples" / "sweeps"
 FULL_SIZE = ("fig4", "fig2")
 
 _RUN_FIELDS = ("status", "q", "t", "steps", "seconds", "commit")
@@ -81,7 +80,7 @@ def _cpu_model() -> str:
 
 
 def _commit() -> str | None:
-    done = subprocess.run(["git", "-C", str(SHIPPED.parent), "rev-parse", "HEAD"], capture_output=True, text=True, check=False)
+    done = subprocess.run(["git", "-C", str(page.SHIPPED.parent), "rev-parse", "HEAD"], capture_output=True, text=True, check=False)
     return done.stdout.strip() or None
 
 
