@@ -169,3 +169,26 @@ class Objective:
             raise np.linalg.LinAlgError("I - (1 - r) P is singular")
         new = self._point(logits, init_logits, expected, grad_logits, grad_init)
         return new, dt, next_dt, evaluations, rejections
+
+    def flow_run(self, point: Point, dt: float, max_dgrad: float, min_dt: float, t: float, step: int, until_t: float, max_steps: int, most: int):
+        """Accepted steps of :meth:`flow_step` in one compiled call (:func:`fsc.engines.kernels.dense_flow_run`),
+        until ``t >= until_t``, ``step >= max_steps`` or ``most`` steps.
+
+        ``None`` when the engine has no compiled step; else ``(point, dt, next_dt, t, step, evaluations,
+        rejections)`` after the last accepted step, with ``point`` ``None`` when the first step finds none.
+        """
+        if self._fused is None:
+            return None
+        evaluator = self._evaluator
+        status, logits, init_logits, grad_logits, grad_init, expected, dt, next_dt, t, step, evaluations, rejections = kernels.dense_flow_run(
+            point.logits.numpy(), point.init_logits.numpy(), point.grad_logits.numpy(), point.grad_init.numpy(),
+            point.gain, dt, max_dgrad, min_dt, evaluator.factor, self._fused, t, step, until_t, max_steps, most,
+        )  # fmt: skip
+        if status == kernels.STEP_STALLED:
+            return None, dt, next_dt, t, step, evaluations, rejections
+        if status == kernels.STEP_NOT_FINITE:
+            raise InputError(f"logits must not contain NaN or +inf, got a maximum of {max(logits.max(), init_logits.max())!r}")
+        if status == kernels.STEP_SINGULAR:
+            raise np.linalg.LinAlgError("I - (1 - r) P is singular")
+        new = self._point(logits, init_logits, expected, grad_logits, grad_init)
+        return new, dt, next_dt, t, step, evaluations, rejections

@@ -23,7 +23,7 @@ from __future__ import annotations
 import abc
 import math
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, ClassVar
 
 import attrs
@@ -237,6 +237,36 @@ class GradientFlow(Optimizer):
             )
         return None
 
+    def run(self, objective: Objective, state: State, clock, *, until_t: float, max_steps: int | None) -> State | None:
+        """The state after accepted steps until ``t >= until_t`` or ``step >= max_steps`` (at most
+        :data:`MOST_STEPS`): the states :meth:`advance` would pass through, the last of them only.  On the
+        dense engine one compiled call takes them all; elsewhere it is one :meth:`advance`."""
+        run = objective.flow_run(
+            state.point, state.slots["next_dt"], self.max_dgrad, self.min_dt, state.t, state.step, until_t,
+            _NO_STEP_LIMIT if max_steps is None else max_steps, MOST_STEPS,
+        )  # fmt: skip
+        if run is None:
+            return self.advance(objective, state, clock)
+        new, dt, next_dt, t, step, tried, rejected = run
+        if new is None:
+            return None
+        return State(
+            point=new,
+            t=t,
+            step=step,
+            dt=dt,
+            evaluations=state.evaluations + tried,
+            rejections=state.rejections + rejected,
+            seconds=clock(),
+            slots={"next_dt": next_dt},
+        )
+
+
+#: Most accepted steps :meth:`GradientFlow.run` takes in one call: a call lasts milliseconds, so that the
+#: caller checks the wall time, writes checkpoints and sees an interrupt that often.
+MOST_STEPS = 1000
+_NO_STEP_LIMIT = 2**62
+
 
 @attrs.frozen(kw_only=True)
 class Adam(Optimizer):
@@ -406,6 +436,7 @@ def optimize(
     max_dgrad: float | None = None,
     target: str = "gain",
     state: State | None = None,
+    skip_until: Callable[[], float] | None = None,
 ) -> Iterator[Record]:
     """Climb the gain from ``policy``; yield a :class:`Record` per accepted step.
 
@@ -429,6 +460,12 @@ def optimize(
             (see :func:`make_optimizer`).
         state: continue from this state (a resumed run) instead of ``policy``'s
             logits; ``policy`` still gives the architecture.
+        skip_until: a function giving, after each record, the ``t`` before which
+            the caller needs no record (``fsc train`` passes the ``t`` of its
+            next trajectory row): the flow then yields fewer records, on the
+            same path, and the dense engine takes the steps between them in one
+            compiled call (:meth:`GradientFlow.run`).  A record still comes at
+            least every :data:`MOST_STEPS` steps and at every stop.
 
     Raises:
         ValueError, TypeError: bad arguments, before any evaluation.
@@ -453,10 +490,14 @@ def optimize(
         if tuple(state.point.logits.shape) != (arch.num_nodes, arch.num_choices):
             raise InputError(f"state has logits of shape {tuple(state.point.logits.shape)}, not those of {arch!r}")
     objective = Objective(world=world, architecture=arch, reset=reset, engine=engine, convention=convention, target=target)
-    return _run(objective, optimizer, rule, policy, state)
+    if skip_until is not None and not callable(skip_until):
+        raise InputTypeError(f"skip_until must be a function returning a time t, got {skip_until!r}")
+    return _run(objective, optimizer, rule, policy, state, skip_until)
 
 
-def _run(objective: Objective, optimizer: Optimizer, rule: StopRule, policy: Policy, state: State | None) -> Iterator[Record]:
+def _run(
+    objective: Objective, optimizer: Optimizer, rule: StopRule, policy: Policy, state: State | None, skip_until: Callable[[], float] | None = None
+) -> Iterator[Record]:
     started = time.perf_counter()
     offset = 0.0 if state is None else state.seconds
 
@@ -471,7 +512,12 @@ def _run(objective: Objective, optimizer: Optimizer, rule: StopRule, policy: Pol
         yield Record.of(state, stop)
         if stop is not None:
             return
-        new = optimizer.advance(objective, state, clock)
+        # (A gradient-norm stop is checked at every step, so it keeps every record.)
+        if skip_until is not None and isinstance(optimizer, GradientFlow) and rule.min_grad_norm is None:
+            until_t = skip_until() if rule.until_t is None else min(skip_until(), rule.until_t)
+            new = optimizer.run(objective, state, clock, until_t=until_t, max_steps=rule.max_steps)
+        else:
+            new = optimizer.advance(objective, state, clock)
         if new is None:
             yield Record.of(attrs.evolve(state, seconds=clock()), "stalled")
             return

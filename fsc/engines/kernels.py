@@ -335,3 +335,37 @@ def dense_flow_step(w_pi, w_0, g, g0, gain, dt, max_dgrad, min_dt, factor, c):  
         next_dt = dt * 1.1 if dpi + dp0 < max_dgrad / 2 else dt
         return STEP_ACCEPTED, logits, init_logits, G, G0, expected, dt, next_dt, evaluations, rejections
     return STEP_STALLED, w_pi, w_0, g, g0, np.zeros(0), dt, dt, evaluations, rejections
+
+
+@njit(cache=True)
+def dense_flow_run(w_pi, w_0, g, g0, gain, dt, max_dgrad, min_dt, factor, c, t, step, until_t, max_steps, most):  # pragma: no cover
+    """Accepted steps of :func:`dense_flow_step`, one after the other, until ``t >= until_t``, ``step >=
+    max_steps`` or ``most`` steps: the same steps as so many calls, without going back to Python between them.
+
+    Returns ``(status, logits, init_logits, grad, grad_init, expected, dt, next_dt, t, step, evaluations,
+    rejections)``: the last accepted step's (``dt`` the step it made), ``t`` and ``step`` after it, and the
+    tries and rejections of the accepted steps.  A step that is not accepted ends the run: after accepted
+    steps, they are returned (the next call meets that step first); first of all, its own status and
+    arrays are, as :func:`dense_flow_step` gives them.
+    """
+    evaluations = 0
+    rejections = 0
+    expected = np.zeros(0)
+    used = 0.0
+    taken = 0
+    while True:
+        status, logits, init_logits, G, G0, e, u, next_dt, tried, rejected = dense_flow_step(w_pi, w_0, g, g0, gain, dt, max_dgrad, min_dt, factor, c)
+        if status != STEP_ACCEPTED:
+            if taken == 0:
+                return status, logits, init_logits, G, G0, e, u, next_dt, t, step, evaluations + tried, rejections + rejected
+            break
+        w_pi, w_0, g, g0, expected, used, dt = logits, init_logits, G, G0, e, u, next_dt
+        evaluations += tried
+        rejections += rejected
+        gain = factor * expected[0]
+        t += used
+        step += 1
+        taken += 1
+        if t >= until_t or step >= max_steps or taken >= most:
+            break
+    return STEP_ACCEPTED, w_pi, w_0, g, g0, expected, used, dt, t, step, evaluations, rejections

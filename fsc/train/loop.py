@@ -159,6 +159,13 @@ class Thinning:
     def _bucket(self, t: float) -> float:
         return math.floor(self.per_decade * math.log10(t)) if t > 0 else -math.inf
 
+    def due(self) -> float:
+        """With thinning, a time below that of the next row: the flow need not stop before it.  A hair below
+        the bucket's edge, so that rounding never makes a row come late."""
+        if self.bucket == -math.inf:
+            return 0.0
+        return 10.0 ** ((self.bucket + 1) / self.per_decade) * (1 - 1e-9)
+
     def __call__(self, t: float, step: int) -> bool:
         if self.per_decade is None:
             return True

@@ -290,7 +290,11 @@ def run_training(
         state, trajectory = _resume(out, arguments)
 
     # Checks every remaining argument (engine, ...) before anything is written; runs nothing yet.
-    records = optimize(world, policy, reset=reset, optimizer=opt, convention=convention, engine=engine, target=target, state=state, **attrs.asdict(rule))
+    keep = Thinning(rows_per_decade, trajectory)
+    records = optimize(
+        world, policy, reset=reset, optimizer=opt, convention=convention, engine=engine, target=target, state=state,
+        skip_until=None if rows_per_decade is None else keep.due, **attrs.asdict(rule),
+    )  # fmt: skip
     previous_threads = torch.get_num_threads()
     if threads is not None:
         torch.set_num_threads(threads)
@@ -300,7 +304,6 @@ def run_training(
                 _check_same_run(out, read_run_json(out / "run.json").get("arguments", {}), arguments)
             if (out / "initial_policy.npz").exists() and not _same_policy(Policy.load(out / "initial_policy.npz"), policy):
                 raise InputError(f"{str(out)!r} holds a run that started from another initial policy; use another out directory")
-            keep = Thinning(rows_per_decade, trajectory)
             return train_loop(records, arch, policy, rule, out, state is not None, trajectory, meta, quiet, checkpoint_seconds, reset, keep)
     finally:
         if threads is not None:

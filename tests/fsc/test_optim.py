@@ -199,6 +199,71 @@ def test_the_compiled_step_is_the_python_step_to_the_bit(world, memory, conventi
             assert torch.equal(getattr(a.point, name), getattr(b.point, name)), name
 
 
+def _same_records(a, b):
+    return (a.t, a.step, a.dt, a.evaluations, a.gain, a.metrics, a.grad_norm, a.stop) == (
+        b.t, b.step, b.dt, b.evaluations, b.gain, b.metrics, b.grad_norm, b.stop
+    ) and a.state.slots == b.state.slots and a.state.rejections == b.state.rejections and torch.equal(
+        a.state.point.logits, b.state.point.logits
+    ) and torch.equal(a.state.point.grad_init, b.state.point.grad_init)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("memory", "engine", "convention", "stop"),
+    [
+        ("ram:8", "dense", "paper", {"until_t": 1e5}),
+        ("memento:3", "dense", "native", {"max_steps": 300}),
+        ("ram:3", "sparse", "paper", {"until_t": 1e4}),  # no compiled step: one step per call, the same records
+        ("ram:3", "dense", "native", {"until_t": 1e4, "min_grad_norm": 1e-9}),  # a gradient-norm stop keeps every record
+    ],
+)
+def test_skipping_records_keeps_the_path_to_the_bit(memory, engine, convention, stop):
+    """optimize(skip_until=...) yields some of the records of the same flow, equal to the bit: between two
+    of them, the dense engine takes all steps in one compiled call (kernels.dense_flow_run)."""
+    world, arch = tasks.TwoHypothesis(0.1), fsc.parse_memory(memory)
+    policy = fsc.Policy.random(arch, 2)
+    every = list(optimize(world, policy, reset=1e-3, convention=convention, engine=engine, **stop))
+    edges = iter(np.geomspace(1.0, 1e5, 8))
+    due = [0.0]
+
+    def skip_until():  # the next edge above the last time seen, as fsc train's thinning does
+        return due[0]
+
+    some = []
+    for record in optimize(world, policy, reset=1e-3, convention=convention, engine=engine, skip_until=skip_until, **stop):
+        some.append(record)
+        while due[0] <= record.t:
+            due[0] = next(edges, math.inf)
+    by_step = {r.step: r for r in every}
+    assert all(_same_records(r, by_step[r.step]) for r in some)
+    assert _same_records(some[-1], every[-1]) and some[0].step == 0
+    skipped = engine == "dense" and "min_grad_norm" not in stop
+    assert (len(some) < len(every) / 4) if skipped else (len(some) == len(every))
+    for r in some[1:-1]:  # a record comes at each edge crossed (or after MOST_STEPS steps)
+        before = by_step[r.step - 1]
+        assert any(before.t < e <= r.t for e in np.geomspace(1.0, 1e5, 8)) or r.step % fsc.optim.MOST_STEPS == 0 or not skipped
+
+
+def test_the_compiled_run_is_so_many_compiled_steps():
+    """kernels.dense_flow_run against dense_flow_step called in a loop: arrays, times and counts to the bit."""
+    from fsc.engines import kernels
+
+    world, arch = tasks.TwoHypothesis(0.1), fsc.parse_memory("ram:5")
+    policy = fsc.Policy.random(arch, 1)
+    objective = Objective(world=world, architecture=arch, reset=1e-3, engine="dense", convention="paper")
+    point = objective(policy.logits.detach().clone(), policy.init_logits.detach().clone())
+    start = [x.numpy() for x in (point.logits, point.init_logits, point.grad_logits, point.grad_init)]
+    factor, fused = objective._evaluator.factor, objective._fused
+    w, w0, g, g0 = start
+    gain, dt, t, tries, rejections = point.gain, 1.0, 0.0, 0, 0
+    for _ in range(150):
+        _, w, w0, g, g0, expected, used, dt, tried, rejected = kernels.dense_flow_step(w, w0, g, g0, gain, dt, 1e-4, 1e-30, factor, fused)
+        gain, t, tries, rejections = factor * expected[0], t + used, tries + tried, rejections + rejected
+    run = kernels.dense_flow_run(*start, point.gain, 1.0, 1e-4, 1e-30, factor, fused, 0.0, 0, math.inf, 150, 1000)
+    status, rw, rw0, rg, rg0, r_expected, r_used, r_dt, r_t, r_step, r_tries, r_rejections = run
+    assert (status, r_step, r_t, r_dt, r_used, r_tries, r_rejections) == (0, 150, t, dt, used, tries, rejections) and rejections > 0
+    assert all(np.array_equal(a, b) for a, b in ((rw, w), (rw0, w0), (rg, g), (rg0, g0), (r_expected, expected)))
+
+
 def test_flow_rejects_steps_that_lower_the_gain_or_change_the_gradient_too_much():
     arch, world = fsc.RAM(2), tasks.TwoHypothesis(0.2)
     records = list(flow(world, fsc.Policy.random(arch, 2, std=2.0), reset=1e-2, max_dgrad=1e-3, max_steps=150))
