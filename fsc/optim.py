@@ -91,7 +91,8 @@ class Record:
         metrics: name -> value at this point (``q`` for the two-hypothesis task).
         stop: ``None``, or why the run stops here: ``until_t``, ``max_steps``,
             ``max_seconds``, ``min_grad_norm`` or ``stalled`` (the flow found no
-            acceptable step down to ``min_dt``).
+            acceptable step down to ``min_dt``, or took a step too small to
+            move ``t``: :class:`StopRule`).
         state: the full optimiser state (for checkpoints).
     """
 
@@ -238,8 +239,8 @@ class GradientFlow(Optimizer):
         return None
 
     def run(self, objective: Objective, state: State, clock, *, until_t: float, max_steps: int | None) -> State | None:
-        """The state after accepted steps until ``t >= until_t`` or ``step >= max_steps`` (at most
-        :data:`MOST_STEPS`): the states :meth:`advance` would pass through, the last of them only.  On the
+        """The state after accepted steps until ``t >= until_t``, ``step >= max_steps`` or a step too small to
+        move ``t`` (at most :data:`MOST_STEPS`): the states :meth:`advance` would pass through, the last of them only.  On the
         dense engine one compiled call takes them all; elsewhere it is one :meth:`advance`."""
         run = objective.flow_run(
             state.point, state.slots["next_dt"], self.max_dgrad, self.min_dt, state.t, state.step, until_t,
@@ -386,8 +387,18 @@ class StopRule:
 
     The run stops at the first state with ``t >= until_t``,
     ``step >= max_steps``, ``seconds >= max_seconds`` or
-    ``grad_norm <= min_grad_norm`` (checked in this order).  Stopping never
-    changes the path: a longer run passes through the same states.
+    ``grad_norm <= min_grad_norm``, or, always, at the first step too small
+    to move ``t`` (``t + dt == t`` in float64: ``stalled``), checked in the
+    order until_t, max_steps, stalled, max_seconds, min_grad_norm.  Stopping
+    never changes the path: a longer run passes through the same states.
+
+    Why a step too small to move ``t`` ends the run: the flow's ``dt`` has
+    collapsed (the gradient changes by more than ``max_dgrad`` however small
+    the step) and ``t`` no longer grows, so no horizon in ``t`` is reached and
+    a run goes on until its wall-time cap.  On the full-size runs of Figure 4
+    (RAM 16, r = 1e-5, four seeds) ``dt`` never again exceeded 1.3e-7 after
+    the first such step, ``t`` grew by less than 0.04 in 6 to 9 million more
+    steps, and the final ``q`` equalled the ``q`` at that step to the last bit.
     """
 
     until_t: float | None = None
@@ -413,6 +424,8 @@ class StopRule:
             return "until_t"
         if self.max_steps is not None and state.step >= self.max_steps:
             return "max_steps"
+        if state.dt > 0 and state.t + state.dt == state.t:
+            return "stalled"
         if self.max_seconds is not None and state.seconds >= self.max_seconds:
             return "max_seconds"
         if self.min_grad_norm is not None and state.point.grad_norm <= self.min_grad_norm:

@@ -340,7 +340,9 @@ def dense_flow_step(w_pi, w_0, g, g0, gain, dt, max_dgrad, min_dt, factor, c):  
 @njit(cache=True)
 def dense_flow_run(w_pi, w_0, g, g0, gain, dt, max_dgrad, min_dt, factor, c, t, step, until_t, max_steps, most):  # pragma: no cover
     """Accepted steps of :func:`dense_flow_step`, one after the other, until ``t >= until_t``, ``step >=
-    max_steps`` or ``most`` steps: the same steps as so many calls, without going back to Python between them.
+    max_steps``, a step too small to move ``t`` (``t + dt == t``: the flow has stalled, see
+    :class:`fsc.optim.StopRule`) or ``most`` steps: the same steps as so many calls, without going back to
+    Python between them.
 
     Returns ``(status, logits, init_logits, grad, grad_init, expected, dt, next_dt, t, step, evaluations,
     rejections)``: the last accepted step's (``dt`` the step it made), ``t`` and ``step`` after it, and the
@@ -366,6 +368,6 @@ def dense_flow_run(w_pi, w_0, g, g0, gain, dt, max_dgrad, min_dt, factor, c, t, 
         t += used
         step += 1
         taken += 1
-        if t >= until_t or step >= max_steps or taken >= most:
+        if t >= until_t or step >= max_steps or t + used == t or taken >= most:
             break
     return STEP_ACCEPTED, w_pi, w_0, g, g0, expected, used, dt, t, step, evaluations, rejections

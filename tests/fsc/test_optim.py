@@ -243,6 +243,33 @@ def test_skipping_records_keeps_the_path_to_the_bit(memory, engine, convention, 
         assert any(before.t < e <= r.t for e in np.geomspace(1.0, 1e5, 8)) or r.step % fsc.optim.MOST_STEPS == 0 or not skipped
 
 
+@pytest.mark.parametrize("engine", ["dense", "sparse"])
+@pytest.mark.parametrize("skip", [False, True], ids=["every-step", "compiled-run"])
+def test_a_step_too_small_to_move_t_stalls_the_flow(engine, skip):
+    """Far out in t, a step with t + dt == t ends the run (``stalled``), on the step the float arithmetic of
+    t predicts.  The path does not depend on t, so the dt of each step comes from the same run started at
+    t = 0; at t = 2^57 (half a float spacing: 16) it moves t until a rejection shrinks dt below 16."""
+    world, arch = tasks.TwoHypothesis(0.1), fsc.parse_memory("ram:4")
+    policy = fsc.Policy.random(arch, 0)
+    flow_ = GradientFlow(dt=100.0, max_dgrad=1e-5)
+    near = list(optimize(world, policy, reset=1e-3, convention="paper", engine=engine, optimizer=flow_, max_steps=400))
+    t, expected = 2.0**57, None
+    for record in near[1:]:
+        if t + record.dt == t:
+            expected = record.step
+            break
+        t += record.dt
+    assert expected is not None and 20 < expected < 400 and near[expected - 1].dt > 16 > near[expected].dt
+    far = attrs.evolve(near[0].state, t=2.0**57)
+    skip_until = (lambda: math.inf) if skip else None
+    records = list(optimize(world, policy, reset=1e-3, convention="paper", engine=engine, optimizer=flow_, state=far, skip_until=skip_until, max_steps=400))
+    last = records[-1]
+    assert last.stop == "stalled" and last.step == expected and last.t == t
+    assert all(r.stop is None and r.t > 2.0**57 for r in records[1:-1])
+    assert torch.equal(last.state.point.logits, near[expected].state.point.logits)
+    assert (len(records) < 10) if skip and engine == "dense" else (len(records) == expected + 1)
+
+
 def test_the_compiled_run_is_so_many_compiled_steps():
     """kernels.dense_flow_run against dense_flow_step called in a loop: arrays, times and counts to the bit."""
     from fsc.engines import kernels
