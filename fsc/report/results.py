@@ -3,7 +3,8 @@
 A shipped sweep is a folder of small files made from sweep directories (nothing is trained to make it):
 
 - ``summary.csv``: one row per point of the spec, in its order: the arguments, ``status`` (``done``;
-  ``running``: a checkpoint and no result yet; ``absent``), the final ``q``, ``t``, ``steps``, the run's
+  ``running``: a checkpoint and no result yet; ``absent``), why a finished run stopped (``stop``: ``until_t``,
+  ``stalled``, ``max_seconds``), the final ``q``, ``t``, ``steps``, the run's
   ``seconds`` (its wall time over every session; one thread, so also its CPU time) and ``commit`` (the
   project's commit that made or last resumed it);
 - ``trajectories.csv``: ``run,t,q``, each run's q(t) down-sampled to at most ``points`` log-spaced times
@@ -47,7 +48,7 @@ __all__ = ["FIGURE4_PANELS", "FULL_SIZE", "SPECS", "complete", "lacking", "log_s
 SPECS = page.SHIPPED.parent / "examples" / "sweeps"
 FULL_SIZE = ("fig4", "fig2")
 
-_RUN_FIELDS = ("status", "q", "t", "steps", "seconds", "commit")
+_RUN_FIELDS = ("status", "stop", "q", "t", "steps", "seconds", "commit")
 
 
 def log_spaced(t: np.ndarray, points: int) -> np.ndarray:
@@ -129,7 +130,7 @@ def _from_run(run: Path, point: Point) -> tuple[dict, tuple[np.ndarray, np.ndarr
         fields["commit"] = _json(run / "run.json").get("versions", {}).get("commit")
     if is_finished(run, point.stop()):
         result = _json(run / "result.json")
-        fields.update(status="done", **{k: result.get(k) for k in ("q", "t", "steps", "seconds")})
+        fields.update(status="done", **{k: result.get(k) for k in ("stop", "q", "t", "steps", "seconds")})
     elif (run / "checkpoint.json").is_file():
         meta = _json(run / "checkpoint.json")
         fields.update(status="running", t=meta.get("t"), steps=meta.get("step"), seconds=meta.get("seconds"))
@@ -261,6 +262,9 @@ def ship(
         "points": len(rows),
         "done": len(finished),
         "running": sum(r["status"] == "running" for r in rows),
+        # Why the finished runs stopped: until_t (the horizon), stalled (the flow could no longer move t),
+        # max_seconds (the safety cap); rows shipped before the column existed count as "unknown".
+        "stops": _count(r["stop"] or "unknown" for r in finished),
         # Each run's own wall time over its sessions, summed: its CPU time when it had a core to itself (one thread).
         "run_seconds_of_finished_runs": sum(float(r["seconds"]) for r in finished if r["seconds"] not in (None, "")),
         "wall_seconds": wall,
@@ -308,6 +312,13 @@ def complete(
     if report is not None and report.failures:
         log(f"  {name}: {report.failed} of {len(todo)} runs failed; see {where / 'failures.json'}")
     return provenance
+
+
+def _count(values) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for value in values:
+        counts[value] = counts.get(value, 0) + 1
+    return dict(sorted(counts.items()))
 
 
 def _cell(value) -> str:

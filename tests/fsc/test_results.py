@@ -61,6 +61,7 @@ def test_a_later_shipping_adds_to_what_was_shipped(tmp_path):
     provenance = ship(sweep, [tmp_path / "b"], tmp_path / "shipped", points=20)
     rows = _rows(tmp_path / "shipped")
     assert provenance["done"] == 4 and [r["status"] for r in rows] == ["done"] * 4
+    assert [r["stop"] for r in rows] == ["until_t"] * 4 and provenance["stops"] == {"until_t": 4}
     assert rows[:2] == first[:2]  # kept as shipped
     rows_after, curves = read_shipped(tmp_path / "shipped")
     for point in sweep.points[:2]:

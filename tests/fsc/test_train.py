@@ -263,7 +263,12 @@ def test_interrupted_run_checkpoints_and_resumes(tmp_path):
     command = _command(policy_file, out)
     command[command.index("--checkpoint-seconds") + 1] = "1000"  # only the interrupt writes a mid-run checkpoint
     command[command.index("--max-steps") + 1] = "1000000"
-    process = subprocess.Popen(command, env=_environment(), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # A shell that starts pytest in the background (`cmd &`) makes it and its children ignore SIGINT, and
+    # Python keeps an ignored SIGINT ignored: the trainer starts with the default disposition, as from a terminal.
+    default_sigint = lambda: signal.signal(signal.SIGINT, signal.SIG_DFL)  # noqa: E731
+    process = subprocess.Popen(
+        command, env=_environment(), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=default_sigint
+    )
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and process.poll() is None and not (out / "checkpoint.json").exists():
         time.sleep(0.01)
