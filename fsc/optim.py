@@ -393,12 +393,9 @@ class StopRule:
     never changes the path: a longer run passes through the same states.
 
     Why a step too small to move ``t`` ends the run: the flow's ``dt`` has
-    collapsed (the gradient changes by more than ``max_dgrad`` however small
-    the step) and ``t`` no longer grows, so no horizon in ``t`` is reached and
-    a run goes on until its wall-time cap.  On the full-size runs of Figure 4
-    (RAM 16, r = 1e-5, four seeds) ``dt`` never again exceeded 1.3e-7 after
-    the first such step, ``t`` grew by less than 0.04 in 6 to 9 million more
-    steps, and the final ``q`` equalled the ``q`` at that step to the last bit.
+    collapsed, ``t`` no longer grows and no horizon in ``t`` is reached; what
+    was measured on full-size runs is in docs/model.md ("When the step
+    collapses").
     """
 
     until_t: float | None = None

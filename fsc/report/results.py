@@ -31,6 +31,7 @@ import math
 import os
 import platform
 import subprocess
+from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -264,7 +265,7 @@ def ship(
         "running": sum(r["status"] == "running" for r in rows),
         # Why the finished runs stopped: until_t (the horizon), stalled (the flow could no longer move t),
         # max_seconds (the safety cap); rows shipped before the column existed count as "unknown".
-        "stops": _count(r["stop"] or "unknown" for r in finished),
+        "stops": dict(sorted(Counter(r["stop"] or "unknown" for r in finished).items())),
         # Each run's own wall time over its sessions, summed: its CPU time when it had a core to itself (one thread).
         "run_seconds_of_finished_runs": sum(float(r["seconds"]) for r in finished if r["seconds"] not in (None, "")),
         "wall_seconds": wall,
@@ -312,13 +313,6 @@ def complete(
     if report is not None and report.failures:
         log(f"  {name}: {report.failed} of {len(todo)} runs failed; see {where / 'failures.json'}")
     return provenance
-
-
-def _count(values) -> dict[str, int]:
-    counts: dict[str, int] = {}
-    for value in values:
-        counts[value] = counts.get(value, 0) + 1
-    return dict(sorted(counts.items()))
 
 
 def _cell(value) -> str:
