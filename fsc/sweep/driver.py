@@ -1,7 +1,8 @@
 """The sweep driver: every unfinished point of a spec, on a local pool or a Dask cluster, failures kept.
 
 A point is finished when its ``result.json`` exists; a sweep run again continues the others from their
-checkpoints (docs/sweeps.md).
+checkpoints.  Drivers started on the same spec and directory split its points: a point locked by another
+driver is taken last (docs/sweeps.md).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import os
 import sys
 import time
 from collections.abc import Sequence
-from concurrent.futures import Executor, Future, ProcessPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, Executor, Future, ProcessPoolExecutor, wait
 from pathlib import Path
 from typing import Any
 
@@ -140,27 +141,37 @@ def run_sweep(
 
 
 def _run_points(executor: Executor, points: list[Point], out: Path, quiet: bool, command, done: int, total: int) -> dict[str, dict]:
+    """Run ``points`` on ``executor``: each first without waiting on its lock, so that a point another driver
+    holds goes to the back of the queue and this one takes the next; at the back it waits for that owner."""
     from tqdm import tqdm
 
-    futures: dict[Future, Point] = {}
-    for point in points:
-        run_dir = out / "runs" / point.name
-        lock = out / "locks" / f"{point.name}.lock"
-        futures[executor.submit(run_point, point.argv(), str(run_dir), str(lock), point.stop(), command)] = point
+    def submit(point: Point, wait: bool) -> Future:
+        run_dir, lock = out / "runs" / point.name, out / "locks" / f"{point.name}.lock"
+        return executor.submit(run_point, point.argv(), str(run_dir), str(lock), point.stop(), command, wait)
+
+    futures: dict[Future, Point] = {submit(point, False): point for point in points}
     records: dict[str, dict] = {}
     bar = tqdm(total=total, initial=done, unit="point", file=sys.stderr, disable=quiet or not sys.stderr.isatty(), dynamic_ncols=True)
     try:
-        for future in as_completed(futures):
-            point = futures[future]
-            try:
-                record = future.result()
-            except Exception as error:  # the worker itself failed (a lost Dask worker, a broken pool)
-                record = {"status": "failed", "exit": None, "error": f"{type(error).__name__}: {error}", "stderr": [], "seconds": None}
-            records[point.name] = record
-            failed = sum(r["status"] == "failed" for r in records.values())
-            if failed:
-                bar.set_postfix_str(f"{failed} failed", refresh=False)
-            bar.update(1)
+        running = set(futures)
+        while running:
+            finished, running = wait(running, return_when=FIRST_COMPLETED)
+            for future in finished:
+                point = futures[future]
+                try:
+                    record = future.result()
+                except Exception as error:  # the worker itself failed (a lost Dask worker, a broken pool)
+                    record = {"status": "failed", "exit": None, "error": f"{type(error).__name__}: {error}", "stderr": [], "seconds": None}
+                if record["status"] == "busy":  # queued behind every point submitted so far
+                    later = submit(point, True)
+                    futures[later] = point
+                    running.add(later)
+                    continue
+                records[point.name] = record
+                failed = sum(r["status"] == "failed" for r in records.values())
+                if failed:
+                    bar.set_postfix_str(f"{failed} failed", refresh=False)
+                bar.update(1)
     except BaseException:
         for future in futures:
             future.cancel()

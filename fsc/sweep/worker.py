@@ -78,6 +78,7 @@ def run_point(
     lock_path: str | None = None,
     stop: Mapping[str, Any] | None = None,
     command: Sequence[str] | None = None,
+    wait: bool = True,
 ) -> dict[str, Any]:
     """Run one point to its end in a subprocess (what a sweep's workers do).
 
@@ -88,9 +89,11 @@ def run_point(
         stop: the point's stop conditions, to tell a finished run (:meth:`Point.stop`).
         command: the trainer command, default ``[sys.executable, "-m", TRAINER, "train"]``
             (this worker's Python); ``--out RUN_DIR --quiet --json`` are added.
+        wait: when another process holds the point's lock, wait for it (then skip the point if that
+            owner finished it, or continue it); ``False``: return ``busy`` at once.
 
     Returns:
-        A JSON-able record: ``status`` (``done``, ``skipped`` or ``failed``),
+        A JSON-able record: ``status`` (``done``, ``skipped``, ``busy`` or ``failed``),
         ``result`` (the contents of ``result.json``) or ``exit``, ``error`` and
         ``stderr`` (its last lines), and ``seconds`` (wall time in the worker).
     """
@@ -103,7 +106,11 @@ def run_point(
     if lock_path is not None and fcntl is not None:
         Path(lock_path).parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
-        fcntl.flock(fd, fcntl.LOCK_EX)  # waits for another owner (a second driver, an orphaned trainer)
+        try:  # another owner: a second driver, an orphaned trainer
+            fcntl.flock(fd, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            return {"status": "busy", "seconds": time.monotonic() - start}
     try:
         if is_finished(run_dir_path, stop):  # finished by that other owner
             return {"status": "skipped", "seconds": time.monotonic() - start}

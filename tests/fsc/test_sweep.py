@@ -445,6 +445,55 @@ def test_a_point_owned_by_another_process_is_waited_for_then_skipped(tmp_path):
     assert sorted(p.name for p in run_dir.iterdir()) == ["result.json"]
 
 
+def test_a_locked_point_is_not_waited_for_when_asked_not_to(tmp_path):
+    fcntl = pytest.importorskip("fcntl")
+    run_dir, lock = tmp_path / "runs" / "seed=0", tmp_path / "locks" / "seed=0.lock"
+    lock.parent.mkdir(parents=True)
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT)
+    fcntl.flock(fd, fcntl.LOCK_EX)  # the other owner
+    try:
+        record = fsweep.run_point(["--memory=ram:2", "--init=random", "--until-t=100"], str(run_dir), str(lock), {"until_t": 100}, wait=False)
+    finally:
+        os.close(fd)
+    assert record["status"] == "busy"
+    assert not run_dir.exists()
+
+
+#: Another driver holding a point's lock: a process of its own (a pool worker forked from the test would
+#: inherit a lock taken in the test's process, and wait on itself), released when it is killed.
+HOLD_LOCK = "import fcntl, os, sys, time; fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT); fcntl.flock(fd, fcntl.LOCK_EX); print(flush=True); time.sleep(600)"
+
+
+def test_two_drivers_split_a_sweep_a_locked_point_goes_last(tmp_path):
+    """A driver with one worker, whose first point another driver holds, trains the second point meanwhile,
+    then waits for the first and skips it once its owner has finished it."""
+    pytest.importorskip("fcntl")
+    spec = {"name": "two", "fixed": {"mu": 0.1, "reset": 1e-3, "memory": "ram:2", "init": "random", "until_t": 100, "convention": "paper"}, "grid": {"seed": [0, 1]}}
+    sweep = fsweep.load_spec(write_spec(tmp_path / "two.json", spec))
+    first, second = (tmp_path / "out" / "runs" / point.name for point in sweep.points)
+    lock = tmp_path / "out" / "locks" / f"{sweep.points[0].name}.lock"
+    lock.parent.mkdir(parents=True)
+    other = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, str(lock)], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, text=True)
+    with ThreadPoolExecutor(1) as pool:
+        try:
+            assert other.stdout.readline() == "\n"  # it holds the lock
+            future = pool.submit(fsweep.run_sweep, sweep, tmp_path / "out", workers=1, quiet=True)
+            deadline = time.monotonic() + 120
+            while not (second / "result.json").exists() and time.monotonic() < deadline:
+                time.sleep(0.1)
+            assert (second / "result.json").exists(), "the second point did not run while the first was locked"
+            time.sleep(1.0)  # the driver now waits on the first point's lock
+            assert not first.exists() and not future.done()
+            first.mkdir(parents=True)  # the other driver finishes the first point
+            (first / "result.json").write_text('{"q": 0.5, "t": 100, "steps": 1, "seconds": 0}')
+        finally:
+            other.kill()  # releases the lock
+            other.communicate(timeout=30)
+        report = future.result(timeout=60)
+    assert (report.trained, report.skipped, report.failed) == (1, 1, 0)
+    assert sorted(p.name for p in first.iterdir()) == ["result.json"]
+
+
 def test_a_finished_point_with_other_stop_conditions_is_continued(tmp_path):
     run_dir = tmp_path / "run"
     run_dir.mkdir()
