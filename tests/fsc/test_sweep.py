@@ -422,13 +422,19 @@ def test_sigkill_the_driver_then_resume(reference, tmp_path):
     assert without_seconds(read_csv(out / "summary.csv")) == without_seconds(read_csv(whole / "summary.csv"))
 
 
-def test_a_point_owned_by_another_process_is_waited_for_then_skipped(tmp_path):
-    """What a second driver (or a restarted one, while an orphaned trainer runs) does: wait on the lock, write nothing."""
+def owned_point(tmp_path: Path) -> tuple[Path, Path, int]:
+    """A point's run directory and lock file, and a descriptor of that lock held here (the other owner)."""
     fcntl = pytest.importorskip("fcntl")
     run_dir, lock = tmp_path / "runs" / "seed=0", tmp_path / "locks" / "seed=0.lock"
     lock.parent.mkdir(parents=True)
     fd = os.open(lock, os.O_RDWR | os.O_CREAT)
-    fcntl.flock(fd, fcntl.LOCK_EX)  # the other owner
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    return run_dir, lock, fd
+
+
+def test_a_point_owned_by_another_process_is_waited_for_then_skipped(tmp_path):
+    """What a second driver (or a restarted one, while an orphaned trainer runs) does: wait on the lock, write nothing."""
+    run_dir, lock, fd = owned_point(tmp_path)
     try:
         with ThreadPoolExecutor(1) as pool:
             future = pool.submit(fsweep.run_point, ["--memory=ram:2", "--init=random", "--until-t=100"], str(run_dir), str(lock), {"until_t": 100})
@@ -446,11 +452,7 @@ def test_a_point_owned_by_another_process_is_waited_for_then_skipped(tmp_path):
 
 
 def test_a_locked_point_is_not_waited_for_when_asked_not_to(tmp_path):
-    fcntl = pytest.importorskip("fcntl")
-    run_dir, lock = tmp_path / "runs" / "seed=0", tmp_path / "locks" / "seed=0.lock"
-    lock.parent.mkdir(parents=True)
-    fd = os.open(lock, os.O_RDWR | os.O_CREAT)
-    fcntl.flock(fd, fcntl.LOCK_EX)  # the other owner
+    run_dir, lock, fd = owned_point(tmp_path)
     try:
         record = fsweep.run_point(["--memory=ram:2", "--init=random", "--until-t=100"], str(run_dir), str(lock), {"until_t": 100}, wait=False)
     finally:
