@@ -145,9 +145,9 @@ def _run_points(executor: Executor, points: list[Point], out: Path, quiet: bool,
     holds goes to the back of the queue and this one takes the next; at the back it waits for that owner."""
     from tqdm import tqdm
 
-    def submit(point: Point, wait: bool) -> Future:
+    def submit(point: Point, wait_for_lock: bool) -> Future:
         run_dir, lock = out / "runs" / point.name, out / "locks" / f"{point.name}.lock"
-        return executor.submit(run_point, point.argv(), str(run_dir), str(lock), point.stop(), command, wait)
+        return executor.submit(run_point, point.argv(), str(run_dir), str(lock), point.stop(), command, wait_for_lock)
 
     futures: dict[Future, Point] = {submit(point, False): point for point in points}
     records: dict[str, dict] = {}
