@@ -130,14 +130,19 @@ def _series(name: str, t, q) -> tuple[np.ndarray, np.ndarray]:
     return t, q
 
 
-def median_curve(runs: Sequence[tuple[np.ndarray, np.ndarray]], points: int = 200) -> tuple[np.ndarray, np.ndarray]:
+def median_curve(runs: Sequence[tuple[np.ndarray, np.ndarray]], points: int = 200, *, min_share: float = 0.5) -> tuple[np.ndarray, np.ndarray]:
     """Median of curves ``(t, q)`` sampled on different grids, on a common log grid of ``t``.
 
     Each run is interpolated (linearly in ``log t`` and ``log q``; in ``q``
     when some ``q <= 0``) inside its own range of ``t > 0``; at each grid
     point the median is taken over the runs whose range covers it, so a run
-    that stopped early does not weigh on later times.
+    that stopped early does not weigh on later times.  The curve is kept only
+    where at least ``min_share`` of the runs go on (half by default): past
+    that, a median of the few runs that went furthest would read as the
+    group's, and one long seed would make the end of the curve its own.
     """
+    if not 0 <= min_share <= 1:
+        raise InputError(f"min_share must lie in [0, 1], got {min_share!r}")
     runs = [(t[t > 0], q[t > 0]) for t, q in runs]
     runs = [(t[np.argsort(t, kind="stable")], q[np.argsort(t, kind="stable")]) for t, q in runs if len(t)]
     if not runs:
@@ -153,7 +158,8 @@ def median_curve(runs: Sequence[tuple[np.ndarray, np.ndarray]], points: int = 20
             values[k, inside] = np.exp(np.interp(np.log(grid[inside]), np.log(t), np.log(q)))
         else:
             values[k, inside] = np.interp(np.log(grid[inside]), np.log(t), q)
-    covered = ~np.isnan(values).all(axis=0)
+    going_on = (~np.isnan(values)).sum(axis=0)
+    covered = (going_on >= 1) & (going_on >= min_share * len(runs))
     return grid[covered], np.nanmedian(values[:, covered], axis=0)
 
 
@@ -170,8 +176,8 @@ def q_curves(
     Args:
         curves: name (an initialisation) -> one ``(t, q)`` pair of arrays per
             seed; seeds may have different grids of ``t``.  Each seed is drawn
-            faint, the median over seeds (:func:`median_curve`) bold, in the
-            same colour.  Points with ``t <= 0`` cannot be drawn on a log axis
+            faint, the median over seeds (:func:`median_curve`, drawn while at
+            least half the seeds go on) bold, in the same colour.  Points with ``t <= 0`` cannot be drawn on a log axis
             and are left out.
         reference: label -> value of ``q`` drawn as a dashed horizontal line
             (the closed form of the CCP or of the necklace policy).

@@ -74,6 +74,24 @@ def test_median_curve_on_different_grids():
     assert grid[0] == 1
 
 
+def test_median_curve_ends_where_fewer_than_half_the_runs_go_on():
+    # Four runs; one goes on to t = 1e4 at q = 0.9, the others stop at t = 100 at q = 0.1, 0.2, 0.3.
+    short = [(np.array([1.0, 100.0]), np.full(2, q)) for q in (0.1, 0.2, 0.3)]
+    long = (np.array([1.0, 1e4]), np.array([0.9, 0.9]))
+    grid, median = viz.median_curve([*short, long], points=41)
+    assert grid[-1] == pytest.approx(100)  # past 100 only one run of four goes on: no median there
+    np.testing.assert_allclose(median, 0.25)  # median of 0.1, 0.2, 0.3, 0.9
+    # Asked to draw it wherever any run goes on, the long run's own curve is the tail.
+    grid, median = viz.median_curve([*short, long], points=41, min_share=0)
+    assert grid[-1] == pytest.approx(1e4)
+    np.testing.assert_allclose(median[grid > 100 * (1 + 1e-9)], 0.9)
+    # Two of four is half: still drawn.
+    grid, _ = viz.median_curve([*short[:2], long, long], points=41)
+    assert grid[-1] == pytest.approx(1e4)
+    with pytest.raises(ValueError, match="min_share"):
+        viz.median_curve(short, min_share=1.5)
+
+
 def test_q_curves_draws_each_seed_and_the_median(tmp_path):
     rng = np.random.default_rng(0)
     curves = {
