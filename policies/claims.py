@@ -65,16 +65,20 @@ def _describe(group: Group, qs: Sequence[float]) -> str:
 def check_figure4(groups: Mapping[Group, Sequence[float]], expected: Mapping[Group, int] | None = None) -> list[dict]:
     """One record per claim: ``panel``, ``claim``, ``numbers`` (text), ``verdict``.
 
-    ``verdict`` is ``holds``, ``does not hold``, or ``not run yet`` when a compared group has no finished
-    run, or fewer than ``expected[group]`` of them (then the numbers are shown, and the verdict waits).
+    ``verdict`` is ``holds``, ``does not hold``, ``not run yet`` when a compared group has no finished
+    run, or ``waiting: ...`` naming the groups with fewer than ``expected[group]`` runs and how many they
+    have (the numbers are shown, and the verdict waits for the rest).
     """
     out = []
     for panel, claim, compared, how in FIGURE4_CLAIMS:
         runs = [list(groups.get(group, ())) for group in compared]
         numbers = "; ".join(_describe(g, qs) for g, qs in zip(compared, runs, strict=True) if qs)
-        complete = all(qs and (expected is None or len(qs) >= expected.get(g, 1)) for g, qs in zip(compared, runs, strict=True))
-        if not complete:
+        if not all(runs):
             out.append({"panel": panel, "claim": claim, "numbers": numbers, "verdict": "not run yet"})
+            continue
+        short = [f"{g[0]} {g[2]} has {len(qs)} of {expected.get(g, 1)} runs" for g, qs in zip(compared, runs, strict=True) if expected and len(qs) < expected.get(g, 1)]
+        if short:
+            out.append({"panel": panel, "claim": claim, "numbers": numbers, "verdict": f"waiting: {', '.join(short)}"})
             continue
         medians = [float(np.median(qs)) for qs in runs]
         if how == "steadier":  # the spread of the medians over the starts: largest / smallest, per memory

@@ -68,7 +68,9 @@ def test_the_claims_are_checked_on_hand_made_numbers():
     flipped = check_figure4({**groups, ("memento:3", 1e-3, "cycles"): [0.16], ("memento:3", 1e-3, "random"): [0.6]})
     assert next(c for c in flipped if c["claim"] == memento["claim"])["verdict"] == "does not hold"  # 0.6 / 0.15 = 4 > 3.18
     partial = check_figure4(groups, expected={("ram:8", 1e-3, "random"): 20})
-    assert partial[0]["verdict"] == "not run yet" and "over 3" in partial[0]["numbers"]
+    assert partial[0]["verdict"] == "waiting: ram:8 random has 3 of 20 runs" and "over 3" in partial[0]["numbers"]
+    assert partial[1]["verdict"] == "waiting: ram:8 random has 3 of 20 runs"  # random is one of the three compared
+    assert partial[2]["verdict"] == "holds"  # columns and near-CCP: all their runs are in
 
 
 def test_the_report_shows_shipped_results(tmp_path, monkeypatch):
