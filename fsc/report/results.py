@@ -376,7 +376,9 @@ def _draw_q_curves(sweep: Sweep, rows: list[dict], curves: dict, path: Path) -> 
 
 
 def _draw_figure2(sweep: Sweep, rows: list[dict], curves: dict, path: Path) -> None:
-    """Figure 2's layout: final q against r (left) and against M (right), the symmetric CCP's closed form as lines."""
+    """Figure 2's layout: final q against r (left) and against M (right). The symmetric CCP's closed form is
+    drawn as a line over each curve's whole range in the spec, whatever has run; the finished runs as symbols.
+    """
     import matplotlib.pyplot as plt
 
     from policies.reference import ccp_line
@@ -394,23 +396,24 @@ def _draw_figure2(sweep: Sweep, rows: list[dict], curves: dict, path: Path) -> N
         sizes.setdefault((a["mu"], a["reset"]), set()).add(a["memory"])
     figure, (left, right) = plt.subplots(1, 2, figsize=(11, 4.3))
     markers = ["o", "s", "^", "D"]
-    for k, mu in enumerate(sorted({a["mu"] for a, _ in done})):
+    for k, mu in enumerate(sorted({a["mu"] for a in (p.arguments for p in sweep.points)})):
         for memory in sorted({m for (u, m), rs in resets.items() if u == mu and len(rs) > 3}, key=_size):
+            span = sorted(resets[mu, memory])
+            rs = np.geomspace(span[0] / 2, span[-1], 60)
+            (h,) = left.loglog(rs, [ccp_line(mu, _size(memory), r, convention) for r in rs], lw=1, label=f"mu={mu:g}, M={_size(memory)}")
             pts = sorted((a["reset"], q) for a, q in done if a["mu"] == mu and a["memory"] == memory)
-            if not pts:
-                continue
-            rs = np.geomspace(pts[0][0] / 2, pts[-1][0], 60)
-            (h,) = left.loglog(rs, [ccp_line(mu, _size(memory), r, convention) for r in rs], lw=1)
-            left.loglog(*zip(*pts, strict=True), markers[k % 4], color=h.get_color(), mfc="none", label=f"mu={mu:g}, M={_size(memory)}")
+            if pts:
+                left.loglog(*zip(*pts, strict=True), markers[k % 4], color=h.get_color(), mfc="none")
         for reset in sorted(r for (u, r), ms in sizes.items() if u == mu and len(ms) > 3):
+            span = sorted(_size(m) for m in sizes[mu, reset])
+            Ms = np.arange(span[0], span[-1] + 1)
+            (h,) = right.semilogy(Ms, [ccp_line(mu, int(M), reset, convention) for M in Ms], lw=1, label=f"mu={mu:g}, r={reset:g}")
             pts = sorted((_size(a["memory"]), q) for a, q in done if a["mu"] == mu and a["reset"] == reset)
-            if not pts:
-                continue
-            Ms = np.arange(pts[0][0], pts[-1][0] + 1)
-            (h,) = right.semilogy(Ms, [ccp_line(mu, int(M), reset, convention) for M in Ms], lw=1)
-            right.semilogy(*zip(*pts, strict=True), markers[k % 4], color=h.get_color(), mfc="none", label=f"mu={mu:g}, r={reset:g}")
-    left.set(xlabel="reset probability r", ylabel="q after training", title="lines: optimal CCP (closed form); symbols: trained")
-    right.set(xlabel="memory size M", ylabel="q after training", title="trained from near-CCP")
+            if pts:
+                right.semilogy(*zip(*pts, strict=True), markers[k % 4], color=h.get_color(), mfc="none")
+    left.set(xlabel="reset probability r", ylabel="q after training", title="q against r")
+    right.set(xlabel="memory size M", ylabel="q after training", title="q against M")
+    figure.suptitle(f"lines: optimal CCP (closed form); symbols: trained from near-CCP ({len(done)} of {len(rows)} runs)", fontsize=10)
     for ax in (left, right):
         if ax.lines:
             ax.legend(fontsize=6, ncol=2)
