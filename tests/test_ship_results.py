@@ -67,6 +67,20 @@ def test_the_claims_are_checked_on_hand_made_numbers():
     assert memento["verdict"] == "holds" and "ram:8 3.18, memento:3 1.33" in memento["numbers"]
     flipped = check_figure4({**groups, ("memento:3", 1e-3, "cycles"): [0.16], ("memento:3", 1e-3, "random"): [0.6]})
     assert next(c for c in flipped if c["claim"] == memento["claim"])["verdict"] == "does not hold"  # 0.6 / 0.15 = 4 > 3.18
+    # Medians in order, but few seeds: with the groups wholly apart, the exact one-sided Mann-Whitney p is
+    # 1 / C(n + m, n): 1 / C(5, 2) = 0.1 from random (3) to linear (2), 1 / C(4, 2) = 1/6 to columns (2).
+    few = check_figure4({**groups, ("ram:8", 1e-3, "linear"): [0.2, 0.25], ("ram:8", 1e-3, "columns"): [0.1, 0.15]})
+    better = next(c for c in few if c["claim"] == "RAM M = 8: results improve with a linear structure, and more with two columns")
+    assert better["verdict"] == "holds on the medians, not significantly (p = 0.17 >= 0.05)"
+    assert better["numbers"].endswith("one-sided Mann-Whitney p = 0.1, 0.17")
+    # Five seeds each, wholly apart: p = 1 / C(10, 5) = 1/252 < 0.05; one seed of RAM 16 below Memento 3's
+    # median leaves the medians in order but gives p = 2/252 (two of the 252 splits rank at least as far apart).
+    apart = {("ram:16", 1e-5, "random"): [0.3, 0.31, 0.32, 0.33, 0.34], ("memento:3", 1e-5, "random"): [0.1, 0.11, 0.12, 0.13, 0.14]}
+    e = next(c for c in check_figure4(apart) if c["panel"] == "E")
+    assert e["verdict"] == "holds" and e["numbers"].endswith("p = 0.004")
+    mixed = {**apart, ("ram:16", 1e-5, "random"): [0.135, 0.31, 0.32, 0.33, 0.34]}
+    e = next(c for c in check_figure4(mixed) if c["panel"] == "E")
+    assert e["verdict"] == "holds" and e["numbers"].endswith(f"p = {2 / 252:.2g}")
     partial = check_figure4(groups, expected={("ram:8", 1e-3, "random"): 20})
     assert partial[0]["verdict"] == "waiting: ram:8 random has 3 of 20 runs" and "over 3" in partial[0]["numbers"]
     assert partial[1]["verdict"] == "waiting: ram:8 random has 3 of 20 runs"  # random is one of the three compared
