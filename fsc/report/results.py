@@ -396,7 +396,7 @@ def _draw_figure2(sweep: Sweep, rows: list[dict], curves: dict, path: Path) -> N
         sizes.setdefault((a["mu"], a["reset"]), set()).add(a["memory"])
     figure, (left, right) = plt.subplots(1, 2, figsize=(11, 4.3))
     markers = ["o", "s", "^", "D"]
-    for k, mu in enumerate(sorted({a["mu"] for a in (p.arguments for p in sweep.points)})):
+    for k, mu in enumerate(sorted({p.arguments["mu"] for p in sweep.points})):
         for memory in sorted({m for (u, m), rs in resets.items() if u == mu and len(rs) > 3}, key=_size):
             span = sorted(resets[mu, memory])
             rs = np.geomspace(span[0] / 2, span[-1], 60)
