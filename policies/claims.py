@@ -88,7 +88,8 @@ def check_figure4(groups: Mapping[Group, Sequence[float]], expected: Mapping[Gro
         if not all(runs):
             out.append({"panel": panel, "claim": claim, "numbers": numbers, "verdict": "not run yet"})
             continue
-        short = [f"{g[0]} {g[2]} has {len(qs)} of {expected.get(g, 1)} runs" for g, qs in zip(compared, runs, strict=True) if expected and len(qs) < expected.get(g, 1)]
+        wanted = [expected.get(g, 1) if expected else 1 for g in compared]
+        short = [f"{g[0]} {g[2]} has {len(qs)} of {n} runs" for g, qs, n in zip(compared, runs, wanted, strict=True) if len(qs) < n]
         if short:
             out.append({"panel": panel, "claim": claim, "numbers": numbers, "verdict": f"waiting: {', '.join(short)}"})
             continue

@@ -470,7 +470,8 @@ def test_two_drivers_split_a_sweep_a_locked_point_goes_last(tmp_path):
     """A driver with one worker, whose first point another driver holds, trains the second point meanwhile,
     then waits for the first and skips it once its owner has finished it."""
     pytest.importorskip("fcntl")
-    spec = {"name": "two", "fixed": {"mu": 0.1, "reset": 1e-3, "memory": "ram:2", "init": "random", "until_t": 100, "convention": "paper"}, "grid": {"seed": [0, 1]}}
+    fixed = {"mu": 0.1, "reset": 1e-3, "memory": "ram:2", "init": "random", "until_t": 100, "convention": "paper"}
+    spec = {"name": "two", "fixed": fixed, "grid": {"seed": [0, 1]}}
     sweep = fsweep.load_spec(write_spec(tmp_path / "two.json", spec))
     first, second = (tmp_path / "out" / "runs" / point.name for point in sweep.points)
     lock = tmp_path / "out" / "locks" / f"{sweep.points[0].name}.lock"
