@@ -6,4 +6,5 @@ cd "$(dirname "$0")/.."
 .venv/bin/python benchmarks/bench_engines.py --issue2 --table
 .venv/bin/python benchmarks/bench_training.py
 .venv/bin/python benchmarks/bench_flow_step.py
+.venv/bin/python benchmarks/bench_after_choice.py
 .venv/bin/python benchmarks/bench_sweep_points.py

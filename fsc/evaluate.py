@@ -158,6 +158,11 @@ class Evaluator:
         name = choose_engine(chain, reset) if engine == "auto" else engine
         if not isinstance(name, str) or name not in BACKENDS:
             raise InputError(f"engine must be 'auto' or one of {sorted(BACKENDS)}, got {engine!r}")
+        if name == "choices" and chain.after_choice is None:
+            raise InputError(
+                f"engine 'choices' needs an architecture whose next node depends only on the choice and the observation "
+                f"(RAM, chain, column) and that has fewer choices than nodes; {architecture!r} does not"
+            )
         if reset == 0 and name not in ZERO_RESET_ENGINES:
             raise InputError(f"reset = 0 (a chain with a single recurrent class) needs one of the engines {sorted(ZERO_RESET_ENGINES)}, got {name!r}")
         self.world, self.architecture, self.chain, self.reset, self.engine, self.convention = world, architecture, chain, reset, name, convention
@@ -200,7 +205,7 @@ class Evaluator:
         K, S, N, C = self.shape
         values = probs.reshape(-1)[chain.node_choice] * chain.weight
         p0 = (chain.initial_world[:, :, None] * init_probs).reshape(K, S * N)
-        backend = self.make_backend(chain, values, p0, r)
+        backend = self.make_backend(chain, values, p0, r, probs=probs) if self.make_backend.needs_probs else self.make_backend(chain, values, p0, r)
         p = backend.solve()
         # Each part's exact p sums to 1.  Near r = 0, A is nearly singular (condition ~ 1/r) and LU's
         # error lies almost entirely along its near-null vector, which is p itself: a scale error,
@@ -256,43 +261,38 @@ class Evaluator:
             table, scale = self.step_reward, self.factor * seed
         none = _NO_SEED if distribution is None else np.ascontiguousarray(distribution, dtype=np.float64).reshape(K, S * N)
         lam = run.backend.solve_adjoint(kernels.adjoint_seed(run.p_hat, run.total, chain.part_weights, run.probs, table, none, S, N))
-        return kernels.policy_gradient(
-            lam,
-            run.p,
-            run.p_hat,
-            chain.part_weights,
-            run.probs,
-            run.init_probs,
-            table,
-            chain.flat_rows,
-            chain.flat_cols,
-            chain.node_choice,
-            self.scaled_weight,
-            r,
-            chain.initial_world,
-            S,
-            N,
-            scale,
-            on == "probs",
+        if self.engine == "choices":  # P = G Pi: through G, in O(K S N C)
+            t = chain.after_choice
+            d_probs = kernels.after_choice_transition_gradient(lam, run.p, t.g_rows, t.g_cols, t.g_weight, t.valid, 1 - r, S, N, C)
+        else:
+            d_probs = kernels.transition_gradient(lam, run.p, chain.flat_rows, chain.flat_cols, chain.node_choice, self.scaled_weight, N, C)
+        return kernels.policy_gradient_from(
+            d_probs, lam, run.p_hat, chain.part_weights, run.probs, run.init_probs, table, r, chain.initial_world, S, N, scale, on == "probs"
         )
 
 
     def fused_constants(self, *, gain: float = 0.0, value: float = 0.0) -> tuple | None:
         """The tables of :func:`fsc.engines.kernels.dense_value_gradient` for the loss ``gain * G + value * V``.
 
-        ``None`` unless the engine is ``dense``: the other engines' solvers do not run in compiled code.
+        ``None`` unless the engine is ``dense`` or ``choices``: the other engines' solvers do not run in compiled code.
         """
-        if self.engine != "dense":
+        if self.engine not in ("dense", "choices"):
             return None
         chain, r = self.chain, self.reset
         arch = self.architecture
         K, S, N, C = self.shape
         seed = gain + (value / r if value else 0.0)  # as in backward
+        if self.engine == "choices":
+            t = chain.after_choice
+            after = (True, t.g_rows, t.g_cols, t.g_weight, t.b_index_t, t.b_node_choice, t.b_weight, t.b_padding, t.valid)
+        else:
+            none, nothing = np.zeros(0, dtype=np.int64), np.zeros(0)
+            after = (False, none, none, nothing, none, none, nothing, np.zeros((0, 0), dtype=bool), np.zeros((0, 0), dtype=bool))
         return (
             np.ascontiguousarray(arch.allowed), np.ascontiguousarray(arch.reset_mask), chain.node_choice, chain.weight,
             np.ascontiguousarray(chain.initial_world, dtype=np.float64), chain.dense_index_t, np.ascontiguousarray(chain.padding),
             chain.part_weights, self.tables, self.step_reward, chain.flat_rows, chain.flat_cols, self.scaled_weight,
-            float(r), float(1 - r), S, N, self.factor * seed,
+            float(r), float(1 - r), S, N, self.factor * seed, *after,
         )  # fmt: skip
 
 

@@ -2,7 +2,7 @@
 
 :class:`Objective` runs :class:`fsc.evaluate.Evaluator`, the computation of :func:`fsc.evaluate` and its
 backward pass, without autograd's bookkeeping: one forward pass and one adjoint solve per call, or one
-compiled call on the dense engine.  :class:`Point` holds the value and the gradient it returns.
+compiled call on the dense and choices engines.  :class:`Point` holds the value and the gradient it returns.
 """
 
 from __future__ import annotations
@@ -75,7 +75,7 @@ class Objective:
     then bounds changes of the larger gradient).  ``Point.gain`` is the gain
     per step either way.
 
-    ``compiled``: on the dense engine, each evaluation, and each step of the
+    ``compiled``: on the dense and choices engines, each evaluation, and each step of the
     gradient flow with its rejected tries, runs as one compiled call
     (:func:`fsc.engines.kernels.dense_value_gradient`, :func:`fsc.engines.kernels.dense_flow_step`)
     that calls LAPACK itself: the same numbers to the last bit, without the

@@ -241,7 +241,7 @@ class GradientFlow(Optimizer):
     def run(self, objective: Objective, state: State, clock, *, until_t: float, max_steps: int | None) -> State | None:
         """The state after accepted steps until ``t >= until_t``, ``step >= max_steps`` or a step too small to
         move ``t`` (at most :data:`MOST_STEPS`): the states :meth:`advance` would pass through, the last of them only.  On the
-        dense engine one compiled call takes them all; elsewhere it is one :meth:`advance`."""
+        dense and choices engines one compiled call takes them all; elsewhere it is one :meth:`advance`."""
         run = objective.flow_run(
             state.point, state.slots["next_dt"], self.max_dgrad, self.min_dt, state.t, state.step, until_t,
             _NO_STEP_LIMIT if max_steps is None else max_steps, MOST_STEPS,
@@ -473,7 +473,7 @@ def optimize(
         skip_until: a function giving, after each record, the ``t`` before which
             the caller needs no record (``fsc train`` passes the ``t`` of its
             next trajectory row): the flow then yields fewer records, on the
-            same path, and the dense engine takes the steps between them in one
+            same path, and the dense and choices engines take the steps between them in one
             compiled call (:meth:`GradientFlow.run`).  A record still comes at
             least every :data:`MOST_STEPS` steps and at every stop.
 

@@ -18,6 +18,9 @@ from numba.extending import get_cython_function_address
 
 __all__ = [
     "adjoint_seed",
+    "after_choice_solve",
+    "after_choice_system_t",
+    "after_choice_transition_gradient",
     "dense_flow_step",
     "dense_system_t",
     "dense_value_gradient",
@@ -25,8 +28,9 @@ __all__ = [
     "gradient_norm",
     "lu_parts",
     "lu_solve_parts",
-    "policy_gradient",
+    "policy_gradient_from",
     "policy_probs",
+    "transition_gradient",
 ]
 
 
@@ -138,21 +142,43 @@ def adjoint_seed(p_hat, total, part_weights, probs, table, seed, S, N):  # pragm
 
 
 @njit(cache=True)
-def policy_gradient(
-    lam, p, p_hat, part_weights, probs, init_probs, table, flat_rows, flat_cols, node_choice, scaled_weight, reset, initial_world, S, N, scale, on_probs
-):  # pragma: no cover - compiled
-    """``dL/dw_pi`` and ``dL/dw_0`` (or ``dL/dpi``, ``dL/dpi_0`` with ``on_probs``) from the adjoint ``lambda``.
-
-    ``dL/dP_e = (1 - r) lambda[row_e] p[col_e]`` for each nonzero ``e`` (``scaled_weight = (1 - r) * weight``),
-    plus the direct dependence of ``f`` on ``pi``; ``dL/dp0 = r lambda``; then through the softmaxes.
-    """
-    K, X = p.shape
-    C = probs.shape[1]
+def transition_gradient(lam, p, flat_rows, flat_cols, node_choice, scaled_weight, N, C):  # pragma: no cover - compiled
+    """``dL/dpi`` through ``P``: ``dL/dP_e = (1 - r) lambda[row_e] p[col_e]`` for each nonzero ``e``
+    (``scaled_weight = (1 - r) * weight``), gathered on the ``(n, c)`` that scales it; ``(N, C)``."""
     lam_flat, p_flat = lam.reshape(-1), p.reshape(-1)
     d_flat = np.zeros(N * C)
     for e in range(node_choice.shape[0]):
         d_flat[node_choice[e]] += lam_flat[flat_rows[e]] * p_flat[flat_cols[e]] * scaled_weight[e]
-    d_probs = d_flat.reshape((N, C))
+    return d_flat.reshape((N, C))
+
+
+@njit(cache=True)
+def after_choice_transition_gradient(lam, p, g_rows, g_cols, g_weight, valid, a, S, N, C):  # pragma: no cover - compiled
+    """:func:`transition_gradient` for ``P = G Pi`` (:class:`fsc.model.chain.AfterChoice`):
+    ``dL/dpi[n, c] = a sum_{k, s} p[k, (s, n)] (G^T lambda)[k, (s, c)]``, in ``O(K S N C)``."""
+    K = lam.shape[0]
+    lam_flat = lam.reshape(-1)
+    h = np.zeros((K, S * C))
+    h_flat = h.reshape(-1)
+    for e in range(g_rows.shape[0]):
+        h_flat[g_cols[e]] += g_weight[e] * lam_flat[g_rows[e]]
+    d_probs = np.zeros((N, C))
+    for k in range(K):
+        for s in range(S):
+            if valid[k, s]:
+                for n in range(N):
+                    v = a * p[k, s * N + n]
+                    for c in range(C):
+                        d_probs[n, c] += v * h[k, s * C + c]
+    return d_probs
+
+
+@njit(cache=True)
+def policy_gradient_from(d_probs, lam, p_hat, part_weights, probs, init_probs, table, reset, initial_world, S, N, scale, on_probs):  # pragma: no cover
+    """The gradient from ``d_probs``, the part through ``P`` (added to in place): plus the direct dependence
+    of ``f`` on ``pi``; ``dL/dp0 = r lambda``; then through the softmaxes (unless ``on_probs``)."""
+    K = lam.shape[0]
+    C = probs.shape[1]
     for k in range(K):
         for s in range(S):
             for n in range(N):
@@ -248,6 +274,62 @@ def lu_parts(A_t):  # pragma: no cover - compiled
 
 
 @njit(cache=True)
+def after_choice_solve(lu, piv, b, trans, probs, g_rows, g_cols, g_weight, padding, valid, a, S, N):  # pragma: no cover - compiled
+    """``A^{-1} b`` (``trans = 0``) or ``A^{-T} b`` (1) for ``A = I - a P`` of each part, through the chain after
+    each choice (:class:`fsc.model.chain.AfterChoice`), whose ``B = I - a Pi G`` :func:`lu_parts` has factored.
+
+    With ``D`` the diagonal of ``A`` outside ``G Pi`` (1, and ``r = 1 - a`` on padding states, where ``G``
+    has no rows and ``Pi`` no columns), the Woodbury identity gives
+    ``A^{-1} b = D^{-1} b + a G B^{-1} Pi D^{-1} b`` and ``A^{-T} g = D^{-1} g + a Pi^T B^{-T} G^T D^{-1} g``.
+    """
+    K, X = b.shape
+    C = probs.shape[1]
+    Y = S * C
+    x = np.empty((K, X))
+    for k in range(K):
+        for i in range(X):
+            x[k, i] = b[k, i] / (1.0 - a) if padding[k, i] else b[k, i]
+    x_flat = x.reshape(-1)
+    z = np.zeros((K, Y))
+    z_flat = z.reshape(-1)
+    if trans == 0:
+        for k in range(K):
+            for s in range(S):
+                if valid[k, s]:
+                    for n in range(N):
+                        v = x[k, s * N + n]
+                        for c in range(C):
+                            z[k, s * C + c] += probs[n, c] * v
+        lu_solve_parts(lu, piv, z, 0)
+        for e in range(g_rows.shape[0]):
+            x_flat[g_rows[e]] += a * g_weight[e] * z_flat[g_cols[e]]
+        return x
+    for e in range(g_rows.shape[0]):
+        z_flat[g_cols[e]] += g_weight[e] * x_flat[g_rows[e]]
+    lu_solve_parts(lu, piv, z, 1)
+    for k in range(K):
+        for s in range(S):
+            if valid[k, s]:
+                for n in range(N):
+                    acc = 0.0
+                    for c in range(C):
+                        acc += probs[n, c] * z[k, s * C + c]
+                    x[k, s * N + n] += a * acc
+    return x
+
+
+@njit(cache=True)
+def after_choice_system_t(b_index_t, b_node_choice, b_weight, probs, a, b_padding):  # pragma: no cover - compiled
+    """``B^T = I - a (Pi G)^T`` of each part, ``(K, Y, Y)`` (:class:`fsc.model.chain.AfterChoice`)."""
+    probs_flat = probs.reshape(-1)
+    values = np.empty(b_node_choice.shape[0])
+    for e in range(b_node_choice.shape[0]):
+        values[e] = probs_flat[b_node_choice[e]] * b_weight[e]
+    K, Y = b_padding.shape
+    return dense_system_t(b_index_t, values, a, b_padding, K, Y)
+
+
+@njit(cache=True)
 def dense_value_gradient(w_pi, w_0, c):  # pragma: no cover - compiled
     """Value and gradient of the gain on the dense engine, in one call: ``(expected, grad, grad_init, ok)``.
 
@@ -256,14 +338,18 @@ def dense_value_gradient(w_pi, w_0, c):  # pragma: no cover - compiled
     of :func:`dense_constants`.
     """
     (allowed, reset_mask, node_choice, weight, initial_world, dense_index_t, padding, part_weights, tables, step_reward,
-     flat_rows, flat_cols, scaled_weight, reset, a, S, N, scale) = c  # fmt: skip
+     flat_rows, flat_cols, scaled_weight, reset, a, S, N, scale,
+     after_choice, g_rows, g_cols, g_weight, b_index_t, b_node_choice, b_weight, b_padding, valid) = c  # fmt: skip
     probs, init_probs = policy_probs(w_pi, allowed, w_0, reset_mask)
     K, X = padding.shape
-    probs_flat = probs.reshape(-1)
-    values = np.empty(node_choice.shape[0])
-    for e in range(node_choice.shape[0]):
-        values[e] = probs_flat[node_choice[e]] * weight[e]
-    A_t = dense_system_t(dense_index_t, values, a, padding, K, X)
+    if after_choice:
+        A_t = after_choice_system_t(b_index_t, b_node_choice, b_weight, probs, a, b_padding)
+    else:
+        probs_flat = probs.reshape(-1)
+        values = np.empty(node_choice.shape[0])
+        for e in range(node_choice.shape[0]):
+            values[e] = probs_flat[node_choice[e]] * weight[e]
+        A_t = dense_system_t(dense_index_t, values, a, padding, K, X)
     piv, ok = lu_parts(A_t)
     if not ok:
         return np.zeros(0), probs, init_probs, False
@@ -272,13 +358,20 @@ def dense_value_gradient(w_pi, w_0, c):  # pragma: no cover - compiled
         for s in range(S):
             for n in range(N):
                 p[k, s * N + n] = reset * (initial_world[k, s] * init_probs[n])
-    lu_solve_parts(A_t, piv, p, 0)
+    if after_choice:
+        p = after_choice_solve(A_t, piv, p, 0, probs, g_rows, g_cols, g_weight, padding, valid, a, S, N)
+    else:
+        lu_solve_parts(A_t, piv, p, 0)
     p_hat, total, expected = expectations(p, part_weights, probs, tables, S, N)
     lam = adjoint_seed(p_hat, total, part_weights, probs, step_reward, np.zeros((0, 0)), S, N)
-    lu_solve_parts(A_t, piv, lam, 1)
-    grad, grad_init = policy_gradient(
-        lam, p, p_hat, part_weights, probs, init_probs, step_reward, flat_rows, flat_cols, node_choice, scaled_weight, reset, initial_world, S, N, scale, False
-    )
+    C = probs.shape[1]
+    if after_choice:
+        lam = after_choice_solve(A_t, piv, lam, 1, probs, g_rows, g_cols, g_weight, padding, valid, a, S, N)
+        d_probs = after_choice_transition_gradient(lam, p, g_rows, g_cols, g_weight, valid, a, S, N, C)
+    else:
+        lu_solve_parts(A_t, piv, lam, 1)
+        d_probs = transition_gradient(lam, p, flat_rows, flat_cols, node_choice, scaled_weight, N, C)
+    grad, grad_init = policy_gradient_from(d_probs, lam, p_hat, part_weights, probs, init_probs, step_reward, reset, initial_world, S, N, scale, False)
     return expected, grad, grad_init, True
 
 

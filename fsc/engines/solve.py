@@ -18,6 +18,8 @@ by :func:`fsc.evaluate`, training and the command line to them
 differentiable tensor, for whoever needs the distribution alone:
 
 - ``dense``: LU of the dense ``(K, X, X)`` matrix (LAPACK, or torch for large parts);
+- ``choices``: the same, through the smaller chain just after each choice (RAM, chain, column;
+  :class:`fsc.engines.sparse.AfterChoiceLU`);
 - ``power``: the paper's repeated squaring (appendix B), the reference;
 - ``sparse``: SuperLU, one factorisation per part reused by the adjoint (:mod:`fsc.engines.sparse`);
 - ``iterative``: FGMRES with a two-level aggregation preconditioner (:mod:`fsc.engines.iterative`);
@@ -35,7 +37,7 @@ import torch
 
 from fsc.engines.accurate import Accurate, solve_accurate
 from fsc.engines.iterative import ConvergenceError, Iterative, solve_iterative
-from fsc.engines.sparse import Backend, DenseLU, Solution, SparseLU, solve_sparse, solve_with, stationary_residual
+from fsc.engines.sparse import AfterChoiceLU, Backend, DenseLU, Solution, SparseLU, solve_sparse, solve_with, stationary_residual
 from fsc.model.chain import JointChain
 
 __all__ = [
@@ -47,6 +49,7 @@ __all__ = [
     "Solution",
     "choose_engine",
     "solve_accurate",
+    "solve_after_choice",
     "solve_dense",
     "solve_iterative",
     "solve_power",
@@ -61,6 +64,16 @@ def solve_dense(chain: JointChain, probs: torch.Tensor, init_probs: torch.Tensor
     chains of a few thousand states this is meant for.
     """
     return solve_with(DenseLU, chain, probs, init_probs, reset, "dense")
+
+
+def solve_after_choice(chain: JointChain, probs: torch.Tensor, init_probs: torch.Tensor, reset: float) -> Solution:
+    """Dense LU of the chain after each choice (:class:`fsc.engines.sparse.AfterChoiceLU`), reused by the adjoint.
+
+    Raises:
+        ValueError: the architecture's next node depends on more than the choice and the observation.
+    """
+    held = probs.detach().numpy()
+    return solve_with(lambda c, v, p0, r: AfterChoiceLU(c, v, p0, r, probs=held), chain, probs, init_probs, reset, "choices")
 
 
 class Power(Backend):
@@ -152,6 +165,7 @@ Engine = Callable[[JointChain, torch.Tensor, torch.Tensor, float], Solution]
 #: their default options: what :func:`fsc.evaluate` and training run.
 BACKENDS: dict[str, Callable[..., Backend]] = {
     "dense": DenseLU,
+    "choices": AfterChoiceLU,
     "power": Power,
     "sparse": SparseLU,
     "iterative": Iterative,
@@ -160,6 +174,7 @@ BACKENDS: dict[str, Callable[..., Backend]] = {
 
 ENGINES: dict[str, Engine] = {
     "dense": solve_dense,
+    "choices": solve_after_choice,
     "power": solve_power,
     "sparse": solve_sparse,
     "iterative": solve_iterative,
@@ -185,7 +200,10 @@ SPARSE_STATES = 2000
 def choose_engine(chain: JointChain, reset: float) -> str:
     """The engine ``auto`` picks for this chain and reset.
 
-    ``accurate`` for ``reset = 0``; otherwise by the size ``X`` of a part and
+    ``accurate`` for ``reset = 0``; ``choices`` when the architecture's next node depends only on
+    the choice and the observation (RAM, chain, column) and the chain after each choice has at most
+    ``DENSE_MAX_STATES`` states per part (its ``Pi G`` is dense for RAM; benchmarks/bench_after_choice.py);
+    otherwise by the size ``X`` of a part and
     the density of ``P``: ``dense`` for small or dense chains (RAM up to
     ``M = 600``), ``sparse`` for mid-size sparse ones (Memento ``m = 4, 5``),
     ``iterative`` beyond (its residual is checked; it falls back
@@ -193,6 +211,9 @@ def choose_engine(chain: JointChain, reset: float) -> str:
     """
     if reset == 0:
         return "accurate"
+    after = chain.after_choice
+    if after is not None and after.size <= DENSE_MAX_STATES:
+        return "choices"
     X = chain.size
     density = chain.nnz / (chain.num_parts * X * X)
     if X <= DENSE_STATES or (density >= DENSE_DENSITY and X <= DENSE_MAX_STATES):

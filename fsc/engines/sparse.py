@@ -33,11 +33,14 @@ import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 import torch
 
-from fsc.engines.kernels import dense_system_t, lu_parts, lu_solve_parts
+from fsc.engines.kernels import after_choice_solve, after_choice_system_t, dense_system_t, lu_parts, lu_solve_parts
 from fsc.errors import InputError
 from fsc.model.chain import JointChain
 
-__all__ = ["Backend", "DenseLU", "Solution", "SparseLU", "StationarySolve", "solve_sparse", "solve_with", "stationary_residual", "system_matrices"]
+__all__ = [
+    "AfterChoiceLU", "Backend", "DenseLU", "Solution", "SparseLU", "StationarySolve", "solve_sparse", "solve_with", "stationary_residual",
+    "system_matrices",
+]  # fmt: skip
 
 
 @attrs.frozen(eq=False)
@@ -80,6 +83,9 @@ class Backend(abc.ABC):
     """
 
     info: dict
+
+    #: A backend that also needs the policy's probabilities ``(N, C)`` gets them as ``probs=``.
+    needs_probs: bool = False
 
     @abc.abstractmethod
     def solve(self) -> np.ndarray:
@@ -202,6 +208,50 @@ class DenseLU(Backend):
         x = np.array(b, dtype=np.float64, order="C")  # solved in place
         lu_solve_parts(self.lu, self.pivots, x, trans)
         return x
+
+    def residual(self, p: np.ndarray) -> float:
+        return stationary_residual(self.chain, self.values, p, self.p0, self.reset)
+
+
+class AfterChoiceLU(Backend):
+    """The dense LU of the chain just after each choice (:class:`fsc.model.chain.AfterChoice`), for
+    architectures whose next node depends only on the choice and the observation (RAM, chain, column).
+
+    ``A = I - (1 - r) P`` with ``P = G Pi`` is solved through ``B = I - (1 - r) Pi G``, of ``Y = S C``
+    states per part instead of ``X = S N`` (RAM: ``2 M`` instead of ``5 M``, so about 15 times fewer
+    operations in its LU), by :func:`fsc.engines.kernels.after_choice_solve`: the same ``p`` and adjoint
+    as ``dense``, to rounding.
+    """
+
+    needs_probs = True
+
+    def __init__(self, chain: JointChain, values: np.ndarray, p0: np.ndarray, reset: float, *, probs: np.ndarray):
+        tables = chain.after_choice
+        if tables is None:
+            raise InputError(
+                f"the choices engine needs an architecture whose next node depends only on the choice and the observation "
+                f"(RAM, chain, column) and that has fewer choices than nodes; {chain.architecture!r} does not"
+            )
+        self.chain, self.values, self.p0, self.reset, self.tables = chain, values, p0, reset, tables
+        self.probs = np.ascontiguousarray(probs, dtype=np.float64)
+        self.info = {}
+        self.lu = after_choice_system_t(tables.b_index_t, tables.b_node_choice, tables.b_weight, self.probs, 1 - reset, tables.b_padding)
+        self.pivots, ok = lu_parts(self.lu)
+        if not ok:
+            raise np.linalg.LinAlgError("I - (1 - r) Pi G is singular")
+
+    def solve(self) -> np.ndarray:
+        return self._solve(self.reset * self.p0, 0)
+
+    def solve_adjoint(self, g: np.ndarray) -> np.ndarray:
+        return self._solve(np.ascontiguousarray(g, dtype=np.float64), 1)
+
+    def _solve(self, b: np.ndarray, trans: int) -> np.ndarray:
+        t, chain = self.tables, self.chain
+        return after_choice_solve(
+            self.lu, self.pivots, b, trans, self.probs, t.g_rows, t.g_cols, t.g_weight, chain.padding, t.valid,
+            1 - self.reset, chain.states_per_part, chain.architecture.num_nodes,
+        )  # fmt: skip
 
     def residual(self, p: np.ndarray) -> float:
         return stationary_residual(self.chain, self.values, p, self.p0, self.reset)

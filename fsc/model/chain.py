@@ -35,7 +35,7 @@ from fsc.errors import InputError
 from fsc.model.architecture import MemoryArchitecture
 from fsc.model.pomdp import POMDP
 
-__all__ = ["JointChain", "joint_chain"]
+__all__ = ["AfterChoice", "JointChain", "after_choice_next", "joint_chain"]
 
 
 def _readonly(array: np.ndarray) -> np.ndarray:
@@ -150,6 +150,12 @@ class JointChain:
         return torch.from_numpy((self.parts.astype(np.int64) * X + self.rows) * X + self.cols)
 
     @functools.cached_property
+    def after_choice(self) -> AfterChoice | None:
+        """The chain after each choice (:class:`AfterChoice`), or ``None`` when the architecture's next node
+        depends on more than the choice and the observation (Memento) or it has no fewer states."""
+        return _after_choice(self)
+
+    @functools.cached_property
     def part_slices(self) -> tuple[slice, ...]:
         """The slice of the nonzero arrays that belongs to each part."""
         bounds = np.searchsorted(self.parts, np.arange(self.num_parts + 1))
@@ -205,6 +211,99 @@ class JointChain:
         world = self._torch_tables["initial_world"]
         return (world[:, :, None] * init_probs[None, None, :]).reshape(self.num_parts, self.size)
 
+
+
+@attrs.frozen(eq=False)
+class AfterChoice:
+    """Index tables of the joint chain seen just after each choice: states ``(s, c)``, ``Y = S_part C`` per part.
+
+    When the node after choice ``c`` and observation ``o`` is ``nxt[c, o]`` whatever node chose ``c``
+    (RAM, chain, column: the next node is the memory chosen, the arm and the observation), the chain's
+    matrix factors as ``P = G Pi`` (plus the padding's self-loops):
+
+    - ``Pi[(s, c), (s, n)] = pi[n, c]``: the choice;
+    - ``G[(s2, nxt[c, o]), (s, c)] = T[s, a(c), s2] O[a(c), s2, o]``: the world's step and the next node.
+
+    By the Woodbury identity ``(I - a G Pi)^{-1} = I + a G (I - a Pi G)^{-1} Pi`` (``a = 1 - r``), every
+    solve with ``A = I - a P`` is one solve with ``B = I - a Pi G``, of size ``Y`` instead of
+    ``X = S_part N`` (RAM: ``2 M`` instead of ``5 M``), and a few products
+    (:func:`fsc.engines.kernels.after_choice_solve`).
+
+    Attributes:
+        size: ``Y``, states per part.
+        next_node: ``(C, O)`` the node after each choice and observation (-1: a choice no node may take).
+        g_rows, g_cols, g_weight: the nonzeros of ``G``: ``part * X + s2 * N + n2``, ``part * Y + s * C + c``,
+            ``T * O`` (int64, int64, float64).
+        b_index_t, b_node_choice, b_weight: the nonzeros of ``Pi G``: flat index in ``B^T`` ``(K, Y, Y)``,
+            ``n2 * C + c2`` of the policy entry that scales it, ``T * O``.
+        b_padding: ``(K, Y)`` all False (states no choice reaches have empty columns: ``B`` is 1 there).
+        valid: ``(K, S_part)`` the world states of each part that are not padding.
+    """
+
+    size: int
+    next_node: np.ndarray
+    g_rows: np.ndarray
+    g_cols: np.ndarray
+    g_weight: np.ndarray
+    b_index_t: np.ndarray
+    b_node_choice: np.ndarray
+    b_weight: np.ndarray
+    b_padding: np.ndarray
+    valid: np.ndarray
+
+
+def after_choice_next(arch: MemoryArchitecture) -> np.ndarray | None:
+    """``nxt[c, o]``, the node after choice ``c`` and observation ``o`` when it is the same from every node
+    that may take ``c`` (-1 for a choice no node may take), else ``None``."""
+    allowed, table = arch.allowed, arch.next_node
+    out = -np.ones((arch.num_choices, arch.num_observations), dtype=np.int64)
+    for c in range(arch.num_choices):
+        nodes = np.flatnonzero(allowed[:, c])
+        if len(nodes) == 0:
+            continue
+        rows = table[nodes, c, :]
+        if not (rows == rows[0]).all():
+            return None
+        out[c] = rows[0]
+    return _readonly(out)
+
+
+def _after_choice(chain: JointChain) -> AfterChoice | None:
+    arch = chain.architecture
+    N, C = arch.num_nodes, arch.num_choices
+    if C >= N:
+        return None
+    nxt = after_choice_next(arch)
+    if nxt is None:
+        return None
+    K, X, Y = chain.num_parts, chain.size, chain.states_per_part * C
+    # G's nonzeros, read off the chain's own: nonzero e of P is (s2, nxt[c_e, o]) <- (s, n_e) with weight
+    # T O; those of one (part, s, c, s2, o) are equal for every n, so keep the first node that takes c.
+    first = np.argmax(arch.allowed, axis=0)  # the first node that may take each choice
+    keep = chain.node == first[chain.choice]
+    parts = chain.parts[keep].astype(np.int64)
+    s = chain.cols[keep].astype(np.int64) // N
+    c = chain.choice[keep].astype(np.int64)
+    g_rows = parts * X + chain.rows[keep].astype(np.int64)
+    g_cols = parts * Y + s * C + c
+    g_weight = chain.weight[keep]
+    # B = Pi G: (s2, c2) <- (s, c) with pi[n2, c2] T O, n2 the node G leads to.
+    n2 = chain.rows[keep].astype(np.int64) % N
+    s2 = chain.rows[keep].astype(np.int64) // N
+    e, c2 = np.nonzero(arch.allowed[n2])
+    b_rows = parts[e] * Y + s2[e] * C + c2
+    return AfterChoice(
+        size=Y,
+        next_node=nxt,
+        g_rows=_readonly(g_rows),
+        g_cols=_readonly(g_cols),
+        g_weight=_readonly(np.ascontiguousarray(g_weight, dtype=np.float64)),
+        b_index_t=_readonly(g_cols[e] * Y + b_rows % Y),
+        b_node_choice=_readonly(n2[e] * C + c2),
+        b_weight=_readonly(np.ascontiguousarray(g_weight[e], dtype=np.float64)),
+        b_padding=_readonly(np.zeros((K, Y), dtype=bool)),
+        valid=_readonly(chain.part_states >= 0),
+    )
 
 
 #: The joint chains kept for reuse, most recent last, while their nonzeros add up to at most

@@ -106,7 +106,7 @@ TRAINING: tuple[Argument, ...] = (
     Argument("target", "string", "what the flow climbs: the gain per step (default) or paper eq. (4)'s return gain / r", default="gain",
              choices=TARGETS),
     Argument("rows_per_decade", "integer", "keep at most N trajectory rows per decade of t, and step 0 (default: every step); "
-             "a long run stays small and, on the dense engine, runs the steps between rows in one compiled call; "
+             "a long run stays small and, on the dense and choices engines, runs the steps between rows in one compiled call; "
              "the final numbers are in result.json", parse=positive_int, metavar="N"),
     Argument("checkpoint_seconds", "number", "wall time between checkpoints (default 60)", default=60.0, may_change=True),
     Argument("threads", "integer", "torch threads (default 1: bit-for-bit resumes)", default=1, parse=threads_arg, may_change=True),

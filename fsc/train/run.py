@@ -22,7 +22,7 @@ import torch
 
 from fsc.checks import real
 from fsc.errors import InputError, InputTypeError
-from fsc.evaluate import CONVENTIONS, resolve_reset
+from fsc.evaluate import CONVENTIONS, Evaluator, resolve_reset
 from fsc.io.checkpoint import CHECKPOINT, PREVIOUS_CHECKPOINT, load_checkpoint
 from fsc.io.rundir import RunLock, read_run_json
 from fsc.io.trajectory import Trajectory
@@ -295,6 +295,8 @@ def run_training(
         world, policy, reset=reset, optimizer=opt, convention=convention, engine=engine, target=target, state=state,
         skip_until=None if rows_per_decade is None else keep.due, **attrs.asdict(rule),
     )  # fmt: skip
+    # The engine that runs (what auto chose), for the record.
+    meta["engine"] = Evaluator.of(world, arch, reset, "dense" if engine == "adjoint" else engine, convention).engine
     previous_threads = torch.get_num_threads()
     if threads is not None:
         torch.set_num_threads(threads)

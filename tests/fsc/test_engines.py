@@ -39,7 +39,7 @@ def test_engines_agree_on_the_registry(arch, reset):
     world = world_for(arch)
     policy = fsc.Policy.random(arch, 3)
     chain = fsc.joint_chain(world.pomdp, arch)
-    engines = ["dense", *NEW_ENGINES] + (["power"] if chain.size <= 400 else [])
+    engines = ["dense", *NEW_ENGINES] + (["power"] if chain.size <= 400 else []) + (["choices"] if chain.after_choice is not None else [])
     ref_ev, ref = _numbers(world, arch, policy, reset, "dense")
     for engine in engines[1:]:
         ev, got = _numbers(world, arch, policy, reset, engine)
@@ -64,7 +64,7 @@ def test_engines_agree_on_a_world_with_padded_parts():
     assert chain.padding.any()
     policy = fsc.Policy.random(arch, 5)
     ref = fsc.evaluate(world, policy, reset=0.01, engine="dense")
-    for engine in ("power", *NEW_ENGINES):
+    for engine in ("power", "choices", *NEW_ENGINES):
         ev = fsc.evaluate(world, policy, reset=0.01, engine=engine)
         assert float(ev.gain) == pytest.approx(float(ref.gain), rel=1e-10)
         torch.testing.assert_close(ev.distribution, ref.distribution, rtol=0, atol=1e-12)
@@ -332,18 +332,27 @@ def test_observation_aggregates():
     assert ram.max() + 1 == 2 + 2 * 2  # blank nodes, then (i, arm)
 
 
+def test_choose_engine_keeps_choices_below_the_dense_limit(monkeypatch):
+    import fsc.engines.solve as solve
+
+    world = tasks.TwoHypothesis(0.1).pomdp
+    monkeypatch.setattr(solve, "DENSE_MAX_STATES", 16)  # RAM M has 2 M states after each choice
+    assert choose_engine(fsc.joint_chain(world, fsc.RAM(8)), 1e-3) == "choices"
+    assert choose_engine(fsc.joint_chain(world, fsc.RAM(9)), 1e-3) == "dense"
+
+
 def test_choose_engine():
     world = tasks.TwoHypothesis(0.1).pomdp
 
     def pick(arch, reset=1e-3):
         return choose_engine(fsc.joint_chain(world, arch), reset)
 
-    assert pick(fsc.RAM(8)) == "dense" and pick(fsc.RAM(64)) == "dense"
+    assert pick(fsc.RAM(8)) == "choices" and pick(fsc.RAM(64)) == "choices" and pick(fsc.Column(20)) == "choices"
     assert pick(fsc.Memento(3)) == "dense"
     assert pick(fsc.Memento(4)) == "sparse" and pick(fsc.Memento(5)) == "sparse"
     assert pick(fsc.Memento(6)) == "iterative"
     assert pick(fsc.Memento(2), reset=0) == "accurate"
-    assert set(ENGINES) == {"dense", "power", "sparse", "iterative", "accurate"}
+    assert set(ENGINES) == {"dense", "choices", "power", "sparse", "iterative", "accurate"}
     assert ZERO_RESET_ENGINES == {"accurate"}
 
 

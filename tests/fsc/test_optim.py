@@ -106,7 +106,8 @@ def test_objective_gradient_is_the_finite_difference(engine):
 
 def test_auto_engine_is_the_engine_evaluate_would_choose():
     objective = Objective(world=tasks.TwoHypothesis(0.1), architecture=fsc.RAM(2), reset=1e-2)
-    assert objective.method == "dense"
+    assert objective.method == "choices" == fsc.evaluate(tasks.TwoHypothesis(0.1), fsc.Policy.random(fsc.RAM(2), 0), reset=1e-2).engine
+    assert Objective(world=tasks.TwoHypothesis(0.1), architecture=fsc.Memento(3), reset=1e-2).method == "dense"
     assert Objective(world=tasks.TwoHypothesis(0.1), architecture=fsc.Memento(4), reset=1e-2).method == "sparse"
     assert Objective(world=tasks.TwoHypothesis(0.1), architecture=fsc.RAM(2), reset=1e-2, engine="adjoint").method == "dense"  # its older name
 
@@ -161,18 +162,21 @@ def test_flow_follows_the_published_rule_bit_for_bit(arch, reset, convention, ma
 
 
 @pytest.mark.parametrize(
-    ("world", "memory", "convention", "target", "max_dgrad"),
+    ("world", "memory", "convention", "target", "max_dgrad", "engine"),
     [
-        (tasks.TwoHypothesis(0.1), "ram:8", "paper", "gain", 1e-4),
-        (tasks.TwoHypothesis(0.2), "memento:3", "native", "gain", 1e-3),
-        (tasks.TwoHypothesis(0.1, arms=3), "chain:4", "native", "return", 1e-4),
-        ("tiger-listening", "ram:3", "native", "gain", 1e-2),
+        (tasks.TwoHypothesis(0.1), "ram:8", "paper", "gain", 1e-4, "dense"),
+        (tasks.TwoHypothesis(0.2), "memento:3", "native", "gain", 1e-3, "dense"),
+        (tasks.TwoHypothesis(0.1, arms=3), "chain:4", "native", "return", 1e-4, "dense"),
+        ("tiger-listening", "ram:3", "native", "gain", 1e-2, "dense"),
+        (tasks.TwoHypothesis(0.1), "ram:8", "paper", "gain", 1e-4, "choices"),
+        (tasks.TwoHypothesis(0.1, arms=3), "chain:4", "native", "return", 1e-4, "choices"),
+        ("tiger-listening", "ram:3", "native", "gain", 1e-2, "choices"),
     ],
-    ids=["ram8-paper", "memento3-native", "chain4-3arms-return", "tiger-native"],
+    ids=["ram8-paper", "memento3-native", "chain4-3arms-return", "tiger-native", "choices-ram8-paper", "choices-chain4-3arms-return", "choices-tiger"],
 )
-def test_the_compiled_step_is_the_python_step_to_the_bit(world, memory, convention, target, max_dgrad):
-    """Each dense step in one compiled call (LAPACK called from it) against the evaluator's Python path:
-    every state equal, rejections and metrics included."""
+def test_the_compiled_step_is_the_python_step_to_the_bit(world, memory, convention, target, max_dgrad, engine):
+    """Each dense (or choices) step in one compiled call (LAPACK called from it) against the evaluator's
+    Python path: every state equal, rejections and metrics included."""
     if world == "tiger-listening":  # a world with a metric table of its own
         base = tasks.Tiger().pomdp
         listening = np.zeros(base.reward.shape[:2] + (base.num_states, base.num_observations))
@@ -183,7 +187,7 @@ def test_the_compiled_step_is_the_python_step_to_the_bit(world, memory, conventi
     flow_rule = GradientFlow(max_dgrad=max_dgrad)
     runs = []
     for compiled in (True, False):
-        objective = Objective(world=world, architecture=arch, reset=1e-2, engine="dense", convention=convention, target=target, compiled=compiled)
+        objective = Objective(world=world, architecture=arch, reset=1e-2, engine=engine, convention=convention, target=target, compiled=compiled)
         point = objective(policy.logits.detach().clone(), policy.init_logits.detach().clone())
         state = fsc.optim.State(point=point, slots=flow_rule.start(point))
         states = [state]
@@ -211,6 +215,7 @@ def _same_records(a, b):
     ("memory", "engine", "convention", "stop"),
     [
         ("ram:8", "dense", "paper", {"until_t": 1e5}),
+        ("ram:8", "choices", "paper", {"until_t": 1e5}),
         ("memento:3", "dense", "native", {"max_steps": 300}),
         ("ram:3", "sparse", "paper", {"until_t": 1e4}),  # no compiled step: one step per call, the same records
         ("ram:3", "dense", "native", {"until_t": 1e4, "min_grad_norm": 1e-9}),  # a gradient-norm stop keeps every record
@@ -236,7 +241,7 @@ def test_skipping_records_keeps_the_path_to_the_bit(memory, engine, convention, 
     by_step = {r.step: r for r in every}
     assert all(_same_records(r, by_step[r.step]) for r in some)
     assert _same_records(some[-1], every[-1]) and some[0].step == 0
-    skipped = engine == "dense" and "min_grad_norm" not in stop
+    skipped = engine in ("dense", "choices") and "min_grad_norm" not in stop
     assert (len(some) < len(every) / 4) if skipped else (len(some) == len(every))
     for r in some[1:-1]:  # a record comes at each edge crossed (or after MOST_STEPS steps)
         before = by_step[r.step - 1]
