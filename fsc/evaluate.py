@@ -17,7 +17,7 @@ from fsc.engines.solve import BACKENDS, ZERO_RESET_ENGINES, choose_engine
 from fsc.engines.sparse import Backend
 from fsc.errors import InputError, InputTypeError
 from fsc.model.architecture import MemoryArchitecture
-from fsc.model.chain import joint_chain
+from fsc.model.chain import joint_chain, require_after_choice
 from fsc.model.policy import Policy, policy_argument
 from fsc.model.pomdp import POMDP, Task, as_pomdp, paper_read
 
@@ -158,11 +158,8 @@ class Evaluator:
         name = choose_engine(chain, reset) if engine == "auto" else engine
         if not isinstance(name, str) or name not in BACKENDS:
             raise InputError(f"engine must be 'auto' or one of {sorted(BACKENDS)}, got {engine!r}")
-        if name == "choices" and chain.after_choice is None:
-            raise InputError(
-                f"engine 'choices' needs an architecture whose next node depends only on the choice and the observation "
-                f"(RAM, chain, column) and that has fewer choices than nodes; {architecture!r} does not"
-            )
+        if name == "choices":
+            require_after_choice(chain)
         if reset == 0 and name not in ZERO_RESET_ENGINES:
             raise InputError(f"reset = 0 (a chain with a single recurrent class) needs one of the engines {sorted(ZERO_RESET_ENGINES)}, got {name!r}")
         self.world, self.architecture, self.chain, self.reset, self.engine, self.convention = world, architecture, chain, reset, name, convention

@@ -35,7 +35,7 @@ import torch
 
 from fsc.engines.kernels import after_choice_solve, after_choice_system_t, dense_system_t, lu_parts, lu_solve_parts
 from fsc.errors import InputError
-from fsc.model.chain import JointChain
+from fsc.model.chain import JointChain, require_after_choice
 
 __all__ = [
     "AfterChoiceLU", "Backend", "DenseLU", "Solution", "SparseLU", "StationarySolve", "solve_sparse", "solve_with", "stationary_residual",
@@ -213,7 +213,7 @@ class DenseLU(Backend):
         return stationary_residual(self.chain, self.values, p, self.p0, self.reset)
 
 
-class AfterChoiceLU(Backend):
+class AfterChoiceLU(DenseLU):
     """The dense LU of the chain just after each choice (:class:`fsc.model.chain.AfterChoice`), for
     architectures whose next node depends only on the choice and the observation (RAM, chain, column).
 
@@ -226,13 +226,8 @@ class AfterChoiceLU(Backend):
     needs_probs = True
 
     def __init__(self, chain: JointChain, values: np.ndarray, p0: np.ndarray, reset: float, *, probs: np.ndarray):
-        tables = chain.after_choice
-        if tables is None:
-            raise InputError(
-                f"the choices engine needs an architecture whose next node depends only on the choice and the observation "
-                f"(RAM, chain, column) and that has fewer choices than nodes; {chain.architecture!r} does not"
-            )
-        self.chain, self.values, self.p0, self.reset, self.tables = chain, values, p0, reset, tables
+        self.tables = tables = require_after_choice(chain)
+        self.chain, self.values, self.p0, self.reset = chain, values, p0, reset
         self.probs = np.ascontiguousarray(probs, dtype=np.float64)
         self.info = {}
         self.lu = after_choice_system_t(tables.b_index_t, tables.b_node_choice, tables.b_weight, self.probs, 1 - reset, tables.b_padding)
@@ -240,21 +235,12 @@ class AfterChoiceLU(Backend):
         if not ok:
             raise np.linalg.LinAlgError("I - (1 - r) Pi G is singular")
 
-    def solve(self) -> np.ndarray:
-        return self._solve(self.reset * self.p0, 0)
-
-    def solve_adjoint(self, g: np.ndarray) -> np.ndarray:
-        return self._solve(np.ascontiguousarray(g, dtype=np.float64), 1)
-
     def _solve(self, b: np.ndarray, trans: int) -> np.ndarray:
         t, chain = self.tables, self.chain
         return after_choice_solve(
-            self.lu, self.pivots, b, trans, self.probs, t.g_rows, t.g_cols, t.g_weight, chain.padding, t.valid,
-            1 - self.reset, chain.states_per_part, chain.architecture.num_nodes,
+            self.lu, self.pivots, np.ascontiguousarray(b, dtype=np.float64), trans, self.probs, t.g_rows, t.g_cols, t.g_weight,
+            chain.padding, t.valid, 1 - self.reset, chain.states_per_part, chain.architecture.num_nodes,
         )  # fmt: skip
-
-    def residual(self, p: np.ndarray) -> float:
-        return stationary_residual(self.chain, self.values, p, self.p0, self.reset)
 
 
 def stationary_residual(chain: JointChain, values: np.ndarray, p: np.ndarray, p0: np.ndarray, reset: float) -> float:

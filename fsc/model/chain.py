@@ -35,7 +35,7 @@ from fsc.errors import InputError
 from fsc.model.architecture import MemoryArchitecture
 from fsc.model.pomdp import POMDP
 
-__all__ = ["AfterChoice", "JointChain", "after_choice_next", "joint_chain"]
+__all__ = ["AfterChoice", "JointChain", "after_choice_next", "joint_chain", "require_after_choice"]
 
 
 def _readonly(array: np.ndarray) -> np.ndarray:
@@ -212,7 +212,6 @@ class JointChain:
         return (world[:, :, None] * init_probs[None, None, :]).reshape(self.num_parts, self.size)
 
 
-
 @attrs.frozen(eq=False)
 class AfterChoice:
     """Index tables of the joint chain seen just after each choice: states ``(s, c)``, ``Y = S_part C`` per part.
@@ -266,6 +265,17 @@ def after_choice_next(arch: MemoryArchitecture) -> np.ndarray | None:
             return None
         out[c] = rows[0]
     return _readonly(out)
+
+
+def require_after_choice(chain: JointChain) -> AfterChoice:
+    """``chain.after_choice``, or a ``ValueError`` saying why the architecture has none."""
+    tables = chain.after_choice
+    if tables is None:
+        raise InputError(
+            f"engine 'choices' needs an architecture whose next node depends only on the choice and the observation "
+            f"(RAM, chain, column) and that has fewer choices than nodes; {chain.architecture!r} does not"
+        )
+    return tables
 
 
 def _after_choice(chain: JointChain) -> AfterChoice | None:

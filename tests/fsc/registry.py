@@ -1,5 +1,7 @@
 """Registry of valid architectures for the generic tests (every kind, small sizes, 2 and 3 arms)."""
 
+import numpy as np
+
 import fsc
 
 ARCHITECTURES = (
@@ -12,3 +14,14 @@ ARCHITECTURES = (
 
 def ids(arch):
     return f"{type(arch).__name__}{getattr(arch, 'M', getattr(arch, 'm', ''))}-{arch.arms}arms"
+
+
+def padded_world():
+    """A world of two closed parts of different sizes, {0, 1} and {2}: the smaller is padded in the joint chain."""
+    transition = np.zeros((3, 2, 3))
+    transition[0, :, :2] = [[0.7, 0.3], [0.2, 0.8]]
+    transition[1, :, :2] = [[0.4, 0.6], [0.9, 0.1]]
+    transition[2, :, 2] = 1.0
+    observation = np.array([[[0.8, 0.2], [0.3, 0.7], [0.5, 0.5]], [[0.1, 0.9], [0.6, 0.4], [0.2, 0.8]]])
+    reward = np.broadcast_to(np.array([1.0, -1.0]), (3, 2, 3, 2))
+    return fsc.POMDP(transition=transition, observation=observation, reward=reward, initial=np.array([0.25, 0.25, 0.5]))

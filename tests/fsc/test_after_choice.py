@@ -11,20 +11,9 @@ from fsc.engines import kernels
 from fsc.model.chain import after_choice_next
 from fsc.objective import Objective
 
-from .registry import ARCHITECTURES, ids
+from .registry import ARCHITECTURES, ids, padded_world
 
 QUALIFIED = [arch for arch in ARCHITECTURES if not isinstance(arch, fsc.Memento)]
-
-
-def padded_world():
-    """Two closed parts of different sizes, {0, 1} and {2}: the smaller is padded."""
-    transition = np.zeros((3, 2, 3))
-    transition[0, :, :2] = [[0.7, 0.3], [0.2, 0.8]]
-    transition[1, :, :2] = [[0.4, 0.6], [0.9, 0.1]]
-    transition[2, :, 2] = 1.0
-    observation = np.array([[[0.8, 0.2], [0.3, 0.7], [0.5, 0.5]], [[0.1, 0.9], [0.6, 0.4], [0.2, 0.8]]])
-    reward = np.broadcast_to(np.array([1.0, -1.0]), (3, 2, 3, 2))
-    return fsc.POMDP(transition=transition, observation=observation, reward=reward, initial=np.array([0.25, 0.25, 0.5]))
 
 
 def factors(chain, probs):

@@ -16,7 +16,7 @@ from fsc.engines.accurate import gth, recurrent_class
 from fsc.engines.iterative import ConvergenceError, observation_aggregates
 from fsc.engines.solve import ENGINES, ZERO_RESET_ENGINES, choose_engine
 
-from .registry import ARCHITECTURES, ids
+from .registry import ARCHITECTURES, ids, padded_world
 
 NEW_ENGINES = ("sparse", "iterative", "accurate")
 
@@ -51,14 +51,7 @@ def test_engines_agree_on_the_registry(arch, reset):
 
 
 def test_engines_agree_on_a_world_with_padded_parts():
-    # Two closed parts of different sizes: {0, 1} and {2}; the smaller is padded.
-    transition = np.zeros((3, 2, 3))
-    transition[0, :, :2] = [[0.7, 0.3], [0.2, 0.8]]
-    transition[1, :, :2] = [[0.4, 0.6], [0.9, 0.1]]
-    transition[2, :, 2] = 1.0
-    observation = np.array([[[0.8, 0.2], [0.3, 0.7], [0.5, 0.5]], [[0.1, 0.9], [0.6, 0.4], [0.2, 0.8]]])
-    reward = np.broadcast_to(np.array([1.0, -1.0]), (3, 2, 3, 2))
-    world = fsc.POMDP(transition=transition, observation=observation, reward=reward, initial=np.array([0.25, 0.25, 0.5]))
+    world = padded_world()
     arch = fsc.RAM(2)
     chain = fsc.joint_chain(world, arch)
     assert chain.padding.any()
