@@ -331,11 +331,12 @@ def after_choice_system_t(b_index_t, b_node_choice, b_weight, probs, a, b_paddin
 
 @njit(cache=True)
 def dense_value_gradient(w_pi, w_0, c):  # pragma: no cover - compiled
-    """Value and gradient of the gain on the dense engine, in one call: ``(expected, grad, grad_init, ok)``.
+    """Value and gradient of the gain on the dense or choices engine, in one call: ``(expected, grad, grad_init, ok)``.
 
     The same operations in the same order as :meth:`fsc.evaluate.Evaluator.forward` then
     :meth:`~fsc.evaluate.Evaluator.backward` with ``gain`` (or ``value``) alone.  ``c`` is the tuple
-    of :func:`dense_constants`.
+    of :meth:`fsc.evaluate.Evaluator.fused_constants`; its ``after_choice`` flag picks the chain after each
+    choice (:func:`after_choice_solve`) over the whole chain.
     """
     (allowed, reset_mask, node_choice, weight, initial_world, dense_index_t, padding, part_weights, tables, step_reward,
      flat_rows, flat_cols, scaled_weight, reset, a, S, N, scale,
@@ -390,7 +391,7 @@ def _max_abs_difference(x, y):  # pragma: no cover - compiled
 
 @njit(cache=True)
 def dense_flow_step(w_pi, w_0, g, g0, gain, dt, max_dgrad, min_dt, factor, c):  # pragma: no cover - compiled
-    """One accepted step of the adaptive gradient flow (:class:`fsc.optim.GradientFlow`) on the dense engine.
+    """One accepted step of the adaptive gradient flow (:class:`fsc.optim.GradientFlow`) on the dense or choices engine.
 
     Tries ``w + dt g`` and divides ``dt`` by 10 until the gain does not fall and the gradient moves by
     less than ``max_dgrad``.  Returns ``(status, logits, init_logits, grad, grad_init, expected, dt,
