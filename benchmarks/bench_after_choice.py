@@ -1,7 +1,7 @@
 """Benchmark: the chain after each choice (engine ``choices``) against the whole chain (engine ``dense``).
 
-For each case (paper convention, mu = 0.1, r = 1e-5, the published random start of seed 0, one torch
-thread), in one process:
+For each case (paper convention, mu = 0.1, r = 1e-5, the published random start of seed 0, one thread for
+torch and for LAPACK), in one process:
 
 - ``value+grad``: microseconds per compiled value and gradient on the training path
   (:class:`fsc.objective.Objective`), on each engine, and their ratio;
@@ -17,12 +17,15 @@ Usage: ``.venv/bin/python benchmarks/bench_after_choice.py [--calls 200] [--repe
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
 
-import numpy as np
-import torch
+os.environ.setdefault("OMP_NUM_THREADS", "1")  # one LAPACK thread, as sweeps run (read when numpy loads OpenBLAS)
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
