@@ -21,13 +21,15 @@ import numpy as np
 import torch
 
 from fsc.checks import real
+from fsc.engines.solve import choose_engine
 from fsc.errors import InputError, InputTypeError
-from fsc.evaluate import CONVENTIONS, Evaluator, resolve_reset
+from fsc.evaluate import CONVENTIONS, resolve_reset
 from fsc.io.checkpoint import CHECKPOINT, PREVIOUS_CHECKPOINT, load_checkpoint
 from fsc.io.rundir import RunLock, read_run_json
 from fsc.io.trajectory import Trajectory
 from fsc.limits import MAX_THREADS
 from fsc.model.architecture import MemoryArchitecture
+from fsc.model.chain import joint_chain
 from fsc.model.memory import parse_memory
 from fsc.model.policy import Policy
 from fsc.model.pomdp import POMDP, Task, as_pomdp
@@ -295,8 +297,8 @@ def run_training(
         world, policy, reset=reset, optimizer=opt, convention=convention, engine=engine, target=target, state=state,
         skip_until=None if rows_per_decade is None else keep.due, **attrs.asdict(rule),
     )  # fmt: skip
-    # The engine that runs (what auto chose), for the record.
-    meta["engine"] = Evaluator.of(world, arch, reset, "dense" if engine == "adjoint" else engine, convention).engine
+    # The engine that runs (what auto chose), for the record: auto's rule on the cached chain, no second evaluator.
+    meta["engine"] = choose_engine(joint_chain(as_pomdp(world), arch), reset) if engine == "auto" else ("dense" if engine == "adjoint" else engine)
     previous_threads = torch.get_num_threads()
     if threads is not None:
         torch.set_num_threads(threads)
