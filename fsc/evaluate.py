@@ -260,7 +260,7 @@ class Evaluator:
         lam = run.backend.solve_adjoint(kernels.adjoint_seed(run.p_hat, run.total, chain.part_weights, run.probs, table, none, S, N))
         if self.engine == "choices":  # P = G Pi: through G, in O(K S N C)
             t = chain.after_choice
-            d_probs = kernels.after_choice_transition_gradient(lam, run.p, t.g_rows, t.g_cols, t.g_weight, t.valid, 1 - r, S, N, C)
+            d_probs = kernels.after_choice_transition_gradient(lam, run.p, t.g_rows, t.g_cols, t.g_weight, t.class_of, t.valid, 1 - r, S, N, t.num_classes)
         else:
             d_probs = kernels.transition_gradient(lam, run.p, chain.flat_rows, chain.flat_cols, chain.node_choice, self.scaled_weight, N, C)
         return kernels.policy_gradient_from(
@@ -281,10 +281,9 @@ class Evaluator:
         seed = gain + (value / r if value else 0.0)  # as in backward
         if self.engine == "choices":
             t = chain.after_choice
-            after = (True, t.g_rows, t.g_cols, t.g_weight, t.b_index_t, t.b_node_choice, t.b_weight, t.b_padding, t.valid)
+            after = (True, t.kernel_tables, t.b_index_t, t.b_node_choice, t.b_weight, t.b_padding, t.valid)
         else:
-            none, nothing = np.zeros(0, dtype=np.int64), np.zeros(0)
-            after = (False, none, none, nothing, none, none, nothing, np.zeros((0, 0), dtype=bool), np.zeros((0, 0), dtype=bool))
+            after = (False, _NO_TABLES, _NONE, _NONE, _NOTHING, np.zeros((0, 0), dtype=bool), np.zeros((0, 0), dtype=bool))
         return (
             np.ascontiguousarray(arch.allowed), np.ascontiguousarray(arch.reset_mask), chain.node_choice, chain.weight,
             np.ascontiguousarray(chain.initial_world, dtype=np.float64), chain.dense_index_t, np.ascontiguousarray(chain.padding),
@@ -294,6 +293,9 @@ class Evaluator:
 
 
 _NO_SEED = np.zeros((0, 0))
+_NONE, _NOTHING = np.zeros(0, dtype=np.int64), np.zeros(0)
+#: :attr:`fsc.model.chain.AfterChoice.kernel_tables` of no chain, for the dense engine's compiled step.
+_NO_TABLES = (_NONE, _NONE, _NOTHING, np.zeros((0, 0), dtype=np.int64), 0, _NONE, _NONE, _NONE, _NONE, _NOTHING)
 
 
 @attrs.frozen(kw_only=True, eq=False)

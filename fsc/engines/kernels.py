@@ -153,12 +153,13 @@ def transition_gradient(lam, p, flat_rows, flat_cols, node_choice, scaled_weight
 
 
 @njit(cache=True)
-def after_choice_transition_gradient(lam, p, g_rows, g_cols, g_weight, valid, a, S, N, C):  # pragma: no cover - compiled
+def after_choice_transition_gradient(lam, p, g_rows, g_cols, g_weight, class_of, valid, a, S, N, Q):  # pragma: no cover - compiled
     """:func:`transition_gradient` for ``P = G Pi`` (:class:`fsc.model.chain.AfterChoice`):
-    ``dL/dpi[n, c] = a sum_{k, s} p[k, (s, n)] (G^T lambda)[k, (s, c)]``, in ``O(K S N C)``."""
+    ``dL/dpi[n, c] = a sum_{k, s} p[k, (s, n)] (G^T lambda)[k, (s, q(n, c))]``, in ``O(K S N C)``."""
     K = lam.shape[0]
+    C = class_of.shape[1]
     lam_flat = lam.reshape(-1)
-    h = np.zeros((K, S * C))
+    h = np.zeros((K, S * Q))
     h_flat = h.reshape(-1)
     for e in range(g_rows.shape[0]):
         h_flat[g_cols[e]] += g_weight[e] * lam_flat[g_rows[e]]
@@ -169,7 +170,9 @@ def after_choice_transition_gradient(lam, p, g_rows, g_cols, g_weight, valid, a,
                 for n in range(N):
                     v = a * p[k, s * N + n]
                     for c in range(C):
-                        d_probs[n, c] += v * h[k, s * C + c]
+                        q = class_of[n, c]
+                        if q >= 0:
+                            d_probs[n, c] += v * h[k, s * Q + q]
     return d_probs
 
 
@@ -274,17 +277,19 @@ def lu_parts(A_t):  # pragma: no cover - compiled
 
 
 @njit(cache=True)
-def after_choice_solve(lu, piv, b, trans, probs, g_rows, g_cols, g_weight, padding, valid, a, S, N):  # pragma: no cover - compiled
+def after_choice_solve(lu, piv, b, trans, probs, t, padding, valid, a, S, N):  # pragma: no cover - compiled
     """``A^{-1} b`` (``trans = 0``) or ``A^{-T} b`` (1) for ``A = I - a P`` of each part, through the chain after
-    each choice (:class:`fsc.model.chain.AfterChoice`), whose ``B = I - a Pi G`` :func:`lu_parts` has factored.
+    each choice (:class:`fsc.model.chain.AfterChoice`; ``t`` is its :attr:`~fsc.model.chain.AfterChoice.kernel_tables`),
+    whose recurrent block of ``B = I - a Pi G`` :func:`lu_parts` has factored.
 
     With ``D`` the diagonal of ``A`` outside ``G Pi`` (1, and ``r = 1 - a`` on padding states, where ``G``
     has no rows and ``Pi`` no columns), the Woodbury identity gives
     ``A^{-1} b = D^{-1} b + a G B^{-1} Pi D^{-1} b`` and ``A^{-T} g = D^{-1} g + a Pi^T B^{-T} G^T D^{-1} g``.
     """
+    g_rows, g_cols, g_weight, class_of, Q = t[0], t[1], t[2], t[3], t[4]
     K, X = b.shape
     C = probs.shape[1]
-    Y = S * C
+    Y = S * Q
     x = np.empty((K, X))
     for k in range(K):
         for i in range(X):
@@ -299,28 +304,63 @@ def after_choice_solve(lu, piv, b, trans, probs, g_rows, g_cols, g_weight, paddi
                     for n in range(N):
                         v = x[k, s * N + n]
                         for c in range(C):
-                            z[k, s * C + c] += probs[n, c] * v
-        lu_solve_parts(lu, piv, z, 0)
+                            q = class_of[n, c]
+                            if q >= 0:
+                                z[k, s * Q + q] += probs[n, c] * v
+        _b_solve(lu, piv, z, 0, probs, t, a)
         for e in range(g_rows.shape[0]):
             x_flat[g_rows[e]] += a * g_weight[e] * z_flat[g_cols[e]]
         return x
     for e in range(g_rows.shape[0]):
         z_flat[g_cols[e]] += g_weight[e] * x_flat[g_rows[e]]
-    lu_solve_parts(lu, piv, z, 1)
+    _b_solve(lu, piv, z, 1, probs, t, a)
     for k in range(K):
         for s in range(S):
             if valid[k, s]:
                 for n in range(N):
                     acc = 0.0
                     for c in range(C):
-                        acc += probs[n, c] * z[k, s * C + c]
+                        q = class_of[n, c]
+                        if q >= 0:
+                            acc += probs[n, c] * z[k, s * Q + q]
                     x[k, s * N + n] += a * acc
     return x
 
 
 @njit(cache=True)
+def _b_solve(lu, piv, z, trans, probs, t, a):  # pragma: no cover - compiled
+    """``z <- B^{-1} z`` (``trans = 0``) or ``B^{-T} z`` (1), ``B = I - a M`` block triangular: the transient
+    states by substitution along ``t``'s edges (each state after those that lead to it), the recurrent ones
+    with their LU.  ``B y = z`` is ``y = z + a M y``: the transient part first, whose steps add to the
+    recurrent right-hand side; ``B^T w = z`` the recurrent part first, then back along the edges."""
+    recurrent, t_src, t_dst, t_node_choice, t_weight = t[5], t[6], t[7], t[8], t[9]
+    K, Y = z.shape
+    YR = recurrent.shape[0]
+    probs_flat = probs.reshape(-1)
+    z_flat = z.reshape(-1)
+    E = t_src.shape[0]
+    if trans == 0:
+        for e in range(E):
+            z_flat[t_dst[e]] += a * (probs_flat[t_node_choice[e]] * t_weight[e]) * z_flat[t_src[e]]
+    if YR == Y:  # no transient state (RAM, chain, column)
+        lu_solve_parts(lu, piv, z, trans)
+    else:
+        zr = np.empty((K, YR))
+        for k in range(K):
+            for i in range(YR):
+                zr[k, i] = z[k, recurrent[i]]
+        lu_solve_parts(lu, piv, zr, trans)
+        for k in range(K):
+            for i in range(YR):
+                z[k, recurrent[i]] = zr[k, i]
+    if trans == 1:
+        for e in range(E - 1, -1, -1):
+            z_flat[t_src[e]] += a * (probs_flat[t_node_choice[e]] * t_weight[e]) * z_flat[t_dst[e]]
+
+
+@njit(cache=True)
 def after_choice_system_t(b_index_t, b_node_choice, b_weight, probs, a, b_padding):  # pragma: no cover - compiled
-    """``B^T = I - a (Pi G)^T`` of each part, ``(K, Y, Y)`` (:class:`fsc.model.chain.AfterChoice`)."""
+    """``B_R^T = I - a (Pi G)^T`` among the recurrent states of each part, ``(K, Y_R, Y_R)`` (:class:`fsc.model.chain.AfterChoice`)."""
     probs_flat = probs.reshape(-1)
     values = np.empty(b_node_choice.shape[0])
     for e in range(b_node_choice.shape[0]):
@@ -340,7 +380,7 @@ def dense_value_gradient(w_pi, w_0, c):  # pragma: no cover - compiled
     """
     (allowed, reset_mask, node_choice, weight, initial_world, dense_index_t, padding, part_weights, tables, step_reward,
      flat_rows, flat_cols, scaled_weight, reset, a, S, N, scale,
-     after_choice, g_rows, g_cols, g_weight, b_index_t, b_node_choice, b_weight, b_padding, valid) = c  # fmt: skip
+     after_choice, t, b_index_t, b_node_choice, b_weight, b_padding, valid) = c  # fmt: skip
     probs, init_probs = policy_probs(w_pi, allowed, w_0, reset_mask)
     K, X = padding.shape
     if after_choice:
@@ -360,15 +400,15 @@ def dense_value_gradient(w_pi, w_0, c):  # pragma: no cover - compiled
             for n in range(N):
                 p[k, s * N + n] = reset * (initial_world[k, s] * init_probs[n])
     if after_choice:
-        p = after_choice_solve(A_t, piv, p, 0, probs, g_rows, g_cols, g_weight, padding, valid, a, S, N)
+        p = after_choice_solve(A_t, piv, p, 0, probs, t, padding, valid, a, S, N)
     else:
         lu_solve_parts(A_t, piv, p, 0)
     p_hat, total, expected = expectations(p, part_weights, probs, tables, S, N)
     lam = adjoint_seed(p_hat, total, part_weights, probs, step_reward, np.zeros((0, 0)), S, N)
     C = probs.shape[1]
     if after_choice:
-        lam = after_choice_solve(A_t, piv, lam, 1, probs, g_rows, g_cols, g_weight, padding, valid, a, S, N)
-        d_probs = after_choice_transition_gradient(lam, p, g_rows, g_cols, g_weight, valid, a, S, N, C)
+        lam = after_choice_solve(A_t, piv, lam, 1, probs, t, padding, valid, a, S, N)
+        d_probs = after_choice_transition_gradient(lam, p, t[0], t[1], t[2], t[3], valid, a, S, N, t[4])
     else:
         lu_solve_parts(A_t, piv, lam, 1)
         d_probs = transition_gradient(lam, p, flat_rows, flat_cols, node_choice, scaled_weight, N, C)

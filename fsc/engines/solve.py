@@ -18,8 +18,8 @@ by :func:`fsc.evaluate`, training and the command line to them
 differentiable tensor, for whoever needs the distribution alone:
 
 - ``dense``: LU of the dense ``(K, X, X)`` matrix (LAPACK, or torch for large parts);
-- ``choices``: the same, through the smaller chain just after each choice (RAM, chain, column;
-  :class:`fsc.engines.sparse.AfterChoiceLU`);
+- ``choices``: the same, through the smaller chain just after each choice, block triangular
+  (RAM, chain, column, Memento; :class:`fsc.engines.sparse.AfterChoiceLU`);
 - ``power``: the paper's repeated squaring (appendix B), the reference;
 - ``sparse``: SuperLU, one factorisation per part reused by the adjoint (:mod:`fsc.engines.sparse`);
 - ``iterative``: FGMRES with a two-level aggregation preconditioner (:mod:`fsc.engines.iterative`);
@@ -70,7 +70,7 @@ def solve_after_choice(chain: JointChain, probs: torch.Tensor, init_probs: torch
     """Dense LU of the chain after each choice (:class:`fsc.engines.sparse.AfterChoiceLU`), reused by the adjoint.
 
     Raises:
-        ValueError: the architecture's next node depends on more than the choice and the observation.
+        ValueError: the chain after each choice would need an LU no smaller than the chain's own.
     """
     held = probs.detach().numpy()
     return solve_with(lambda c, v, p0, r: AfterChoiceLU(c, v, p0, r, probs=held), chain, probs, init_probs, reset, "choices")
@@ -195,25 +195,31 @@ DENSE_STATES = 200
 DENSE_MAX_STATES = 3000
 DENSE_DENSITY = 0.05
 SPARSE_STATES = 2000
+#: ``choices`` takes a sparse recurrent block up to this many states per part (Memento m = 4: 128 states,
+#: 0.23 ms against 1.26 ms for sparse LU; m = 5: 512, 6.2 ms against 12.1 sparse and 10.7 iterative;
+#: m = 6: 2048, 234 ms against 26 ms iterative), a dense one (RAM) up to DENSE_MAX_STATES.
+CHOICES_SPARSE_STATES = 600
 
 
 def choose_engine(chain: JointChain, reset: float) -> str:
     """The engine ``auto`` picks for this chain and reset.
 
-    ``accurate`` for ``reset = 0``; ``choices`` when the architecture's next node depends only on
-    the choice and the observation (RAM, chain, column) and the chain after each choice has at most
-    ``DENSE_MAX_STATES`` states per part (its ``Pi G`` is dense for RAM; benchmarks/bench_after_choice.py);
-    otherwise by the size ``X`` of a part and
+    ``accurate`` for ``reset = 0``; ``choices`` when the chain after each choice exists
+    (:attr:`fsc.model.chain.JointChain.after_choice`) and its LU is small: at most ``CHOICES_SPARSE_STATES``
+    recurrent states per part, or ``DENSE_MAX_STATES`` when its matrix is dense (RAM, chain, column;
+    benchmarks/bench_after_choice.py); otherwise by the size ``X`` of a part and
     the density of ``P``: ``dense`` for small or dense chains (RAM up to
-    ``M = 600``), ``sparse`` for mid-size sparse ones (Memento ``m = 4, 5``),
+    ``M = 600``), ``sparse`` for mid-size sparse ones,
     ``iterative`` beyond (its residual is checked; it falls back
     to ``sparse`` when it does not converge on a chain small enough).
     """
     if reset == 0:
         return "accurate"
     after = chain.after_choice
-    if after is not None and after.size <= DENSE_MAX_STATES:
-        return "choices"
+    if after is not None:
+        YR = after.recurrent_size
+        if YR <= CHOICES_SPARSE_STATES or (YR <= DENSE_MAX_STATES and len(after.b_index_t) >= DENSE_DENSITY * chain.num_parts * YR * YR):
+            return "choices"
     X = chain.size
     density = chain.nnz / (chain.num_parts * X * X)
     if X <= DENSE_STATES or (density >= DENSE_DENSITY and X <= DENSE_MAX_STATES):

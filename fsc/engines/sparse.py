@@ -238,7 +238,7 @@ class AfterChoiceLU(DenseLU):
     def _solve(self, b: np.ndarray, trans: int) -> np.ndarray:
         t, chain = self.tables, self.chain
         return after_choice_solve(
-            self.lu, self.pivots, np.ascontiguousarray(b, dtype=np.float64), trans, self.probs, t.g_rows, t.g_cols, t.g_weight,
+            self.lu, self.pivots, np.ascontiguousarray(b, dtype=np.float64), trans, self.probs, t.kernel_tables,
             chain.padding, t.valid, 1 - self.reset, chain.states_per_part, chain.architecture.num_nodes,
         )  # fmt: skip
 

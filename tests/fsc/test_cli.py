@@ -28,7 +28,7 @@ def test_evaluate_json_matches_library(capsys):
     arch = fsc.Memento(2)
     expected = fsc.evaluate(tasks.TwoHypothesis(0.2), policies.initial_policy("random", arch, seed=3), reset=0.01)
     assert record["q"] == float(expected.metrics["q"])
-    assert record["nodes"] == arch.num_nodes and record["engine"] == "dense"
+    assert record["nodes"] == arch.num_nodes and record["engine"] == "choices" == expected.engine
 
 
 def test_evaluate_grad_norm(capsys):

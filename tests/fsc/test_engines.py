@@ -330,8 +330,11 @@ def test_choose_engine_keeps_choices_below_the_dense_limit(monkeypatch):
 
     world = tasks.TwoHypothesis(0.1).pomdp
     monkeypatch.setattr(solve, "DENSE_MAX_STATES", 16)  # RAM M has 2 M states after each choice
+    monkeypatch.setattr(solve, "CHOICES_SPARSE_STATES", 8)
     assert choose_engine(fsc.joint_chain(world, fsc.RAM(8)), 1e-3) == "choices"
     assert choose_engine(fsc.joint_chain(world, fsc.RAM(9)), 1e-3) == "dense"
+    assert choose_engine(fsc.joint_chain(world, fsc.Memento(2)), 1e-3) == "choices"  # 8 recurrent states, a sparse block
+    assert choose_engine(fsc.joint_chain(world, fsc.Memento(3)), 1e-3) == "dense"
 
 
 def test_choose_engine():
@@ -341,9 +344,8 @@ def test_choose_engine():
         return choose_engine(fsc.joint_chain(world, arch), reset)
 
     assert pick(fsc.RAM(8)) == "choices" and pick(fsc.RAM(64)) == "choices" and pick(fsc.Column(20)) == "choices"
-    assert pick(fsc.Memento(3)) == "dense"
-    assert pick(fsc.Memento(4)) == "sparse" and pick(fsc.Memento(5)) == "sparse"
-    assert pick(fsc.Memento(6)) == "iterative"
+    assert pick(fsc.Memento(3)) == "choices" and pick(fsc.Memento(4)) == "choices" and pick(fsc.Memento(5)) == "choices"
+    assert pick(fsc.Memento(6)) == "iterative"  # 2048 recurrent states after each choice, a sparse block
     assert pick(fsc.Memento(2), reset=0) == "accurate"
     assert set(ENGINES) == {"dense", "choices", "power", "sparse", "iterative", "accurate"}
     assert ZERO_RESET_ENGINES == {"accurate"}

@@ -107,8 +107,8 @@ def test_objective_gradient_is_the_finite_difference(engine):
 def test_auto_engine_is_the_engine_evaluate_would_choose():
     objective = Objective(world=tasks.TwoHypothesis(0.1), architecture=fsc.RAM(2), reset=1e-2)
     assert objective.method == "choices" == fsc.evaluate(tasks.TwoHypothesis(0.1), fsc.Policy.random(fsc.RAM(2), 0), reset=1e-2).engine
-    assert Objective(world=tasks.TwoHypothesis(0.1), architecture=fsc.Memento(3), reset=1e-2).method == "dense"
-    assert Objective(world=tasks.TwoHypothesis(0.1), architecture=fsc.Memento(4), reset=1e-2).method == "sparse"
+    assert Objective(world=tasks.TwoHypothesis(0.1), architecture=fsc.Memento(4), reset=1e-2).method == "choices"
+    assert Objective(world=tasks.TwoHypothesis(0.1), architecture=fsc.Memento(6), reset=1e-2).method == "iterative"
     assert Objective(world=tasks.TwoHypothesis(0.1), architecture=fsc.RAM(2), reset=1e-2, engine="adjoint").method == "dense"  # its older name
 
 
