@@ -7,7 +7,7 @@ thread), in microseconds per value and gradient, best of ``--repeats`` blocks of
 - ``engine``: the engine alone on the same matrix: build its :class:`fsc.engines.sparse.Backend` from the
   nonzeros (assembly and factorisation), one solve and one adjoint solve;
 - ``floor``: the factorisation and the two solves alone on matrices built beforehand (LAPACK
-  ``dgetrf`` + 2 ``dgetrs`` per part for the dense engine; SuperLU ``splu`` + 2 solves for the sparse one):
+  ``dgetrf`` + 2 ``dgetrs`` per part for the dense engine, on ``B = I - a Pi G`` for the choices one; SuperLU ``splu`` + 2 solves for the sparse one):
   what no implementation around these solvers can go below.
 
 The columns ``/engine`` and ``/floor`` are the training path's multiples of those.
@@ -32,6 +32,7 @@ from timing import best, timing_arguments  # noqa: E402
 import fsc  # noqa: E402
 import policies  # noqa: E402
 import tasks  # noqa: E402
+from fsc.engines.kernels import after_choice_system_t  # noqa: E402
 from fsc.engines.sparse import system_matrices  # noqa: E402
 from fsc.evaluate import Evaluator  # noqa: E402
 from fsc.objective import Objective  # noqa: E402
@@ -58,20 +59,27 @@ def main() -> None:
         p0 = (chain.initial_world[:, :, None] * run.init_probs).reshape(K, X)
         g = np.ones((K, X))
 
-        def engine(values=values, p0=p0, g=g, chain=chain, make_backend=make_backend):
-            backend = make_backend(chain, values, p0, RESET)
+        extra = {"probs": run.probs} if make_backend.needs_probs else {}
+
+        def engine(values=values, p0=p0, g=g, chain=chain, make_backend=make_backend, extra=extra):
+            backend = make_backend(chain, values, p0, RESET, **extra)
             backend.solve()
             backend.solve_adjoint(g)
 
         matrices = system_matrices(chain, values, RESET)
-        if evaluator.engine == "dense":
-            dense = [np.asfortranarray(A.toarray()) for A in matrices]
+        if evaluator.engine in ("dense", "choices"):
+            if evaluator.engine == "choices":  # its LU is that of B = I - a Pi G, S C states per part
+                t = chain.after_choice
+                B_t = after_choice_system_t(t.b_index_t, t.b_node_choice, t.b_weight, np.ascontiguousarray(run.probs), 1 - RESET, t.b_padding)
+                matrices = [B.T for B in B_t]
+            dense = [np.asfortranarray(A.toarray() if hasattr(A, "toarray") else A) for A in matrices]
+            rhs = np.ones((K, dense[0].shape[0]))
 
-            def floor(dense=dense, p0=p0, g=g):
+            def floor(dense=dense, rhs=rhs):
                 for k, A in enumerate(dense):
                     lu, piv, _ = dgetrf(A)
-                    dgetrs(lu, piv, p0[k])
-                    dgetrs(lu, piv, g[k], trans=1)
+                    dgetrs(lu, piv, rhs[k])
+                    dgetrs(lu, piv, rhs[k], trans=1)
 
         else:
 
