@@ -46,7 +46,6 @@ import math
 
 import attrs
 import numpy as np
-from scipy import optimize
 
 from fsc.errors import InputError, InputTypeError
 from fsc.model.architecture import MemoryArchitecture
@@ -201,6 +200,8 @@ def asymmetric_ccp_optimum(mu: float, M: int, r: float, *, convention: str = "na
     r = _check_r(r, allow_zero=False)
     if convention not in ("native", "paper"):
         raise InputError(f"convention must be 'native' or 'paper', got {convention!r}")
+    from scipy import optimize  # here, not at the top: it takes 0.3 s to import, and `fsc train` imports this module
+
     eps0 = ccp_eps_best(mu, M, r)
     q_sym = ccp_q(mu, M, r, eps0)
 

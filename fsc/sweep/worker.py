@@ -277,7 +277,9 @@ def _warm_trainer() -> None:
         # One torch thread in this worker and in the children it forks: a process forked from one that ran
         # an OpenMP team (the driver may have) deadlocks when it starts a team of several threads.
         torch.set_num_threads(1)
-        import fsc.train.run  # noqa: F401 - the trainer and all it imports
+        import importlib
+
+        importlib.import_module(TRAINER)  # the command and all it imports (by name: it sits above this package)
         import policies  # noqa: F401 - the initial policies
         import tasks  # noqa: F401 - the two-hypothesis world
         from fsc.model.memory import RAM
@@ -293,10 +295,12 @@ def _warm_trainer() -> None:
             reward=np.arange(16, dtype=np.float64).reshape(2, 2, 2, 2) / 16,
             initial=two,
         )
-        objective = Objective(world=world, architecture=RAM(2), reset=0.5, engine="dense")
         policy = Policy.uniform(RAM(2))
-        point = objective(policy.logits, policy.init_logits)
-        GradientFlow().advance(objective, State(point=point, slots={"next_dt": 1.0}), lambda: 0.0)
+        for engine in ("dense", "choices"):  # each engine's compiled step and multi-step run, as training calls them
+            objective = Objective(world=world, architecture=RAM(2), reset=0.5, engine=engine)
+            state = State(point=objective(policy.logits, policy.init_logits), slots={"next_dt": 1.0})
+            GradientFlow().advance(objective, state, lambda: 0.0)
+            GradientFlow().run(objective, state, lambda: 0.0, until_t=2.0, max_steps=None)
     except Exception as error:  # noqa: BLE001 - the slower path still works
         print(f"fsc: warning: trainers start as new processes (warming this worker failed: {type(error).__name__}: {error})", file=sys.stderr, flush=True)
         return
