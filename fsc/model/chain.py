@@ -364,7 +364,6 @@ def _after_choice(chain: JointChain) -> AfterChoice | None:
     t = np.flatnonzero(from_transient)
     t = t[np.argsort(position[b_src[t] % Y % Q], kind="stable")]
     r = np.flatnonzero(~from_transient)  # recurrent to recurrent (a recurrent state leads nowhere else)
-    YR = len(recurrent)
     b_parts = b_src[r] // Y
     return AfterChoice(
         size=Y,
