@@ -9,6 +9,7 @@ docs/runs-on-disk.md says what survives a kill, a full disk or a second writer.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -19,6 +20,7 @@ from typing import Any
 import attrs
 import numpy as np
 import torch
+from threadpoolctl import threadpool_limits
 
 from fsc.checks import real
 from fsc.engines.solve import choose_engine
@@ -207,9 +209,9 @@ def run_training(
         max_steps: also stop after this many accepted steps.
         quiet: no progress bar (there is none either when stderr is not a terminal).
         checkpoint_seconds: wall time between checkpoints.
-        threads: torch threads during the run (restored afterwards); ``None``
-            leaves torch's setting alone (and bit-for-bit resumes then need the
-            same setting in every session).
+        threads: torch's and LAPACK's threads during the run (restored afterwards); ``None``
+            leaves their settings alone (and bit-for-bit resumes then need the
+            same settings in every session).
         policy: the initial policy, already built (its architecture must be ``memory``).
 
     Returns:
@@ -302,8 +304,11 @@ def run_training(
     previous_threads = torch.get_num_threads()
     if threads is not None:
         torch.set_num_threads(threads)
+    # LAPACK's threads too (OpenBLAS starts one per core by default): a sweep of one-thread runs on every core
+    # would otherwise run several LAPACK threads per run, and the runs slow each other down.
+    blas = threadpool_limits(limits=threads, user_api="blas") if threads is not None else contextlib.nullcontext()
     try:
-        with RunLock(out):  # one owner; then check again what another owner may have written meanwhile
+        with blas, RunLock(out):  # one owner; then check again what another owner may have written meanwhile
             if (out / "run.json").exists():
                 _check_same_run(out, read_run_json(out / "run.json").get("arguments", {}), arguments)
             if (out / "initial_policy.npz").exists() and not _same_policy(Policy.load(out / "initial_policy.npz"), policy):

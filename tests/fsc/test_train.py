@@ -149,6 +149,27 @@ def test_threads_are_restored(tmp_path):
     assert torch.get_num_threads() == threads
 
 
+def test_threads_limit_lapack_during_the_run(tmp_path, monkeypatch):
+    """OpenBLAS (LAPACK's threads) runs one thread per run when ``threads = 1``, and gets its own back after."""
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    import fsc.train.run as run
+
+    seen = []
+    inner = run.train_loop
+
+    def spy(*args, **kwargs):
+        seen.append([pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"])
+        return inner(*args, **kwargs)
+
+    monkeypatch.setattr(run, "train_loop", spy)
+    with threadpool_limits(limits=2, user_api="blas"):  # as on a machine of 2 or more cores
+        before = [pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"]
+        small_run(tmp_path / "run", threads=1)
+        after = [pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"]
+    assert before and set(before) == {2} and seen == [[1] * len(before)] and after == before
+
+
 BAD = [
     (dict(mu=1.5), ValueError, r"mu must be in \(0, 1\), got 1.5"),
     (dict(memory="tape:3"), ValueError, r"memory must be ram:M, .*'tape:3'"),
