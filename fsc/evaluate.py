@@ -260,7 +260,7 @@ class Evaluator:
         lam = run.backend.solve_adjoint(kernels.adjoint_seed(run.p_hat, run.total, chain.part_weights, run.probs, table, none, S, N))
         if self.engine == "choices":  # P = G Pi: through G, in O(K S N C)
             t = chain.after_choice
-            d_probs = kernels.after_choice_transition_gradient(lam, run.p, t.g_rows, t.g_cols, t.g_weight, t.class_of, t.valid, 1 - r, S, N, t.num_classes)
+            d_probs = kernels.after_choice_transition_gradient(lam, run.p, t.kernel_tables, t.valid, 1 - r, S, N)
         else:
             d_probs = kernels.transition_gradient(lam, run.p, chain.flat_rows, chain.flat_cols, chain.node_choice, self.scaled_weight, N, C)
         return kernels.policy_gradient_from(

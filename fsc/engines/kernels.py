@@ -153,9 +153,11 @@ def transition_gradient(lam, p, flat_rows, flat_cols, node_choice, scaled_weight
 
 
 @njit(cache=True)
-def after_choice_transition_gradient(lam, p, g_rows, g_cols, g_weight, class_of, valid, a, S, N, Q):  # pragma: no cover - compiled
-    """:func:`transition_gradient` for ``P = G Pi`` (:class:`fsc.model.chain.AfterChoice`):
+def after_choice_transition_gradient(lam, p, t, valid, a, S, N):  # pragma: no cover - compiled
+    """:func:`transition_gradient` for ``P = G Pi`` (:class:`fsc.model.chain.AfterChoice`; ``t`` is its
+    :attr:`~fsc.model.chain.AfterChoice.kernel_tables`):
     ``dL/dpi[n, c] = a sum_{k, s} p[k, (s, n)] (G^T lambda)[k, (s, q(n, c))]``, in ``O(K S N C)``."""
+    g_rows, g_cols, g_weight, class_of, Q = t[0], t[1], t[2], t[3], t[4]
     K = lam.shape[0]
     C = class_of.shape[1]
     lam_flat = lam.reshape(-1)
@@ -408,7 +410,7 @@ def dense_value_gradient(w_pi, w_0, c):  # pragma: no cover - compiled
     C = probs.shape[1]
     if after_choice:
         lam = after_choice_solve(A_t, piv, lam, 1, probs, t, padding, valid, a, S, N)
-        d_probs = after_choice_transition_gradient(lam, p, t[0], t[1], t[2], t[3], valid, a, S, N, t[4])
+        d_probs = after_choice_transition_gradient(lam, p, t, valid, a, S, N)
     else:
         lu_solve_parts(A_t, piv, lam, 1)
         d_probs = transition_gradient(lam, p, flat_rows, flat_cols, node_choice, scaled_weight, N, C)
