@@ -1,5 +1,8 @@
 """Benchmark: fsc train with thinned rows (--rows-per-decade, the steps between rows in one compiled call)
-against the same run keeping every row (a Point, a State and a Record per step), in one process.
+against the same run keeping every row, in one process.
+
+Keeping every row, the compiled call also records each step's numbers, and Python formats a CSV line per
+step (before, each step was a Point, a State and a Record, about as costly as the step at RAM 8).
 
 For each case (paper convention, mu = 0.1, the published random start of seed 0, one torch thread), the
 two runs alternate ``--repeats`` times; prints the accepted steps, microseconds per step of each (best of

@@ -170,25 +170,54 @@ class Objective:
         new = self._point(logits, init_logits, expected, grad_logits, grad_init)
         return new, dt, next_dt, evaluations, rejections
 
-    def flow_run(self, point: Point, dt: float, max_dgrad: float, min_dt: float, t: float, step: int, until_t: float, max_steps: int, most: int):
+    def flow_run(
+        self, point: Point, dt: float, max_dgrad: float, min_dt: float, t: float, step: int, until_t: float, max_steps: int, most: int, rows: bool = False
+    ):
         """Accepted steps of :meth:`flow_step` in one compiled call (:func:`fsc.engines.kernels.dense_flow_run`),
         until ``t >= until_t``, ``step >= max_steps`` or ``most`` steps.
 
         ``None`` when the engine has no compiled step; else ``(point, dt, next_dt, t, step, evaluations,
-        rejections)`` after the last accepted step, with ``point`` ``None`` when the first step finds none.
+        rejections, steps)`` after the last accepted step, with ``point`` ``None`` when the first step finds
+        none.  ``steps`` is ``None``, or with ``rows`` each accepted step's numbers as columns (lists):
+        ``t, step, dt, grad_norm``, ``evaluations`` (tries since the call began), ``clock``
+        (:func:`time.clock_gettime` of ``CLOCK_MONOTONIC`` just after the step), ``gain`` and ``metrics``
+        (name -> column), the last one being ``point``'s.
         """
         if self._fused is None:
             return None
         evaluator = self._evaluator
-        status, logits, init_logits, grad_logits, grad_init, expected, dt, next_dt, t, step, evaluations, rejections = kernels.dense_flow_run(
+        table = np.empty((most, kernels.ROW_EXPECTED + len(evaluator.table_names)) if rows else (0, 0))
+        status, logits, init_logits, grad_logits, grad_init, expected, dt, next_dt, t, new_step, evaluations, rejections = kernels.dense_flow_run(
             point.logits.numpy(), point.init_logits.numpy(), point.grad_logits.numpy(), point.grad_init.numpy(),
-            point.gain, dt, max_dgrad, min_dt, evaluator.factor, self._fused, t, step, until_t, max_steps, most,
+            point.gain, dt, max_dgrad, min_dt, evaluator.factor, self._fused, t, step, until_t, max_steps, most, table,
         )  # fmt: skip
         if status == kernels.STEP_STALLED:
-            return None, dt, next_dt, t, step, evaluations, rejections
+            return None, dt, next_dt, t, new_step, evaluations, rejections, None
         if status == kernels.STEP_NOT_FINITE:
             raise InputError(f"logits must not contain NaN or +inf, got a maximum of {max(logits.max(), init_logits.max())!r}")
         if status == kernels.STEP_SINGULAR:
             raise np.linalg.LinAlgError("I - (1 - r) P is singular")
         new = self._point(logits, init_logits, expected, grad_logits, grad_init)
-        return new, dt, next_dt, t, step, evaluations, rejections
+        return new, dt, next_dt, t, new_step, evaluations, rejections, self._steps(table[: new_step - step]) if rows else None
+
+    def _steps(self, table: np.ndarray) -> dict:
+        """The columns of :meth:`flow_run`'s rows, gain and metrics read out as :meth:`_point` reads them."""
+        evaluator = self._evaluator
+        gains, metrics = [], {}
+        names = evaluator.table_names[1:]
+        for expected in table[:, kernels.ROW_EXPECTED :].tolist():
+            gain, read = read_out(evaluator.world, evaluator.convention, evaluator.reset, expected[0], dict(zip(names, expected[1:], strict=True)))
+            gains.append(gain)
+            for name, value in read.items():
+                metrics.setdefault(name, []).append(float(value))
+        column = lambda j: table[:, j].tolist()  # noqa: E731
+        return {
+            "t": column(kernels.ROW_T),
+            "step": [int(step) for step in column(kernels.ROW_STEP)],
+            "dt": column(kernels.ROW_DT),
+            "grad_norm": column(kernels.ROW_GRAD_NORM),
+            "evaluations": [int(n) for n in column(kernels.ROW_EVALUATIONS)],
+            "clock": column(kernels.ROW_CLOCK),
+            "gain": gains,
+            "metrics": metrics,
+        }

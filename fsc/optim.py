@@ -94,6 +94,10 @@ class Record:
             acceptable step down to ``min_dt``, or took a step too small to
             move ``t``: :class:`StopRule`).
         state: the full optimiser state (for checkpoints).
+        skipped: ``None``, or (when :func:`optimize` is asked to keep them) the accepted steps taken
+            since the previous record and before this one, which it did not yield: columns (lists) ``t,
+            step, dt, gain, grad_norm, seconds, evaluations`` and ``metrics`` (name -> column), the numbers
+            their records would have held.
     """
 
     t: float
@@ -106,6 +110,7 @@ class Record:
     evaluations: int
     stop: str | None
     state: State = attrs.field(repr=False)
+    skipped: dict[str, Any] | None = attrs.field(default=None, repr=False)
 
     @property
     def q(self) -> float:
@@ -113,7 +118,7 @@ class Record:
         return self.metrics.get("q", math.nan)
 
     @classmethod
-    def of(cls, state: State, stop: str | None = None) -> Record:
+    def of(cls, state: State, stop: str | None = None, skipped: dict[str, Any] | None = None) -> Record:
         point = state.point
         return cls(
             t=state.t,
@@ -126,6 +131,7 @@ class Record:
             evaluations=state.evaluations,
             stop=stop,
             state=state,
+            skipped=skipped,
         )
 
 
@@ -238,29 +244,45 @@ class GradientFlow(Optimizer):
             )
         return None
 
-    def run(self, objective: Objective, state: State, clock, *, until_t: float, max_steps: int | None) -> State | None:
+    def run(
+        self, objective: Objective, state: State, clock, *, until_t: float, max_steps: int | None, rows: bool = False
+    ) -> tuple[State | None, dict | None]:
         """The state after accepted steps until ``t >= until_t``, ``step >= max_steps`` or a step too small to
         move ``t`` (at most :data:`MOST_STEPS`): the states :meth:`advance` would pass through, the last of them only.  On the
-        dense and choices engines one compiled call takes them all; elsewhere it is one :meth:`advance`."""
+        dense and choices engines one compiled call takes them all; elsewhere it is one :meth:`advance`.
+
+        Returns ``(state, skipped)``; with ``rows``, ``skipped`` holds the steps before the last one as
+        :attr:`Record.skipped` does (else, or when there were none, it is ``None``).
+        """
         run = objective.flow_run(
             state.point, state.slots["next_dt"], self.max_dgrad, self.min_dt, state.t, state.step, until_t,
-            _NO_STEP_LIMIT if max_steps is None else max_steps, MOST_STEPS,
+            _NO_STEP_LIMIT if max_steps is None else max_steps, MOST_STEPS, rows,
         )  # fmt: skip
         if run is None:
-            return self.advance(objective, state, clock)
-        new, dt, next_dt, t, step, tried, rejected = run
+            return self.advance(objective, state, clock), None
+        new, dt, next_dt, t, step, tried, rejected, steps = run
         if new is None:
-            return None
-        return State(
+            return None, None
+        seconds = clock()
+        skipped = None
+        if steps is not None and len(steps["t"]) > 1:
+            # Each step's wall time from the clock the compiled loop read just after it.
+            now = time.clock_gettime(time.CLOCK_MONOTONIC)
+            steps["seconds"] = [seconds - (now - at) for at in steps.pop("clock")]
+            steps["evaluations"] = [state.evaluations + n for n in steps["evaluations"]]
+            skipped = {name: column[:-1] for name, column in steps.items() if name != "metrics"}
+            skipped["metrics"] = {name: column[:-1] for name, column in steps["metrics"].items()}
+        new_state = State(
             point=new,
             t=t,
             step=step,
             dt=dt,
             evaluations=state.evaluations + tried,
             rejections=state.rejections + rejected,
-            seconds=clock(),
+            seconds=seconds,
             slots={"next_dt": next_dt},
         )
+        return new_state, skipped
 
 
 #: Most accepted steps :meth:`GradientFlow.run` takes in one call: a call lasts milliseconds, so that the
@@ -447,6 +469,7 @@ def optimize(
     target: str = "gain",
     state: State | None = None,
     skip_until: Callable[[], float] | None = None,
+    keep_skipped: bool = False,
 ) -> Iterator[Record]:
     """Climb the gain from ``policy``; yield a :class:`Record` per accepted step.
 
@@ -476,6 +499,11 @@ def optimize(
             same path, and the dense and choices engines take the steps between them in one
             compiled call (:meth:`GradientFlow.run`).  A record still comes at
             least every :data:`MOST_STEPS` steps and at every stop.
+        keep_skipped: with ``skip_until``, each record also carries the steps
+            it skipped (:attr:`Record.skipped`), recorded by the compiled call
+            that took them: every step's numbers without a Python object per
+            step (``fsc train`` keeping every row passes ``skip_until``
+            returning ``inf`` and this).
 
     Raises:
         ValueError, TypeError: bad arguments, before any evaluation.
@@ -502,11 +530,17 @@ def optimize(
     objective = Objective(world=world, architecture=arch, reset=reset, engine=engine, convention=convention, target=target)
     if skip_until is not None and not callable(skip_until):
         raise InputTypeError(f"skip_until must be a function returning a time t, got {skip_until!r}")
-    return _run(objective, optimizer, rule, policy, state, skip_until)
+    return _run(objective, optimizer, rule, policy, state, skip_until, keep_skipped)
 
 
 def _run(
-    objective: Objective, optimizer: Optimizer, rule: StopRule, policy: Policy, state: State | None, skip_until: Callable[[], float] | None = None
+    objective: Objective,
+    optimizer: Optimizer,
+    rule: StopRule,
+    policy: Policy,
+    state: State | None,
+    skip_until: Callable[[], float] | None = None,
+    keep_skipped: bool = False,
 ) -> Iterator[Record]:
     started = time.perf_counter()
     offset = 0.0 if state is None else state.seconds
@@ -517,17 +551,18 @@ def _run(
     if state is None:
         point = objective(policy.logits.detach().clone(), policy.init_logits.detach().clone())
         state = State(point=point, seconds=clock(), slots=optimizer.start(point))
+    skipped = None
     while True:
         stop = rule.reason(state)
-        yield Record.of(state, stop)
+        yield Record.of(state, stop, skipped)
         if stop is not None:
             return
         # (A gradient-norm stop is checked at every step, so it keeps every record.)
         if skip_until is not None and isinstance(optimizer, GradientFlow) and rule.min_grad_norm is None:
             until_t = skip_until() if rule.until_t is None else min(skip_until(), rule.until_t)
-            new = optimizer.run(objective, state, clock, until_t=until_t, max_steps=rule.max_steps)
+            new, skipped = optimizer.run(objective, state, clock, until_t=until_t, max_steps=rule.max_steps, rows=keep_skipped)
         else:
-            new = optimizer.advance(objective, state, clock)
+            new, skipped = optimizer.advance(objective, state, clock), None
         if new is None:
             yield Record.of(attrs.evolve(state, seconds=clock()), "stalled")
             return

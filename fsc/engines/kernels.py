@@ -11,6 +11,9 @@ keeps the machine code beside the module).
 
 from __future__ import annotations
 
+import ctypes
+import time
+
 import llvmlite.binding as llvm
 import numpy as np
 from numba import njit, types
@@ -28,6 +31,7 @@ __all__ = [
     "gradient_norm",
     "lu_parts",
     "lu_solve_parts",
+    "monotonic",
     "policy_gradient_from",
     "policy_probs",
     "transition_gradient",
@@ -236,14 +240,31 @@ def gradient_norm(grad, grad_init):  # pragma: no cover - compiled
 # give the same numbers to the last bit; what goes is the Python between them.
 
 _I32 = types.CPointer(types.int32)
+_I64 = types.CPointer(types.int64)
 _F64 = types.CPointer(types.float64)
 _dgetrf = types.ExternalFunction("fsc_dgetrf", types.void(_I32, _I32, _F64, _I32, _I32, _I32))
 _dgetrs = types.ExternalFunction("fsc_dgetrs", types.void(types.CPointer(types.uint8), _I32, _I32, _F64, _I32, _I32, _F64, _I32, _I32))
 for _name in ("dgetrf", "dgetrs"):
     llvm.add_symbol(f"fsc_{_name}", get_cython_function_address("scipy.linalg.cython_lapack", _name))
+# The C library's clock, for the wall time of each step that :func:`dense_flow_run` records.
+_clock_gettime = types.ExternalFunction("fsc_clock_gettime", types.int32(types.int32, _I64))
+llvm.add_symbol("fsc_clock_gettime", ctypes.cast(ctypes.CDLL(None).clock_gettime, ctypes.c_void_p).value)
+#: The clock :func:`monotonic` reads (``time.CLOCK_MONOTONIC``).
+CLOCK_MONOTONIC = time.CLOCK_MONOTONIC
+
+#: The columns of the rows :func:`dense_flow_run` records; the tables' expectations follow from ``ROW_EXPECTED``.
+ROW_T, ROW_STEP, ROW_DT, ROW_GRAD_NORM, ROW_EVALUATIONS, ROW_CLOCK, ROW_EXPECTED = range(7)
 
 #: What :func:`dense_flow_step` reports besides the new point.
 STEP_ACCEPTED, STEP_STALLED, STEP_NOT_FINITE, STEP_SINGULAR = 0, 1, 2, 3
+
+
+@njit(cache=True)
+def monotonic():  # pragma: no cover - compiled
+    """``time.clock_gettime(time.CLOCK_MONOTONIC)`` from compiled code, in seconds."""
+    spec = np.zeros(2, np.int64)
+    _clock_gettime(CLOCK_MONOTONIC, spec.ctypes)
+    return spec[0] + 1e-9 * spec[1]
 
 
 @njit(cache=True)
@@ -474,7 +495,7 @@ def dense_flow_step(w_pi, w_0, g, g0, gain, dt, max_dgrad, min_dt, factor, c):  
 
 
 @njit(cache=True)
-def dense_flow_run(w_pi, w_0, g, g0, gain, dt, max_dgrad, min_dt, factor, c, t, step, until_t, max_steps, most):  # pragma: no cover
+def dense_flow_run(w_pi, w_0, g, g0, gain, dt, max_dgrad, min_dt, factor, c, t, step, until_t, max_steps, most, rows):  # pragma: no cover
     """Accepted steps of :func:`dense_flow_step`, one after the other, until ``t >= until_t``, ``step >=
     max_steps``, a step too small to move ``t`` (``t + dt == t``: the flow has stalled, see
     :class:`fsc.optim.StopRule`) or ``most`` steps: the same steps as so many calls, without going back to
@@ -485,6 +506,10 @@ def dense_flow_run(w_pi, w_0, g, g0, gain, dt, max_dgrad, min_dt, factor, c, t, 
     tries and rejections of the accepted steps.  A step that is not accepted ends the run: after accepted
     steps, they are returned (the next call meets that step first); first of all, its own status and
     arrays are, as :func:`dense_flow_step` gives them.
+
+    ``rows``: ``(most, ROW_EXPECTED + tables)`` to record the ``i``-th accepted step in ``rows[i]`` (its
+    ``t``, ``step``, ``dt``, gradient norm, tries since the call began, :func:`monotonic` clock and
+    expectations, at the ``ROW_*`` columns), or ``(0, 0)`` for none.
     """
     evaluations = 0
     rejections = 0
@@ -503,6 +528,11 @@ def dense_flow_run(w_pi, w_0, g, g0, gain, dt, max_dgrad, min_dt, factor, c, t, 
         gain = factor * expected[0]
         t += used
         step += 1
+        if rows.shape[0]:
+            row = rows[taken]
+            row[ROW_T], row[ROW_STEP], row[ROW_DT] = t, step, used
+            row[ROW_GRAD_NORM], row[ROW_EVALUATIONS], row[ROW_CLOCK] = gradient_norm(g, g0), evaluations, monotonic()
+            row[ROW_EXPECTED:] = expected
         taken += 1
         if t >= until_t or step >= max_steps or t + used == t or taken >= most:
             break

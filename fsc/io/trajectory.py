@@ -61,6 +61,8 @@ class Trajectory:
 
     def _start(self, metrics: tuple[str, ...]) -> None:
         self.metrics = metrics
+        # A CSV line from t, step, the metrics, gain, dt and seconds.
+        self._format = "{!r},{}," + "{!r}," * len(metrics) + "{!r},{!r},{:.6f}\n"
         dtypes = {**_BEFORE, **dict.fromkeys(metrics, np.float64), **_AFTER}
         self.columns = {name: array.array("q" if dtype is np.int64 else "d") for name, dtype in dtypes.items()}
 
@@ -69,8 +71,7 @@ class Trajectory:
         return ",".join(["t", "step", *self.metrics, "gain", "dt", "seconds"])
 
     def _line(self, row: dict[str, Any]) -> str:
-        metrics = "".join(f"{row[name]!r}," for name in self.metrics)
-        return f"{row['t']!r},{row['step']},{metrics}{row['gain']!r},{row['dt']!r},{row['seconds']:.6f}\n"
+        return self._format.format(row["t"], row["step"], *(row[name] for name in self.metrics), row["gain"], row["dt"], row["seconds"])
 
     def __len__(self) -> int:
         return len(self.columns["t"]) if self.columns else 0
@@ -83,6 +84,22 @@ class Trajectory:
         for name, column in self.columns.items():
             column.append(row[name])
         self.lines.append(self._line(row))
+
+    def extend(self, steps: dict[str, Any]) -> None:
+        """Append the rows of :attr:`fsc.optim.Record.skipped` (columns of the same numbers as
+        :func:`trajectory_row` gives for each step's record)."""
+        metrics = {metric_column(name): column for name, column in steps["metrics"].items()}
+        columns = {"t": steps["t"], "step": steps["step"], **metrics, **{name: steps[name] for name in _AFTER}}
+        if not self.columns:
+            self._start(tuple(metrics))
+        if set(columns) != set(self.columns):
+            raise AssertionError(f"trajectory rows with the columns {sorted(columns)}, not {sorted(self.columns)}")
+        on_line = ("t", "step", *self.metrics, "gain", "dt", "seconds")
+        lines = [self._format.format(*row) for row in zip(*(columns[name] for name in on_line), strict=True)]
+        # (An interrupt between two columns leaves some longer: trim() then drops all these rows.)
+        for name, column in self.columns.items():
+            column.extend(columns[name])
+        self.lines.extend(lines)
 
     def last(self, name: str):
         return self.columns[name][-1] if len(self) else None

@@ -300,7 +300,7 @@ def _warm_trainer() -> None:
             objective = Objective(world=world, architecture=RAM(2), reset=0.5, engine=engine)
             state = State(point=objective(policy.logits, policy.init_logits), slots={"next_dt": 1.0})
             GradientFlow().advance(objective, state, lambda: 0.0)
-            GradientFlow().run(objective, state, lambda: 0.0, until_t=2.0, max_steps=None)
+            GradientFlow().run(objective, state, lambda: 0.0, until_t=2.0, max_steps=None, rows=True)
     except Exception as error:  # noqa: BLE001 - the slower path still works
         print(f"fsc: warning: trainers start as new processes (warming this worker failed: {type(error).__name__}: {error})", file=sys.stderr, flush=True)
         return

@@ -108,7 +108,7 @@ TRAINING: tuple[Argument, ...] = (
     Argument("rows_per_decade", "integer", "keep at most N trajectory rows per decade of t, and step 0 (default: every step); "
              "a long run stays small and, on the dense and choices engines, runs the steps between rows in one compiled call; "
              "the final numbers are in result.json", parse=positive_int, metavar="N"),
-    Argument("checkpoint_seconds", "number", "wall time between checkpoints (default 60)", default=60.0, may_change=True),
+    Argument("checkpoint_seconds", "number", "least wall time between checkpoints (default 60)", default=60.0, may_change=True),
     Argument("threads", "integer", "torch threads (default 1: bit-for-bit resumes)", default=1, parse=threads_arg, may_change=True),
     Argument("out", "string", "run directory; started again, the run resumes from its checkpoint", required=True, sweep=False),
     Argument("quiet", "flag", "no progress bar (none either when stderr is not a terminal)", default=False, may_change=True, sweep=False),

@@ -219,9 +219,14 @@ def train_loop(records, arch, policy, rule, out, resumed, trajectory, meta, quie
     progress = Progress(rule.until_t or 0.0, disable=quiet or not sys.stderr.isatty())
     last_checkpoint = time.monotonic()
     record = None
+    whole = None  # the last record whose steps before it are all rows of the trajectory: what a checkpoint saves
     interrupted = DeferredInterrupt()
     try:
         for record in interrupted.between(records):
+            if record.skipped is not None:  # asked for only when every row is kept
+                trajectory.extend(record.skipped)  # all of them or none
+                last_step = record.skipped["step"][-1]
+            whole = record
             if record.step > last_step:
                 if keep(record.t, record.step):
                     trajectory.append(trajectory_row(record))
@@ -235,8 +240,8 @@ def train_loop(records, arch, policy, rule, out, resumed, trajectory, meta, quie
                 write_csv(out / "trajectory.csv", trajectory)
                 last_checkpoint = time.monotonic()
     except KeyboardInterrupt:
-        if record is not None:
-            save_checkpoint(out, record.state, trajectory, meta)
+        if whole is not None:
+            save_checkpoint(out, whole.state, trajectory, meta)
             write_csv(out / "trajectory.csv", trajectory)
         raise
     finally:

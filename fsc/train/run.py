@@ -295,9 +295,13 @@ def run_training(
 
     # Checks every remaining argument (engine, ...) before anything is written; runs nothing yet.
     keep = Thinning(rows_per_decade, trajectory)
+    # Every row kept: the compiled flow records the steps between two records (a record per MOST_STEPS steps),
+    # unless the run may stop as converged, which reads every row as it comes.
+    every_row = rows_per_decade is None and rule.until_t is not None
     records = optimize(
         world, policy, reset=reset, optimizer=opt, convention=convention, engine=engine, target=target, state=state,
-        skip_until=None if rows_per_decade is None else keep.due, **attrs.asdict(rule),
+        skip_until=keep.due if rows_per_decade is not None else (lambda: math.inf) if every_row else None, keep_skipped=every_row,
+        **attrs.asdict(rule),
     )  # fmt: skip
     # The engine that runs (what auto chose), for the record: auto's rule on the cached chain, no second evaluator.
     meta["engine"] = choose_engine(joint_chain(as_pomdp(world), arch), reset) if engine == "auto" else ("dense" if engine == "adjoint" else engine)

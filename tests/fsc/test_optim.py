@@ -241,11 +241,47 @@ def test_skipping_records_keeps_the_path_to_the_bit(memory, engine, convention, 
     by_step = {r.step: r for r in every}
     assert all(_same_records(r, by_step[r.step]) for r in some)
     assert _same_records(some[-1], every[-1]) and some[0].step == 0
+    assert all(r.skipped is None for r in some)
     skipped = engine in ("dense", "choices") and "min_grad_norm" not in stop
     assert (len(some) < len(every) / 4) if skipped else (len(some) == len(every))
     for r in some[1:-1]:  # a record comes at each edge crossed (or after MOST_STEPS steps)
         before = by_step[r.step - 1]
         assert any(before.t < e <= r.t for e in np.geomspace(1.0, 1e5, 8)) or r.step % fsc.optim.MOST_STEPS == 0 or not skipped
+
+
+@pytest.mark.parametrize(
+    ("memory", "engine", "stop"),
+    [
+        ("ram:8", "choices", {"until_t": 3e4}),  # several compiled calls of MOST_STEPS steps, and a last one
+        ("memento:3", "dense", {"max_steps": 300}),
+        ("ram:3", "sparse", {"until_t": 1e4}),  # no compiled run: a record per step, nothing skipped
+    ],
+)
+def test_skipped_steps_are_the_records_of_every_step(memory, engine, stop):
+    """optimize(skip_until=inf, keep_skipped=True): the steps between two records, as the compiled run recorded
+    them, hold the numbers of those steps' own records to the bit (their wall times aside)."""
+    world, arch = tasks.TwoHypothesis(0.1), fsc.parse_memory(memory)
+    policy = fsc.Policy.random(arch, 2)
+    every = list(optimize(world, policy, reset=1e-3, convention="paper", engine=engine, **stop))
+    some = list(optimize(world, policy, reset=1e-3, convention="paper", engine=engine, skip_until=lambda: math.inf, keep_skipped=True, **stop))
+    rows = []
+    for record in some:
+        if record.skipped is not None:
+            skipped = record.skipped
+            names = ("t", "step", "dt", "gain", "grad_norm", "seconds", "evaluations")
+            rows.extend({**dict(zip(names, values, strict=True)), "metrics": {name: skipped["metrics"][name][i] for name in skipped["metrics"]}}
+                        for i, values in enumerate(zip(*(skipped[name] for name in names), strict=True)))  # fmt: skip
+        rows.append({"t": record.t, "step": record.step, "dt": record.dt, "gain": record.gain, "grad_norm": record.grad_norm,
+                     "seconds": record.seconds, "evaluations": record.evaluations, "metrics": record.metrics})  # fmt: skip
+    assert [row["step"] for row in rows] == [r.step for r in every]
+    for row, r in zip(rows, every, strict=True):
+        numbers = (row["t"], row["dt"], row["gain"], row["grad_norm"], row["evaluations"], row["metrics"])
+        assert numbers == (r.t, r.dt, r.gain, r.grad_norm, r.evaluations, r.metrics)
+    seconds = [row["seconds"] for row in rows]
+    assert seconds == sorted(seconds) and seconds[0] >= 0
+    compiled = engine != "sparse"
+    assert (len(some) <= 2 + len(every) // fsc.optim.MOST_STEPS) if compiled else (len(some) == len(every))
+    assert any(r.skipped is not None for r in some) == compiled
 
 
 @pytest.mark.parametrize("engine", ["dense", "sparse"])
@@ -287,13 +323,24 @@ def test_the_compiled_run_is_so_many_compiled_steps():
     factor, fused = objective._evaluator.factor, objective._fused
     w, w0, g, g0 = start
     gain, dt, t, tries, rejections = point.gain, 1.0, 0.0, 0, 0
-    for _ in range(150):
+    steps = []  # what the run records of each step: t, step, dt, gradient norm, tries so far, expectations
+    for step in range(1, 151):
         _, w, w0, g, g0, expected, used, dt, tried, rejected = kernels.dense_flow_step(w, w0, g, g0, gain, dt, 1e-4, 1e-30, factor, fused)
         gain, t, tries, rejections = factor * expected[0], t + used, tries + tried, rejections + rejected
-    run = kernels.dense_flow_run(*start, point.gain, 1.0, 1e-4, 1e-30, factor, fused, 0.0, 0, math.inf, 150, 1000)
-    status, rw, rw0, rg, rg0, r_expected, r_used, r_dt, r_t, r_step, r_tries, r_rejections = run
-    assert (status, r_step, r_t, r_dt, r_used, r_tries, r_rejections) == (0, 150, t, dt, used, tries, rejections) and rejections > 0
-    assert all(np.array_equal(a, b) for a, b in ((rw, w), (rw0, w0), (rg, g), (rg0, g0), (r_expected, expected)))
+        steps.append([t, step, used, float(np.sqrt(np.sum(g**2) + np.sum(g0**2))), tries, *expected])
+    rows = np.full((1000, kernels.ROW_EXPECTED + len(expected)), np.nan)
+    for table in (np.zeros((0, 0)), rows):
+        run = kernels.dense_flow_run(*start, point.gain, 1.0, 1e-4, 1e-30, factor, fused, 0.0, 0, math.inf, 150, 1000, table)
+        status, rw, rw0, rg, rg0, r_expected, r_used, r_dt, r_t, r_step, r_tries, r_rejections = run
+        assert (status, r_step, r_t, r_dt, r_used, r_tries, r_rejections) == (0, 150, t, dt, used, tries, rejections) and rejections > 0
+        assert all(np.array_equal(a, b) for a, b in ((rw, w), (rw0, w0), (rg, g), (rg0, g0), (r_expected, expected)))
+    recorded = np.delete(rows[:150], kernels.ROW_CLOCK, axis=1)
+    steps = np.array(steps)
+    assert np.array_equal(np.delete(recorded, kernels.ROW_GRAD_NORM, axis=1), np.delete(steps, kernels.ROW_GRAD_NORM, axis=1))
+    assert np.allclose(recorded[:, kernels.ROW_GRAD_NORM], steps[:, kernels.ROW_GRAD_NORM], rtol=1e-14, atol=0)  # numpy sums pairwise
+    clock = rows[:150, kernels.ROW_CLOCK]
+    assert np.all(np.diff(clock) >= 0) and abs(clock[-1] - time.clock_gettime(time.CLOCK_MONOTONIC)) < 60
+    assert np.isnan(rows[150:]).all()
 
 
 def test_flow_rejects_steps_that_lower_the_gain_or_change_the_gradient_too_much():

@@ -1,5 +1,7 @@
 """Training runs on disk (fsc.train): files, checkpoints, resume after SIGKILL, bad input."""
 
+import array
+import functools
 import json
 import os
 import signal
@@ -224,10 +226,10 @@ def test_command_line_entry_point(tmp_path, capsys):
 # Kill and resume: SIGKILL a training process mid-run, start it again with the same command.
 
 
-def _command(policy_file: Path, out: Path) -> list[str]:
+def _command(policy_file: Path, out: Path, memory: str = "memento:3", engine: str = "auto", max_steps: int = 150) -> list[str]:
     return [
-        sys.executable, "-m", "fsc", "train", "--memory", "memento:3", "--init", str(policy_file), "--mu", "0.1",
-        "--reset", "1e-3", "--until-t", "1e9", "--max-steps", "150", "--convention", "paper",
+        sys.executable, "-m", "fsc", "train", "--memory", memory, "--init", str(policy_file), "--mu", "0.1",
+        "--reset", "1e-3", "--until-t", "1e9", "--max-steps", str(max_steps), "--convention", "paper", "--engine", engine,
         "--checkpoint-seconds", "0", "--threads", "1", "--out", str(out), "--json", "--quiet",
     ]  # fmt: skip
 
@@ -236,16 +238,24 @@ def _environment() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
 
 
-def test_killed_run_resumes_to_the_same_result(tmp_path):
+@pytest.mark.parametrize(
+    ("memory", "engine", "max_steps", "kill_after"),
+    [
+        ("memento:3", "sparse", 150, 20),  # a record, hence a checkpoint, after each step
+        ("ram:64", "choices", 2500, 1000),  # every row kept by compiled runs of MOST_STEPS steps (about 1 s each)
+    ],
+)
+def test_killed_run_resumes_to_the_same_result(tmp_path, memory, engine, max_steps, kill_after):
     policy_file = tmp_path / "start.npz"
-    fsc.Policy.random(fsc.Memento(3), 12).save(policy_file)
+    fsc.Policy.random(fsc.parse_memory(memory), 12).save(policy_file)
     env = _environment()
-    whole = subprocess.run(_command(policy_file, tmp_path / "whole"), env=env, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    command = lambda out: _command(policy_file, out, memory, engine, max_steps)  # noqa: E731
+    whole = subprocess.run(command(tmp_path / "whole"), env=env, cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert whole.returncode == 0, whole.stderr
     expected = json.loads(whole.stdout)
 
     out = tmp_path / "killed"
-    process = subprocess.Popen(_command(policy_file, out), env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    process = subprocess.Popen(command(out), env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 120
     killed_at = None
     while time.monotonic() < deadline and process.poll() is None:
@@ -253,7 +263,7 @@ def test_killed_run_resumes_to_the_same_result(tmp_path):
             step = json.loads((out / "checkpoint.json").read_text())["step"]
         except (FileNotFoundError, json.JSONDecodeError, KeyError):
             step = -1
-        if step >= 20:
+        if step >= kill_after:
             process.send_signal(signal.SIGKILL)
             killed_at = step
             break
@@ -265,9 +275,9 @@ def test_killed_run_resumes_to_the_same_result(tmp_path):
     doc = json.loads((out / "run.json").read_text())
     assert doc["status"] == "running" and not (out / "result.json").exists()
     state, _, _ = load_checkpoint(out)
-    assert 20 <= state.step < expected["steps"]
+    assert kill_after <= state.step < expected["steps"]
 
-    again = subprocess.run(_command(policy_file, out), env=env, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    again = subprocess.run(command(out), env=env, cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert again.returncode == 0, again.stderr
     result = json.loads(again.stdout)
     assert (result["q"], result["t"], result["steps"]) == (expected["q"], expected["t"], expected["steps"])
@@ -320,9 +330,11 @@ def test_interrupted_run_checkpoints_and_resumes(tmp_path):
 
 @pytest.mark.parametrize("columns_done", [0, 3, 7])
 def test_interrupt_in_the_middle_of_a_row_leaves_a_resumable_run(tmp_path, monkeypatch, columns_done):
-    """Ctrl-C while a trajectory row is half appended: the checkpoint keeps whole rows, and the run resumes to the bit."""
+    """Ctrl-C while a trajectory row is half appended: the checkpoint keeps whole rows, and the run resumes to the bit.
+    (On the sparse engine each step is a record, whose row is appended alone.)"""
     from fsc.io import trajectory as train
 
+    small_run = functools.partial(globals()["small_run"], engine="sparse")
     whole = small_run(tmp_path / "whole")
     cut = whole.steps // 2
     original = train.Trajectory.append
@@ -341,6 +353,37 @@ def test_interrupt_in_the_middle_of_a_row_leaves_a_resumable_run(tmp_path, monke
     state, columns, _ = load_checkpoint(tmp_path / "cut")
     assert {len(c) for c in columns.values()} == {cut} and state.step == cut  # rows 0 .. cut - 1, whole
     again = small_run(tmp_path / "cut")
+    assert again.q == whole.q and again.steps == whole.steps
+    assert trajectory_without_seconds(tmp_path / "cut") == trajectory_without_seconds(tmp_path / "whole")
+
+
+@pytest.mark.parametrize("columns_done", [0, 3, 7])
+def test_interrupt_in_the_middle_of_the_steps_of_a_compiled_run_leaves_a_resumable_run(tmp_path, monkeypatch, columns_done):
+    """Ctrl-C while the rows of a compiled run's steps are appended, between two columns: none of them is kept,
+    the checkpoint is that of the record before them, and the run resumes to the bit."""
+    from fsc.io import trajectory as train
+
+    whole = small_run(tmp_path / "whole", until_t=1e5)
+    assert whole.steps > 1000  # two compiled runs: steps 1 to 1000, then the rest
+    original = train.Trajectory.extend
+
+    class Breaking(array.array):
+        def extend(self, values):
+            raise KeyboardInterrupt
+
+    def interrupted(self, steps):
+        if steps["step"][0] > 1:  # the second compiled run's steps
+            name = list(self.columns)[columns_done]
+            self.columns[name] = Breaking(self.columns[name].typecode, self.columns[name])
+        original(self, steps)
+
+    monkeypatch.setattr(train.Trajectory, "extend", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        small_run(tmp_path / "cut", until_t=1e5)
+    monkeypatch.setattr(train.Trajectory, "extend", original)
+    state, columns, _ = load_checkpoint(tmp_path / "cut")
+    assert state.step == fsc.optim.MOST_STEPS and {len(c) for c in columns.values()} == {state.step + 1}  # rows 0 .. 1000
+    again = small_run(tmp_path / "cut", until_t=1e5)
     assert again.q == whole.q and again.steps == whole.steps
     assert trajectory_without_seconds(tmp_path / "cut") == trajectory_without_seconds(tmp_path / "whole")
 
