@@ -295,7 +295,7 @@ class Evaluator:
 _NO_SEED = np.zeros((0, 0))
 _NONE, _NOTHING = np.zeros(0, dtype=np.int64), np.zeros(0)
 #: :attr:`fsc.model.chain.AfterChoice.kernel_tables` of no chain, for the dense engine's compiled step.
-_NO_TABLES = (_NONE, _NONE, _NOTHING, np.zeros((0, 0), dtype=np.int64), 0, _NONE, _NONE, _NONE, _NONE, _NOTHING)
+_NO_TABLES = (_NONE, _NONE, _NOTHING, np.zeros((0, 0), dtype=np.int64), 0, _NONE, _NONE, _NONE, _NONE, _NOTHING, False)
 
 
 @attrs.frozen(kw_only=True, eq=False)

@@ -161,7 +161,7 @@ def after_choice_transition_gradient(lam, p, t, valid, a, S, N):  # pragma: no c
     """:func:`transition_gradient` for ``P = G Pi`` (:class:`fsc.model.chain.AfterChoice`; ``t`` is its
     :attr:`~fsc.model.chain.AfterChoice.kernel_tables`):
     ``dL/dpi[n, c] = a sum_{k, s} p[k, (s, n)] (G^T lambda)[k, (s, q(n, c))]``, in ``O(K S N C)``."""
-    g_rows, g_cols, g_weight, class_of, Q = t[0], t[1], t[2], t[3], t[4]
+    g_rows, g_cols, g_weight, class_of, Q, choice_is_class = t[0], t[1], t[2], t[3], t[4], t[10]
     K = lam.shape[0]
     C = class_of.shape[1]
     lam_flat = lam.reshape(-1)
@@ -175,10 +175,16 @@ def after_choice_transition_gradient(lam, p, t, valid, a, S, N):  # pragma: no c
             if valid[k, s]:
                 for n in range(N):
                     v = a * p[k, s * N + n]
+                    row = d_probs[n]
+                    if choice_is_class:  # the same sums, along contiguous rows
+                        h_part = h[k, s * Q : s * Q + C]
+                        for c in range(C):
+                            row[c] += v * h_part[c]
+                        continue
                     for c in range(C):
                         q = class_of[n, c]
                         if q >= 0:
-                            d_probs[n, c] += v * h[k, s * Q + q]
+                            row[c] += v * h[k, s * Q + q]
     return d_probs
 
 
@@ -309,7 +315,7 @@ def after_choice_solve(lu, piv, b, trans, probs, t, padding, valid, a, S, N):  #
     has no rows and ``Pi`` no columns), the Woodbury identity gives
     ``A^{-1} b = D^{-1} b + a G B^{-1} Pi D^{-1} b`` and ``A^{-T} g = D^{-1} g + a Pi^T B^{-T} G^T D^{-1} g``.
     """
-    g_rows, g_cols, g_weight, class_of, Q = t[0], t[1], t[2], t[3], t[4]
+    g_rows, g_cols, g_weight, class_of, Q, choice_is_class = t[0], t[1], t[2], t[3], t[4], t[10]
     K, X = b.shape
     C = probs.shape[1]
     Y = S * Q
@@ -324,12 +330,18 @@ def after_choice_solve(lu, piv, b, trans, probs, t, padding, valid, a, S, N):  #
         for k in range(K):
             for s in range(S):
                 if valid[k, s]:
+                    z_part = z[k, s * Q : (s + 1) * Q]
                     for n in range(N):
                         v = x[k, s * N + n]
+                        if choice_is_class:  # the same sums, along contiguous rows
+                            row = probs[n]
+                            for c in range(C):
+                                z_part[c] += row[c] * v
+                            continue
                         for c in range(C):
                             q = class_of[n, c]
                             if q >= 0:
-                                z[k, s * Q + q] += probs[n, c] * v
+                                z_part[q] += probs[n, c] * v
         _b_solve(lu, piv, z, 0, probs, t, a)
         for e in range(g_rows.shape[0]):
             x_flat[g_rows[e]] += a * g_weight[e] * z_flat[g_cols[e]]
@@ -340,12 +352,18 @@ def after_choice_solve(lu, piv, b, trans, probs, t, padding, valid, a, S, N):  #
     for k in range(K):
         for s in range(S):
             if valid[k, s]:
+                z_part = z[k, s * Q : (s + 1) * Q]
                 for n in range(N):
                     acc = 0.0
-                    for c in range(C):
-                        q = class_of[n, c]
-                        if q >= 0:
-                            acc += probs[n, c] * z[k, s * Q + q]
+                    if choice_is_class:
+                        row = probs[n]
+                        for c in range(C):
+                            acc += row[c] * z_part[c]
+                    else:
+                        for c in range(C):
+                            q = class_of[n, c]
+                            if q >= 0:
+                                acc += probs[n, c] * z_part[q]
                     x[k, s * N + n] += a * acc
     return x
 

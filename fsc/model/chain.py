@@ -274,11 +274,17 @@ class AfterChoice:
         return len(self.recurrent)
 
     @functools.cached_property
+    def choice_is_class(self) -> bool:
+        """Whether each choice ``c`` is its own class, allowed at every node (``class_of[n, c] = c``, as in
+        RAM): then ``Pi`` is the policy's matrix itself, and the kernels run over it row by row."""
+        return bool(np.array_equal(self.class_of, np.broadcast_to(np.arange(self.class_of.shape[1]), self.class_of.shape)))
+
+    @functools.cached_property
     def kernel_tables(self) -> tuple:
         """The tables :func:`fsc.engines.kernels.after_choice_solve` reads, in its order."""
         return (
             self.g_rows, self.g_cols, self.g_weight, self.class_of, self.num_classes,
-            self.recurrent, self.t_src, self.t_dst, self.t_node_choice, self.t_weight,
+            self.recurrent, self.t_src, self.t_dst, self.t_node_choice, self.t_weight, self.choice_is_class,
         )  # fmt: skip
 
 

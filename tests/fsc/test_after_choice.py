@@ -78,10 +78,11 @@ def test_the_classes_of_the_paper_architectures():
         assert (class_of[arch.allowed] == np.nonzero(arch.allowed)[1]).all() and (nxt >= 0).all()
         t = fsc.joint_chain(tasks.TwoHypothesis(0.1, arms=arch.arms).pomdp, arch).after_choice
         assert t.size == t.recurrent_size == arch.num_choices and len(t.t_src) == 0  # one world state per part
+        assert t.choice_is_class == arch.allowed.all()  # RAM: every choice allowed at every node
     world = tasks.TwoHypothesis(0.1).pomdp
     for m in (1, 2, 3, 4):
         t = fsc.joint_chain(world, fsc.Memento(m)).after_choice
-        assert t.recurrent_size == 2 * 4 ** (m - 1)
+        assert t.recurrent_size == 2 * 4 ** (m - 1) and t.choice_is_class == (m == 1)  # Memento 1: the choice alone
         full = [n for n, label in enumerate(fsc.Memento(m).node_labels) if sum(ch in "AB" for ch in label) == m]  # "AB+-"
         assert len(full) == 4**m and len(np.unique(t.class_of[full])) == 2 * 4 ** (m - 1)
 
