@@ -292,6 +292,11 @@ def run_training(
         if (out / "initial_policy.npz").exists() and not _same_policy(Policy.load(out / "initial_policy.npz"), policy):
             raise InputError(f"{str(out)!r} holds a run that started from another initial policy; use another out directory")
         state, trajectory = _resume(out, arguments)
+        if state is not None and max_steps is not None and state.step > max_steps:
+            raise InputError(
+                f"{str(out)!r} holds a run already at step {state.step}, past max_steps {max_steps}: a run continues but is "
+                "never cut back; use another out directory"
+            )
 
     # Checks every remaining argument (engine, ...) before anything is written; runs nothing yet.
     keep = Thinning(rows_per_decade, trajectory)

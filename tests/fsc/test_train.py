@@ -399,6 +399,16 @@ def test_a_ragged_checkpoint_is_refused_in_one_line(tmp_path):
         load_checkpoint(path)
 
 
+def test_a_run_past_a_lowered_max_steps_is_refused(tmp_path):
+    """A run continues to a larger max_steps, ends again at the same one, but cannot be cut back to a smaller one."""
+    first = small_run(tmp_path / "run", until_t=None, max_steps=40)
+    assert (first.steps, first.stop) == (40, "max_steps")
+    assert small_run(tmp_path / "run", until_t=None, max_steps=40).steps == 40
+    with pytest.raises(ValueError, match=r"already at step 40, past max_steps 39: a run continues but is never cut back"):
+        small_run(tmp_path / "run", until_t=None, max_steps=39)
+    assert small_run(tmp_path / "run", until_t=None, max_steps=60).steps == 60
+
+
 def test_max_steps_zero_is_refused_like_the_command_line(tmp_path):
     with pytest.raises(ValueError, match="max_steps must be an int >= 1 or None, got 0"):
         small_run(tmp_path / "run", max_steps=0)
