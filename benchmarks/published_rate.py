@@ -103,7 +103,8 @@ def main() -> None:
             _, squarings = value_and_gradient(rewards, tensors, reset, w_pi, w_0)
             calls += 1
         seconds = (time.perf_counter() - began) / calls
-        print(f"{kind + ':' + str(memory):<10} {reset:>7.0e} {len(states):>6} {'+'.join(map(str, squarings)):>10} {seconds * 1e3:>18.2f} {3600 / seconds:>21.3g}")
+        name, counts = f"{kind}:{memory}", "+".join(map(str, squarings))
+        print(f"{name:<10} {reset:>7.0e} {len(states):>6} {counts:>10} {seconds * 1e3:>18.2f} {3600 / seconds:>21.3g}")
 
 
 if __name__ == "__main__":

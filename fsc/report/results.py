@@ -41,7 +41,7 @@ import numpy as np
 from fsc.errors import InputError
 from fsc.files import atomic_write, write_text
 from fsc.report import page
-from fsc.sweep.spec import NOT_NAMING, STOP_ARGUMENTS, Point, Sweep, load_spec
+from fsc.sweep.spec import NOT_NAMING, STOP_ARGUMENTS, Point, Sweep, cap_not_reached, load_spec
 
 __all__ = ["FIGURE4_PANELS", "FULL_SIZE", "SPECS", "complete", "lacking", "log_spaced", "read_shipped", "ship"]
 
@@ -143,17 +143,20 @@ def _from_run(run: Path, point: Point) -> tuple[dict, tuple[np.ndarray, np.ndarr
 
 
 def _same_stop(row: dict, stop: dict) -> bool:
-    """The shipped ``row`` was made with the stop conditions ``stop`` (its own columns say which)."""
+    """The shipped ``row`` was made with the stop conditions ``stop`` (its own columns say which), or ends
+    where a run made with them ends (another ``max_steps`` it never reached)."""
     for key, value in stop.items():
         text = row.get(key)
         shipped = None if text in (None, "") else float(text)
         if (shipped is None) != (value is None) or (value is not None and shipped != float(value)):
-            return False
+            if not cap_not_reached(key, value, steps=int(row["steps"]) if row.get("steps") else math.inf, stop=row.get("stop")):
+                return False
     return True
 
 
 def _from_shipped(row: dict | None, curve, point: Point) -> tuple[dict, tuple[np.ndarray, np.ndarray] | None]:
-    """A shipped row as a source: ``done`` only if made with the point's stop conditions, else ``running``."""
+    """A shipped row as a source: ``done`` only if made with the point's stop conditions (or another
+    ``max_steps`` it never reached), else ``running``."""
     fields = {k: (row or {}).get(k) or None for k in _RUN_FIELDS}
     status = fields["status"]
     if status == "done" and not _same_stop(row, point.stop()):

@@ -33,6 +33,13 @@ REQUIRED = ("memory", "init", "until_t")
 #: Arguments that only say when a run stops: a finished point run with other values is continued.
 STOP_ARGUMENTS = STOP
 
+def cap_not_reached(key: str, value: object, *, steps: int, stop: str) -> bool:
+    """Whether a run that finished for ``stop`` after ``steps`` accepted steps ends at the same step with the
+    stop condition ``key`` set to ``value`` instead: only a ``max_steps`` it stopped before (any larger cap,
+    or none, or one it just reached, since ``until_t`` is checked first)."""
+    return key == "max_steps" and stop != "max_steps" and (value is None or steps <= value)
+
+
 #: Keys that do not name a run directory when a grid block gives them one value: what a continued run may
 #: change, and how it stores its trajectory (a run never changes that, fsc train refuses it).
 NOT_NAMING: frozenset[str] = MAY_CHANGE | {"rows_per_decade"}

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import os
 import selectors
 import signal
@@ -21,6 +22,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from fsc.sweep.spec import cap_not_reached
+
 try:  # the per-point lock; absent on Windows
     import fcntl
 except ImportError:  # pragma: no cover
@@ -29,7 +32,8 @@ except ImportError:  # pragma: no cover
 
 
 def is_finished(run_dir: Path, stop: Mapping[str, Any]) -> bool:
-    """``result.json`` exists, and ``run.json`` (where it says) is ``done`` with these stop conditions.
+    """``result.json`` exists, and ``run.json`` (where it says) is ``done`` with these stop conditions (or with
+    another ``max_steps`` that the run never reached: it ends in the same place).
 
     ``fsc train`` writes ``result.json`` when (and only when) a run finished;
     the ``run.json`` checks catch a run that finished once, was started again
@@ -47,9 +51,11 @@ def is_finished(run_dir: Path, stop: Mapping[str, Any]) -> bool:
         return True
     if run.get("status", "done") != "done":
         return False  # a stale result.json of a run continued since (to a larger until_t), then interrupted
+    result = run.get("result") if isinstance(run.get("result"), dict) else {}
     for key, value in stop.items():
         if key in recorded and recorded[key] != value and not _same_number(recorded[key], value):
-            return False
+            if not cap_not_reached(key, value, steps=result.get("steps", math.inf), stop=result.get("stop")):
+                return False
     return True
 
 

@@ -187,6 +187,20 @@ def test_a_raised_horizon_makes_finished_runs_lacking(tmp_path):
     assert {r["status"] for r in _rows(tmp_path / "shipped")} == {"running"}
 
 
+def test_a_cap_the_shipped_runs_never_reached_keeps_them_finished(tmp_path):
+    """A max_steps added to the spec above every shipped run's steps changes no run's end; one below some of
+    them makes those lacking (they went past it) and leaves the others finished."""
+    sweep = load_spec(_spec(tmp_path, TINY))
+    _run(sweep, range(4), tmp_path / "a")
+    ship(sweep, [tmp_path / "a"], tmp_path / "shipped")
+    steps = {r["run"]: int(r["steps"]) for r in _rows(tmp_path / "shipped")}
+    assert all(r["stop"] == "until_t" for r in _rows(tmp_path / "shipped")) and len(set(steps.values())) > 1
+    capped = lambda cap: load_spec(_spec(tmp_path, {**TINY, "fixed": {**TINY["fixed"], "max_steps": cap}}))  # noqa: E731
+    assert lacking(capped(max(steps.values())), tmp_path / "shipped") == []
+    cut = sorted(steps.values())[1]
+    assert [p.name for p in lacking(capped(cut), tmp_path / "shipped")] == [p.name for p in sweep.points if steps[p.name] > cut]
+
+
 def test_storage_settings_do_not_split_a_group(tmp_path):
     doc = {
         "name": "split",

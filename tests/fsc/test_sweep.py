@@ -510,3 +510,23 @@ def test_a_finished_point_with_other_stop_conditions_is_continued(tmp_path):
     assert not worker.is_finished(run_dir, {"until_t": 1000, "max_seconds": None, "max_steps": None})
     (run_dir / "run.json").write_text(json.dumps({"status": "done", "arguments": {"until_t": 1000.0, "max_seconds": None}}))
     assert worker.is_finished(run_dir, {"until_t": 1000, "max_seconds": None, "max_steps": None})
+
+
+@pytest.mark.parametrize(
+    ("recorded", "result", "asked", "finished"),
+    [
+        (None, {"steps": 40, "stop": "until_t"}, 50, True),  # a cap the run never reached: the same end
+        (None, {"steps": 40, "stop": "until_t"}, 40, True),  # reached with until_t, which is checked first
+        (None, {"steps": 40, "stop": "until_t"}, 39, False),  # the run went past it
+        (30, {"steps": 30, "stop": "max_steps"}, 50, False),  # stopped by its cap: a larger one continues it
+        (30, {"steps": 30, "stop": "max_steps"}, None, False),
+        (60, {"steps": 40, "stop": "stalled"}, None, True),
+    ],
+)
+def test_a_finished_point_ends_the_same_under_a_cap_it_never_reached(tmp_path, recorded, result, asked, finished):
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "result.json").write_text(json.dumps({"q": 0.5, "t": 100, "seconds": 0, **result}))
+    arguments = {"until_t": 100.0, "max_seconds": None, "max_steps": recorded}
+    (run_dir / "run.json").write_text(json.dumps({"status": "done", "arguments": arguments, "result": {"q": 0.5, "t": 100, **result}}))
+    assert worker.is_finished(run_dir, {"until_t": 100, "max_seconds": None, "max_steps": asked}) == finished
