@@ -134,18 +134,23 @@ class Objective:
 
     def _point(self, logits, init_logits, expected: np.ndarray, grad_logits: np.ndarray, grad_init: np.ndarray) -> Point:
         """The point of a compiled evaluation: ``expected`` holds the native expectations of the evaluator's tables."""
-        evaluator = self._evaluator
-        native = dict(zip(evaluator.table_names[1:], expected[1:].tolist(), strict=True))
-        gain, metrics = read_out(evaluator.world, evaluator.convention, evaluator.reset, float(expected[0]), native)
+        gain, metrics = self._read_out(expected.tolist())
         as_tensor = lambda x: x if isinstance(x, torch.Tensor) else torch.from_numpy(x)  # noqa: E731
         return Point(
             logits=as_tensor(logits),
             init_logits=as_tensor(init_logits),
             gain=gain,
-            metrics={name: float(value) for name, value in metrics.items()},
+            metrics=metrics,
             grad_logits=torch.from_numpy(grad_logits),
             grad_init=torch.from_numpy(grad_init),
         )
+
+    def _read_out(self, expected: list[float]) -> tuple[float, dict[str, float]]:
+        """Gain and metrics from the native expectations of the evaluator's tables (:func:`fsc.evaluate.read_out`)."""
+        evaluator = self._evaluator
+        native = dict(zip(evaluator.table_names[1:], expected[1:], strict=True))
+        gain, metrics = read_out(evaluator.world, evaluator.convention, evaluator.reset, expected[0], native)
+        return gain, {name: float(value) for name, value in metrics.items()}
 
     def flow_step(self, point: Point, dt: float, max_dgrad: float, min_dt: float) -> tuple[Point | None, float, float, int, int] | None:
         """:meth:`GradientFlow.advance`'s search for an accepted step, in one compiled call.
@@ -202,14 +207,12 @@ class Objective:
 
     def _steps(self, table: np.ndarray) -> dict:
         """The columns of :meth:`flow_run`'s rows, gain and metrics read out as :meth:`_point` reads them."""
-        evaluator = self._evaluator
         gains, metrics = [], {}
-        names = evaluator.table_names[1:]
         for expected in table[:, kernels.ROW_EXPECTED :].tolist():
-            gain, read = read_out(evaluator.world, evaluator.convention, evaluator.reset, expected[0], dict(zip(names, expected[1:], strict=True)))
+            gain, read = self._read_out(expected)
             gains.append(gain)
             for name, value in read.items():
-                metrics.setdefault(name, []).append(float(value))
+                metrics.setdefault(name, []).append(value)
         column = lambda j: table[:, j].tolist()  # noqa: E731
         return {
             "t": column(kernels.ROW_T),

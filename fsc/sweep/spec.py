@@ -33,6 +33,7 @@ REQUIRED = ("memory", "init", "until_t")
 #: Arguments that only say when a run stops: a finished point run with other values is continued.
 STOP_ARGUMENTS = STOP
 
+
 def cap_not_reached(key: str, value: object, *, steps: int, stop: str) -> bool:
     """Whether a run that finished for ``stop`` after ``steps`` accepted steps ends at the same step with the
     stop condition ``key`` set to ``value`` instead: only a ``max_steps`` it stopped before (any larger cap,

@@ -224,7 +224,7 @@ def train_loop(records, arch, policy, rule, out, resumed, trajectory, meta, quie
     try:
         for record in interrupted.between(records):
             if record.skipped is not None:  # asked for only when every row is kept
-                trajectory.extend(record.skipped)  # all of them or none
+                trajectory.extend(record.skipped)  # (interrupted between columns, a checkpoint trims them all off)
                 last_step = record.skipped["step"][-1]
             whole = record
             if record.step > last_step:
