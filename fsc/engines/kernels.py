@@ -12,7 +12,9 @@ keeps the machine code beside the module).
 from __future__ import annotations
 
 import ctypes
+import math
 import time
+from decimal import Decimal, localcontext
 
 import llvmlite.binding as llvm
 import numpy as np
@@ -27,6 +29,7 @@ __all__ = [
     "dense_flow_step",
     "dense_system_t",
     "dense_value_gradient",
+    "exp_nonpositive",
     "expectations",
     "gradient_norm",
     "lu_parts",
@@ -36,6 +39,48 @@ __all__ = [
     "policy_probs",
     "transition_gradient",
 ]
+
+
+def _exp_constants() -> tuple[np.ndarray, np.ndarray, float, float, float]:
+    """``2^(j/32)`` for j = 0..31 as high and low parts, ``32 / ln 2``, and ``ln 2 / 32`` in two parts, the high
+    one with 20 trailing zero bits so that ``k * high`` is exact for every ``|k| < 2^20``."""
+    with localcontext() as context:
+        context.prec = 60
+        ln2 = Decimal(2).ln()
+        powers = [Decimal(2) ** (Decimal(j) / 32) for j in range(32)]
+        high = np.array([float(power) for power in powers])
+        low = np.array([float(power - Decimal(float(power))) for power in powers])
+        bits = np.array([float(ln2 / 32)]).view(np.int64) & ~np.int64((1 << 20) - 1)
+        step_high = float(bits.view(np.float64)[0])
+        return high, low, float(32 / ln2), step_high, float(ln2 / 32 - Decimal(step_high))
+
+
+_POW2_HIGH, _POW2_LOW, _STEPS_PER_UNIT, _STEP_HIGH, _STEP_LOW = _exp_constants()
+
+
+@njit(cache=True, inline="always")
+def exp_nonpositive(x):  # pragma: no cover - compiled
+    """``exp(x)`` for ``x <= 0`` (a softmax's arguments), inlined where it is called.
+
+    libm's ``exp`` is a call per value that the compiler cannot vectorise: 6 ns a value, two thirds of RAM
+    20's softmax.  Here ``x = (32 m + j) ln2/32 + r`` with ``|r| <= ln2/64``, so ``exp(x) = 2^m 2^(j/32) e^r``:
+    ``e^r - 1`` by its Taylor polynomial to ``r^6`` (the next term is 0.03 ulp), ``2^(j/32)`` from a table in
+    two parts, and ``2^m`` built from its bits.  Within 0.54 ulp (libm: 0.50, and equal to it on 99.5% of
+    arguments); below 2^-1022 the result is rounded twice, within 0.75 ulp.  ``-inf`` and ``x < -746`` give 0,
+    NaN gives NaN.  In a loop that stores each value without a branch it takes 1.7 ns.
+    """
+    if x != x:
+        return x
+    y = max(x, -746.0)
+    k = math.floor(y * _STEPS_PER_UNIT + 0.5)
+    r = (y - k * _STEP_HIGH) - k * _STEP_LOW
+    p = r + r * r * (0.5 + r * (1.0 / 6.0 + r * (1.0 / 24.0 + r * (1.0 / 120.0 + r * (1.0 / 720.0)))))
+    steps = np.int64(k)
+    j = steps & 31
+    high = _POW2_HIGH[j]
+    mantissa = high + (_POW2_LOW[j] + high * p)
+    scale = np.int64(((steps >> 5) + 1023 + 60) << 52).view(np.float64)  # 2^(m + 60): normal for m >= -1083
+    return (mantissa * scale) * 8.673617379884035e-19  # * 2^-60, the only rounding when the result is subnormal
 
 
 @njit(cache=True)
@@ -48,12 +93,12 @@ def policy_probs(w_pi, allowed, w_0, reset_mask):  # pragma: no cover - compiled
         for c in range(C):
             if allowed[n, c] and w_pi[n, c] > top:
                 top = w_pi[n, c]
+        for c in range(C):  # without a branch or a sum, so that the compiler vectorises it
+            e = exp_nonpositive(w_pi[n, c] - top)
+            probs[n, c] = e if allowed[n, c] else 0.0
         total = 0.0
         for c in range(C):
-            if allowed[n, c]:
-                e = np.exp(w_pi[n, c] - top)
-                probs[n, c] = e
-                total += e
+            total += probs[n, c]
         for c in range(C):
             probs[n, c] /= total
     init = np.zeros(N)
@@ -61,12 +106,12 @@ def policy_probs(w_pi, allowed, w_0, reset_mask):  # pragma: no cover - compiled
     for n in range(N):
         if reset_mask[n] and w_0[n] > top:
             top = w_0[n]
+    for n in range(N):
+        e = exp_nonpositive(w_0[n] - top)
+        init[n] = e if reset_mask[n] else 0.0
     total = 0.0
     for n in range(N):
-        if reset_mask[n]:
-            e = np.exp(w_0[n] - top)
-            init[n] = e
-            total += e
+        total += init[n]
     for n in range(N):
         init[n] /= total
     return probs, init

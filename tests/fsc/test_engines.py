@@ -5,6 +5,7 @@ import warnings
 
 import attrs
 import mpmath
+import numba
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -12,6 +13,7 @@ import torch
 
 import fsc
 import tasks
+from fsc.engines import kernels
 from fsc.engines.accurate import gth, recurrent_class
 from fsc.engines.iterative import ConvergenceError, observation_aggregates
 from fsc.engines.solve import ENGINES, ZERO_RESET_ENGINES, choose_engine
@@ -356,6 +358,64 @@ def test_chain_tables_are_compact_and_sorted():
     assert chain.rows.dtype == np.int32
     key = chain.parts.astype(np.int64) * chain.size + chain.cols
     assert (np.diff(key) >= 0).all()  # sorted by (part, column): CSC slices
+
+
+# The softmax's exponential (compiled, vectorised).
+
+
+@numba.njit
+def _exp_each(x):
+    out = np.empty_like(x)
+    for i in range(x.shape[0]):
+        out[i] = kernels.exp_nonpositive(x[i])
+    return out
+
+
+def test_softmax_exp_is_within_0_54_ulp_of_mpmath():
+    rng = np.random.default_rng(11)
+    x = np.concatenate([-rng.exponential(1.0, 3000), rng.uniform(-708.0, 0.0, 3000), -rng.uniform(0.0, 1e-9, 300),
+                        -np.arange(64) * np.log(2) / 64])  # fmt: skip
+    mpmath.mp.prec = 120
+    exact = [mpmath.exp(mpmath.mpf(float(v))) for v in x]
+    ulps = [abs(mpmath.mpf(float(ours)) - e) / float(np.spacing(float(e))) for ours, e in zip(_exp_each(x), exact, strict=True)]
+    assert max(ulps) <= 0.54
+    # Below 2^-1022 the result is rounded twice (the mantissa, then onto the subnormal grid): within 0.75 ulp.
+    tiny = rng.uniform(-745.0, -708.4, 1000)
+    ulps = [abs(mpmath.mpf(float(ours)) - mpmath.exp(mpmath.mpf(float(v)))) / 2.0**-1074 for ours, v in zip(_exp_each(tiny), tiny, strict=True)]
+    assert max(ulps) <= 0.75
+
+
+def test_softmax_exp_edges():
+    x = np.array([0.0, -0.0, -np.inf, np.nan, -746.0, -745.2, -745.1, -1e-300])
+    got = _exp_each(x)
+    assert got[0] == got[1] == got[7] == 1.0
+    assert got[2] == got[4] == got[5] == 0.0  # exp(-745.2) < 2^-1075: rounds to 0
+    assert np.isnan(got[3])
+    assert got[6] == 2.0**-1074  # exp(-745.1) lies between 2^-1075 and 2^-1074
+
+
+def test_policy_probs_against_mpmath_softmax():
+    rng = np.random.default_rng(3)
+    w_pi, w_0 = rng.normal(0.0, 30.0, (6, 9)), rng.normal(0.0, 30.0, 6)
+    allowed = rng.random((6, 9)) < 0.7
+    allowed[:, 0] = True
+    reset_mask = np.array([True, False, True, True, False, True])
+    w_pi[~allowed] = 1e3  # never read: the softmax is over the allowed choices only
+    probs, init = kernels.policy_probs(w_pi, allowed, w_0, reset_mask)
+    mpmath.mp.prec = 120
+
+    def softmax(values, mask):
+        """Exact, of the arguments shifted in float as the kernel shifts them (``w - max w`` loses up to half an
+        ulp of a difference of 80, which exp turns into a relative error of 7e-15 in any implementation)."""
+        shifted = values - values[mask].max()
+        weights = [mpmath.exp(mpmath.mpf(float(v))) if m else mpmath.mpf(0) for v, m in zip(shifted, mask, strict=True)]
+        return np.array([float(w / sum(weights)) for w in weights])
+
+    for n in range(6):  # an exp within 0.54 ulp, a sum of up to 9 terms and a division
+        np.testing.assert_allclose(probs[n], softmax(w_pi[n], allowed[n]), rtol=1.5e-15, atol=0)
+        assert np.all(probs[n][~allowed[n]] == 0.0)
+    np.testing.assert_allclose(init, softmax(w_0, reset_mask), rtol=1.5e-15, atol=0)
+    assert np.all(init[~reset_mask] == 0.0)
 
 
 # Large sizes (run by the benchmark, not by default).
