@@ -14,9 +14,11 @@ from pathlib import Path
 
 import pytest
 
+# Long enough that the sweep is still running at the last kill (5 s after its pool started): 8 points to
+# t = 2e7 take about 14 s on 2 workers here (to t = 5e6, as before compiled every-row runs, they now take 6 s).
 SPEC = {
     "name": "kill",
-    "fixed": {"mu": 0.1, "reset": 1e-3, "init": "random", "memory": "ram:2", "until_t": 5_000_000, "convention": "paper"},
+    "fixed": {"mu": 0.1, "reset": 1e-3, "init": "random", "memory": "ram:2", "until_t": 20_000_000, "convention": "paper"},
     "grid": {"seed": [0, 1, 2, 3, 4, 5, 6, 7]},
 }
 
