@@ -80,7 +80,7 @@ def exp_nonpositive(x):  # pragma: no cover - compiled
     high = _POW2_HIGH[j]
     mantissa = high + (_POW2_LOW[j] + high * p)
     scale = np.int64(((steps >> 5) + 1023 + 60) << 52).view(np.float64)  # 2^(m + 60): normal for m >= -1083
-    return (mantissa * scale) * 8.673617379884035e-19  # * 2^-60, the only rounding when the result is subnormal
+    return (mantissa * scale) * 8.673617379884035e-19  # * 2^-60: exact, unless the result is subnormal
 
 
 @njit(cache=True)
