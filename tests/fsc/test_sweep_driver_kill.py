@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 # Long enough that the sweep is still running at the last kill (5 s after its pool started): 8 points to
-# t = 2e7 take about 14 s on 2 workers here (to t = 5e6, as before compiled every-row runs, they now take 6 s).
+# t = 2e7 take about 14 s on 2 workers here; to t = 5e6, the size before every-row runs were compiled, they
+# now take 6 s.
 SPEC = {
     "name": "kill",
     "fixed": {"mu": 0.1, "reset": 1e-3, "init": "random", "memory": "ram:2", "until_t": 20_000_000, "convention": "paper"},
