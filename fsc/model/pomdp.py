@@ -197,6 +197,12 @@ class Task(abc.ABC):
 
         None (the default): the ``paper`` convention scales each native
         metric by ``1 - r``, as it does the gain.
+
+        ``gain`` is a float, a tensor (``fsc.evaluate``, for autograd) or,
+        in training, a float64 array of many steps' gains: write it
+        elementwise (the metrics of each gain alone), as arithmetic on
+        ``gain`` is.  A read-out written for floats alone also works, a
+        step at a time.
         """
         return None
 

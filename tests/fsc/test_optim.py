@@ -249,21 +249,47 @@ def test_skipping_records_keeps_the_path_to_the_bit(memory, engine, convention, 
         assert any(before.t < e <= r.t for e in np.geomspace(1.0, 1e5, 8)) or r.step % fsc.optim.MOST_STEPS == 0 or not skipped
 
 
+@attrs.frozen
+class _FloatsOnly(fsc.Task):
+    """The two-hypothesis world with a paper read-out written for floats: ``math`` refuses an array."""
+
+    @property
+    def pomdp(self) -> fsc.POMDP:
+        return tasks.TwoHypothesis(0.1).pomdp
+
+    def paper_metrics(self, gain):
+        return {"q": math.exp(-gain), "half": gain / 2}
+
+
+@attrs.frozen
+class _NotElementwise(_FloatsOnly):
+    """A read-out that takes an array of gains without complaint but does not read it row by row."""
+
+    def paper_metrics(self, gain):
+        return {"q": 2 * gain - np.mean(gain)}  # the gain itself, for one gain
+
+
 @pytest.mark.parametrize(
-    ("memory", "engine", "stop"),
+    ("memory", "engine", "stop", "world", "convention"),
     [
-        ("ram:8", "choices", {"until_t": 3e4}),  # several compiled calls of MOST_STEPS steps, and a last one
-        ("memento:3", "dense", {"max_steps": 300}),
-        ("ram:3", "sparse", {"until_t": 1e4}),  # no compiled run: a record per step, nothing skipped
+        ("ram:8", "choices", {"until_t": 3e4}, tasks.TwoHypothesis(0.1), "paper"),  # several compiled calls of MOST_STEPS steps, and a last one
+        ("memento:3", "dense", {"max_steps": 300}, tasks.TwoHypothesis(0.1), "paper"),
+        ("ram:3", "sparse", {"until_t": 1e4}, tasks.TwoHypothesis(0.1), "paper"),  # no compiled run: a record per step, nothing skipped
+        ("ram:4", "choices", {"max_steps": 2500}, tasks.TwoHypothesis(0.1), "native"),  # the native tables, as they are
+        ("ram:4", "dense", {"max_steps": 2500}, tasks.TwoHypothesis(0.3).pomdp, "paper"),  # no paper_metrics: metrics times 1 - r
+        ("ram:4", "choices", {"max_steps": 2500}, _FloatsOnly(), "paper"),  # read row by row
+        ("ram:4", "choices", {"max_steps": 2500}, _NotElementwise(), "paper"),  # read row by row
     ],
+    ids=["ram8-paper", "memento3-paper", "sparse-paper", "native", "pomdp-paper", "floats-only", "not-elementwise"],
 )
-def test_skipped_steps_are_the_records_of_every_step(memory, engine, stop):
+def test_skipped_steps_are_the_records_of_every_step(memory, engine, stop, world, convention):
     """optimize(skip_until=inf, keep_skipped=True): the steps between two records, as the compiled run recorded
-    them, hold the numbers of those steps' own records to the bit (their wall times aside)."""
-    world, arch = tasks.TwoHypothesis(0.1), fsc.parse_memory(memory)
+    them, hold the numbers of those steps' own records to the bit (their wall times aside), whatever the world's
+    read-out of its metrics."""
+    arch = fsc.parse_memory(memory)
     policy = fsc.Policy.random(arch, 2)
-    every = list(optimize(world, policy, reset=1e-3, convention="paper", engine=engine, **stop))
-    some = list(optimize(world, policy, reset=1e-3, convention="paper", engine=engine, skip_until=lambda: math.inf, keep_skipped=True, **stop))
+    every = list(optimize(world, policy, reset=1e-3, convention=convention, engine=engine, **stop))
+    some = list(optimize(world, policy, reset=1e-3, convention=convention, engine=engine, skip_until=lambda: math.inf, keep_skipped=True, **stop))
     rows = []
     for record in some:
         if record.skipped is not None:
