@@ -22,7 +22,7 @@ LAYERS = {
     1: {"fsc.model.*", "tasks.*"},
     2: {"fsc.engines.*"},
     3: {"fsc.evaluate", "fsc.simulate", "fsc.objective", "fsc.optim", "fsc.bounds", "fsc.testing", "fsc.storm", "fsc.io.*"},
-    4: {"policies.*", "viz.*"},
+    4: {"policies.*", "viz.*", "fsc.resolve"},
     5: {"fsc.train.*", "fsc.sweep.*", "fsc.report.*"},
     6: {"fsc.cli.*", "fsc.__main__"},
 }

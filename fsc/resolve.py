@@ -1,0 +1,168 @@
+"""From what a user names to the objects it means: a world, a memory, a policy.
+
+One resolver for the command line and the API alike.  ``fsc evaluate --pomdp tiger.POMDP --memory ram:2
+--policy ccp`` and ``run_training(pomdp=..., memory="ram:2", init="ccp")`` go through the same three
+functions, accept the same names and give the same errors (naming the argument as the caller calls it:
+``option="--pomdp"`` on the command line).  They return values and change nothing they are given.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from fsc.errors import InputError, InputTypeError
+from fsc.model.architecture import MemoryArchitecture
+from fsc.model.memory import parse_memory
+from fsc.model.policy import Policy
+from fsc.model.pomdp import POMDP, Task, as_pomdp
+
+__all__ = ["POLICY_FILE_SUFFIXES", "ResolvedWorld", "is_policy_file", "resolve_memory", "resolve_policy", "resolve_world"]
+
+#: A ``policy`` (or ``init``) ending so names a policy file (docs/formats.md), anything else a policy's name.
+POLICY_FILE_SUFFIXES = (".npz", ".json")
+
+#: The two-hypothesis world's gap when none is given.
+DEFAULT_MU = 0.1
+
+
+@attrs.frozen(kw_only=True, eq=False)
+class ResolvedWorld:
+    """A world and how it was named.
+
+    Attributes:
+        world: the ``fsc.POMDP`` or task (``tasks.TwoHypothesis``: has ``mu``).
+        record: what a run records of it: ``{"mu": mu}``, ``{"pomdp": sha256 of the file}``, or ``{"world":
+            sha256 of its .POMDP text}``; a run resumed with another world is refused on it.
+        mu: the two-hypothesis world's gap (``None`` for another world): the explicit policies read it.
+        path: the ``.POMDP`` file it was read from, if any.
+    """
+
+    world: POMDP | Task
+    record: dict[str, Any]
+    mu: float | None = None
+    path: str | None = None
+
+    @property
+    def text(self) -> dict[str, Any]:
+        """How a command's output names the world: ``{"pomdp": path}`` or ``{"mu": mu}``."""
+        if self.path is not None:
+            return {"pomdp": self.path}
+        return {"mu": self.mu} if self.mu is not None else {}
+
+
+def resolve_world(*, mu: object = None, pomdp: object = None, world: object = None, option: str = "") -> ResolvedWorld:
+    """The world of ``mu`` (the two-hypothesis world; the default, ``mu = 0.1``), of the ``.POMDP`` file
+    ``pomdp``, or ``world`` itself (a POMDP, or an object whose ``.pomdp`` is one).
+
+    ``option``: the prefix of the argument names in messages (``"--"`` on the command line).
+
+    Raises:
+        ValueError, TypeError: more than one given; an unreadable or malformed file.
+    """
+    names = {"mu": mu, "pomdp": pomdp, "world": world}
+    given = [f"{option}{name}" for name, value in names.items() if value is not None]
+    if len(given) > 1:
+        raise InputError(f"give one of {option}mu (the two-hypothesis world) and {option}pomdp (a .POMDP file)"
+                         f"{'' if option else ' and world'}, got {' and '.join(given)}")  # fmt: skip
+    if world is not None:
+        from fsc.io.pomdp_file import format_pomdp
+
+        as_pomdp(world)  # a POMDP, or an object whose .pomdp is one
+        return ResolvedWorld(world=world, record={"world": hashlib.sha256(format_pomdp(world).encode()).hexdigest()})
+    if pomdp is not None:
+        if not isinstance(pomdp, (str, os.PathLike)):
+            raise InputTypeError(f"{option}pomdp must be a path to a .POMDP file, got {pomdp!r}")
+        from fsc.io.pomdp_file import read_pomdp
+
+        try:
+            read = read_pomdp(pomdp)
+            digest = hashlib.sha256(Path(pomdp).read_bytes()).hexdigest()
+        except OSError as error:
+            raise InputError(f"{option}pomdp: cannot read {str(pomdp)!r}: {error.strerror or error}") from None
+        return ResolvedWorld(world=read, record={"pomdp": digest}, path=str(pomdp))
+    import tasks  # the two-hypothesis world
+
+    mu = DEFAULT_MU if mu is None else mu
+    built = tasks.TwoHypothesis(mu)
+    return ResolvedWorld(world=built, record={"mu": float(built.mu)}, mu=float(built.mu))
+
+
+def resolve_memory(memory: object, world: POMDP | Task, *, option: str = "memory") -> MemoryArchitecture:
+    """The architecture ``memory`` names (``ram:M``, ``chain:M``, ``column:M``, ``memento:m``, ``FILE.py:NAME``,
+    sized to the world's actions and observations) or is, checked against the world.
+
+    Raises:
+        ValueError, TypeError: an unknown text; an architecture of other action or observation counts.
+    """
+    pomdp = as_pomdp(world)
+    if isinstance(memory, MemoryArchitecture):
+        arch = memory
+    elif isinstance(memory, str):
+        arch = parse_memory(memory, arms=pomdp.num_actions, observations=pomdp.num_observations)
+    else:
+        raise InputTypeError(f"{option} must be a string like 'ram:8' or a fsc.MemoryArchitecture, got {memory!r}")
+    if arch.num_actions != pomdp.num_actions or arch.num_observations != pomdp.num_observations:
+        shown = memory if isinstance(memory, str) else repr(arch)
+        raise InputError(
+            f"{option} {shown} has {arch.num_actions} actions and {arch.num_observations} observations, "
+            f"the world {pomdp.num_actions} and {pomdp.num_observations}"
+        )
+    return arch
+
+
+def is_policy_file(name: object) -> bool:
+    """Whether ``name`` names a policy file (by its suffix) rather than a policy."""
+    return isinstance(name, (str, os.PathLike)) and Path(name).suffix in POLICY_FILE_SUFFIXES
+
+
+def resolve_policy(
+    policy: object,
+    arch: MemoryArchitecture | None,
+    *,
+    mu: float | None = None,
+    reset: float = 1e-3,
+    seed: int = 0,
+    convention: str = "native",
+    eps: float | None = None,
+    eps0: float | None = None,
+    eps1: float | None = None,
+    option: str = "policy",
+) -> Policy:
+    """The policy ``policy`` is or names, on ``arch``.
+
+    ``policy``: a :class:`fsc.Policy`; a policy file (``.npz``/``.json``, docs/formats.md); or a name of
+    :func:`policies.named_policy`: ``uniform``, ``ccp``, ``star``, ``necklace`` or an initialisation
+    (``random``, ``linear``, ``columns``, ``near-ccp``, ``near-star``, ``cycles``, ``near-necklace``).
+    ``arch`` ``None`` takes a file's own architecture; a name needs one.  ``convention="paper"`` takes the
+    published code's start where it differs (:func:`policies.initial_policy`).
+
+    Raises:
+        ValueError, TypeError: an unknown name; a missing or unreadable file; a policy for another architecture.
+    """
+    if isinstance(policy, Policy):
+        built, source = policy, f"the {option}"
+    elif is_policy_file(policy):
+        path = Path(policy)
+        if not path.is_file():
+            what = "is not a regular file" if path.exists() else "does not exist"
+            raise InputError(f"policy file {str(policy)!r} {what}")
+        built, source = Policy.load(path), f"policy file {str(policy)!r}"
+    elif isinstance(policy, str) and policy:
+        if arch is None:
+            raise InputError(f"{option} {policy!r} names a policy: give the memory it is built on")
+        import policies  # the explicit policies and the initialisations
+
+        return policies.named_policy(
+            policy, arch, mu=DEFAULT_MU if mu is None else mu, reset=reset, seed=seed, published=convention == "paper",
+            eps=eps, eps0=eps0, eps1=eps1,
+        )  # fmt: skip
+    else:
+        raise InputTypeError(f"{option} must be a policy name, a policy file (.npz/.json) or a fsc.Policy, got {policy!r}")
+    if arch is not None and built.architecture != arch:
+        raise InputError(f"{source} is for {built.architecture!r}, not for memory {arch!r}")
+    return built
