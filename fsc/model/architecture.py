@@ -272,7 +272,8 @@ def _texts(labels: Sequence[object]) -> tuple[str, ...]:
     return tuple(repr(label) for label in labels)
 
 
-def _readonly(array: np.ndarray) -> np.ndarray:
+def readonly(array: np.ndarray) -> np.ndarray:
+    """``array`` itself, marked read-only: the tables of architectures and chains are shared and cached."""
     array.setflags(write=False)
     return array
 
@@ -496,7 +497,7 @@ class Automaton(MemoryArchitecture):
 
     def _set(self, **fields: Any) -> None:
         for name in ("allowed", "next_node", "choice_action", "reset_mask"):
-            fields[name] = _readonly(np.ascontiguousarray(fields[name]))
+            fields[name] = readonly(np.ascontiguousarray(fields[name]))
         for name, value in fields.items():
             object.__setattr__(self, "_" + name, value)
 

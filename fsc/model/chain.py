@@ -33,15 +33,10 @@ import scipy.sparse.csgraph as csgraph
 import torch
 
 from fsc.errors import InputError
-from fsc.model.architecture import MemoryArchitecture
+from fsc.model.architecture import MemoryArchitecture, readonly
 from fsc.model.pomdp import POMDP
 
 __all__ = ["AfterChoice", "JointChain", "joint_chain", "require_after_choice", "successor_classes"]
-
-
-def _readonly(array: np.ndarray) -> np.ndarray:
-    array.setflags(write=False)
-    return array
 
 
 @attrs.frozen(eq=False)
@@ -119,22 +114,22 @@ class JointChain:
     @functools.cached_property
     def node_choice(self) -> np.ndarray:
         """``node * C + choice`` of each nonzero (int64): where its factor sits in ``probs.reshape(-1)``."""
-        return _readonly(self.node.astype(np.int64) * self.architecture.num_choices + self.choice)
+        return readonly(self.node.astype(np.int64) * self.architecture.num_choices + self.choice)
 
     @functools.cached_property
     def flat_rows(self) -> np.ndarray:
         """``part * X + row`` of each nonzero (int64): its entry of a ``(K, X)`` array read flat."""
-        return _readonly(self.parts.astype(np.int64) * self.size + self.rows)
+        return readonly(self.parts.astype(np.int64) * self.size + self.rows)
 
     @functools.cached_property
     def flat_cols(self) -> np.ndarray:
         """``part * X + col`` of each nonzero (int64)."""
-        return _readonly(self.parts.astype(np.int64) * self.size + self.cols)
+        return readonly(self.parts.astype(np.int64) * self.size + self.cols)
 
     @functools.cached_property
     def dense_index_t(self) -> np.ndarray:
         """Flat index of each nonzero in the ``(K, X, X)`` array ``P^T`` (``[k, col, row]``)."""
-        return _readonly(self.flat_cols * self.size + self.rows)
+        return readonly(self.flat_cols * self.size + self.rows)
 
     @functools.cached_property
     def _torch_node_choice(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -171,7 +166,7 @@ class JointChain:
             counts = np.bincount(self.cols[sl], minlength=X)
             indptr = np.zeros(X + 1, dtype=np.int64)
             np.cumsum(counts, out=indptr[1:])
-            out.append(_readonly(indptr.astype(self.rows.dtype)))
+            out.append(readonly(indptr.astype(self.rows.dtype)))
         return tuple(out)
 
     # Values.
@@ -305,7 +300,7 @@ def successor_classes(arch: MemoryArchitecture) -> tuple[np.ndarray, np.ndarray]
         class_of[nodes, c] = len(rows) + rank[inverse.reshape(-1)]
         rows.extend(distinct[order])
     nxt = np.array(rows, dtype=np.int64).reshape(len(rows), arch.num_observations)
-    return _readonly(class_of), _readonly(nxt)
+    return readonly(class_of), readonly(nxt)
 
 
 def require_after_choice(chain: JointChain) -> AfterChoice:
@@ -376,19 +371,19 @@ def _after_choice(chain: JointChain) -> AfterChoice | None:
         num_classes=Q,
         class_of=class_of,
         next_node=nxt,
-        g_rows=_readonly(g_rows),
-        g_cols=_readonly(g_cols),
-        g_weight=_readonly(g_weight),
-        recurrent=_readonly(recurrent),
-        b_index_t=_readonly((b_parts * YR + local[b_src[r] % Y]) * YR + local[b_dst[r] % Y]),
-        b_node_choice=_readonly(b_node_choice[r]),
-        b_weight=_readonly(b_weight[r]),
-        b_padding=_readonly(np.zeros((K, YR), dtype=bool)),
-        t_src=_readonly(b_src[t]),
-        t_dst=_readonly(b_dst[t]),
-        t_node_choice=_readonly(b_node_choice[t]),
-        t_weight=_readonly(b_weight[t]),
-        valid=_readonly(chain.part_states >= 0),
+        g_rows=readonly(g_rows),
+        g_cols=readonly(g_cols),
+        g_weight=readonly(g_weight),
+        recurrent=readonly(recurrent),
+        b_index_t=readonly((b_parts * YR + local[b_src[r] % Y]) * YR + local[b_dst[r] % Y]),
+        b_node_choice=readonly(b_node_choice[r]),
+        b_weight=readonly(b_weight[r]),
+        b_padding=readonly(np.zeros((K, YR), dtype=bool)),
+        t_src=readonly(b_src[t]),
+        t_dst=readonly(b_dst[t]),
+        t_node_choice=readonly(b_node_choice[t]),
+        t_weight=readonly(b_weight[t]),
+        valid=readonly(chain.part_states >= 0),
     )
 
 
@@ -483,7 +478,7 @@ def _build(world: POMDP, arch: MemoryArchitecture) -> JointChain:
             ww.append(w[keep])
 
     def cat(chunks, dtype):
-        return _readonly(np.concatenate(chunks).astype(dtype, copy=False) if chunks else np.zeros(0, dtype=dtype))
+        return readonly(np.concatenate(chunks).astype(dtype, copy=False) if chunks else np.zeros(0, dtype=dtype))
 
     # Expected reward (and metrics) of each choice from each world state:
     # rbar[s, a] = sum_{s2, o} T[s, a, s2] O[a, s2, o] reward[s, a, s2, o].
@@ -491,7 +486,7 @@ def _build(world: POMDP, arch: MemoryArchitecture) -> JointChain:
         rbar = np.einsum("sat,ato,sato->sa", world.transition, world.observation, table)
         out = np.zeros((K, S_part, C))
         out[valid] = rbar[part_states[valid]][:, action]
-        return _readonly(out)
+        return readonly(out)
 
     initial_world = np.zeros((K, S_part))
     initial_world[valid] = world.initial[part_states[valid]]
@@ -501,8 +496,8 @@ def _build(world: POMDP, arch: MemoryArchitecture) -> JointChain:
         architecture=arch,
         num_parts=K,
         states_per_part=S_part,
-        part_states=_readonly(part_states),
-        part_weights=_readonly(weights / weights.sum()),
+        part_states=readonly(part_states),
+        part_weights=readonly(weights / weights.sum()),
         rows=cat(rows, index),
         cols=cat(cols, index),
         parts=cat(kk, index),
@@ -511,6 +506,6 @@ def _build(world: POMDP, arch: MemoryArchitecture) -> JointChain:
         weight=cat(ww, np.float64),
         step_reward=per_step(world.reward),
         step_metrics={name: per_step(table) for name, table in world.metrics.items()},
-        initial_world=_readonly(initial_world),
-        padding=_readonly(padding),
+        initial_world=readonly(initial_world),
+        padding=readonly(padding),
     )

@@ -14,7 +14,7 @@ import numpy as np
 
 from fsc.errors import InputError, InputTypeError
 from fsc.limits import check_memento_nodes, check_table_entries
-from fsc.model.architecture import MemoryArchitecture, arm_labels, observation_labels, register_architecture, rule_mask
+from fsc.model.architecture import MemoryArchitecture, arm_labels, observation_labels, readonly, register_architecture, rule_mask
 
 __all__ = [
     "RAM",
@@ -25,21 +25,32 @@ __all__ = [
 ]
 
 
-def _readonly(array: np.ndarray) -> np.ndarray:
-    array.setflags(write=False)
-    return array
-
-
-_size = [attrs.validators.instance_of(int), attrs.validators.ge(1)]
-_arms = [attrs.validators.instance_of(int), attrs.validators.ge(1)]
-
-
 def _check_not_bool(instance, attribute, value):
     if isinstance(value, bool):
         raise InputTypeError(f"{attribute.name} must be an int, got {value!r}")
 
 
-class _MemoryWithLastObservation:
+def _count(**field: object):
+    """An attrs field holding a count: an int (not a bool) >= 1."""
+    return attrs.field(validator=[_check_not_bool, attrs.validators.instance_of(int), attrs.validators.ge(1)], **field)
+
+
+class _ArmsAndObservations:
+    """``num_actions`` and ``num_observations`` of the paper's memories: their fields ``arms`` and ``observations``."""
+
+    arms: int
+    observations: int
+
+    @property
+    def num_actions(self) -> int:
+        return self.arms
+
+    @property
+    def num_observations(self) -> int:
+        return self.observations
+
+
+class _MemoryWithLastObservation(_ArmsAndObservations):
     """Shared tables of RAM, Chain and Column (a mixin of pure functions).
 
     Nodes: the blank nodes ``(i, _)`` for ``i = 1..M`` (where resets start),
@@ -62,14 +73,6 @@ class _MemoryWithLastObservation:
         memory = np.concatenate([np.arange(M), np.repeat(np.arange(M), A * O)])
         arm = np.concatenate([-np.ones(M, dtype=np.int64), np.tile(np.repeat(np.arange(A), O), M)])
         return memory, arm
-
-    @property
-    def num_actions(self) -> int:
-        return self.arms
-
-    @property
-    def num_observations(self) -> int:
-        return self.observations
 
     @functools.cached_property
     def node_labels(self) -> tuple[str, ...]:
@@ -100,17 +103,17 @@ class _MemoryWithLastObservation:
         M, A, O = self.M, self.arms, self.observations
         C = M * A
         target = M + np.arange(C)[:, None] * O + np.arange(O)[None, :]
-        return _readonly(np.broadcast_to(target, (M + M * A * O, C, O)).astype(np.int64))
+        return readonly(np.broadcast_to(target, (M + M * A * O, C, O)).astype(np.int64))
 
     @functools.cached_property
     def choice_action(self) -> np.ndarray:
-        return _readonly(np.tile(np.arange(self.arms, dtype=np.int64), self.M))
+        return readonly(np.tile(np.arange(self.arms, dtype=np.int64), self.M))
 
     @functools.cached_property
     def reset_mask(self) -> np.ndarray:
         mask = np.zeros(self.M + self.M * self.arms * self.observations, dtype=bool)
         mask[: self.M] = True
-        return _readonly(mask)
+        return readonly(mask)
 
     def _choice_memory_arm(self) -> tuple[np.ndarray, np.ndarray]:
         c = np.arange(self.M * self.arms)
@@ -124,13 +127,13 @@ class RAM(_MemoryWithLastObservation, MemoryArchitecture):
     ``N = M (1 + arms * observations)`` nodes, ``C = M * arms`` choices.
     """
 
-    M: int = attrs.field(validator=[_check_not_bool, *_size])
-    arms: int = attrs.field(default=2, validator=[_check_not_bool, *_arms], kw_only=True)
-    observations: int = attrs.field(default=2, validator=[_check_not_bool, *_arms], kw_only=True)
+    M: int = _count()
+    arms: int = _count(default=2, kw_only=True)
+    observations: int = _count(default=2, kw_only=True)
 
     @functools.cached_property
     def allowed(self) -> np.ndarray:
-        return _readonly(np.ones((self.M * (1 + self.arms * self.observations), self.M * self.arms), dtype=bool))
+        return readonly(np.ones((self.M * (1 + self.arms * self.observations), self.M * self.arms), dtype=bool))
 
 
 def _neighbours(node: tuple, choice: tuple) -> bool:
@@ -147,16 +150,16 @@ def _columns(node: tuple, choice: tuple) -> bool:
 class _RestrictedRAM(_MemoryWithLastObservation, MemoryArchitecture):
     """RAM's nodes and choices, with the choices allowed by the class's ``rule(node, choice)``."""
 
-    M: int = attrs.field(validator=[_check_not_bool, *_size])
-    arms: int = attrs.field(default=2, validator=[_check_not_bool, *_arms], kw_only=True)
-    observations: int = attrs.field(default=2, validator=[_check_not_bool, *_arms], kw_only=True)
+    M: int = _count()
+    arms: int = _count(default=2, kw_only=True)
+    observations: int = _count(default=2, kw_only=True)
 
     rule: ClassVar
 
     @functools.cached_property
     def allowed(self) -> np.ndarray:
         ram = RAM(self.M, arms=self.arms, observations=self.observations)
-        return _readonly(ram.allowed & rule_mask(ram, self.rule))
+        return readonly(ram.allowed & rule_mask(ram, self.rule))
 
 
 @attrs.frozen(kw_only=False)
@@ -178,7 +181,7 @@ class Column(_RestrictedRAM):
 
 
 @attrs.frozen(kw_only=False)
-class Memento(MemoryArchitecture):
+class Memento(_ArmsAndObservations, MemoryArchitecture):
     """The last ``m`` arms and observations (paper Definition 3.2).
 
     Nodes are the histories of length ``0..m``, labelled arms then
@@ -189,20 +192,12 @@ class Memento(MemoryArchitecture):
     appended.  ``N = sum_{l=0}^m (arms * observations)^l``.
     """
 
-    m: int = attrs.field(validator=[_check_not_bool, *_size])
-    arms: int = attrs.field(default=2, validator=[_check_not_bool, *_arms], kw_only=True)
-    observations: int = attrs.field(default=2, validator=[_check_not_bool, *_arms], kw_only=True)
+    m: int = _count()
+    arms: int = _count(default=2, kw_only=True)
+    observations: int = _count(default=2, kw_only=True)
 
     def __attrs_post_init__(self) -> None:
         check_memento_nodes(self.m, self.arms, self.observations)
-
-    @property
-    def num_actions(self) -> int:
-        return self.arms
-
-    @property
-    def num_observations(self) -> int:
-        return self.observations
 
     @functools.cached_property
     def _offsets(self) -> np.ndarray:
@@ -240,7 +235,7 @@ class Memento(MemoryArchitecture):
 
     @functools.cached_property
     def allowed(self) -> np.ndarray:
-        return _readonly(np.ones((int(self._offsets[-1]), self.arms), dtype=bool))
+        return readonly(np.ones((int(self._offsets[-1]), self.arms), dtype=bool))
 
     @functools.cached_property
     def next_node(self) -> np.ndarray:
@@ -255,17 +250,17 @@ class Memento(MemoryArchitecture):
             else:
                 new = offsets[m] + (code[:, None, None] % K ** (m - 1)) * K + symbol[None]
             parts.append(new)
-        return _readonly(np.concatenate(parts).astype(np.int64))
+        return readonly(np.concatenate(parts).astype(np.int64))
 
     @functools.cached_property
     def choice_action(self) -> np.ndarray:
-        return _readonly(np.arange(self.arms, dtype=np.int64))
+        return readonly(np.arange(self.arms, dtype=np.int64))
 
     @functools.cached_property
     def reset_mask(self) -> np.ndarray:
         mask = np.zeros(int(self._offsets[-1]), dtype=bool)
         mask[0] = True
-        return _readonly(mask)
+        return readonly(mask)
 
 
 _KINDS = {"ram": RAM, "chain": Chain, "column": Column, "memento": Memento}
