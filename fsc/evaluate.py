@@ -18,7 +18,7 @@ from fsc.engines.sparse import Backend
 from fsc.errors import InputError, InputTypeError
 from fsc.model.architecture import MemoryArchitecture
 from fsc.model.chain import joint_chain, require_after_choice
-from fsc.model.policy import Policy, policy_argument
+from fsc.model.policy import Policy, check_policy
 from fsc.model.pomdp import POMDP, Task, as_pomdp, paper_read
 
 __all__ = ["CONVENTIONS", "Evaluation", "Evaluator", "Pass", "check_reset", "evaluate", "read_out", "resolve_reset"]
@@ -354,7 +354,7 @@ class _Evaluate(torch.autograd.Function):
 def evaluate(
     world: POMDP | Task,
     policy: Policy,
-    *deprecated: Policy,
+    *,
     reset: float | None = None,
     discount: float | None = None,
     engine: str = "auto",
@@ -388,7 +388,7 @@ def evaluate(
             another architecture, a world the architecture cannot play in.
     """
     start = time.perf_counter()
-    policy = policy_argument("evaluate", policy, deprecated)
+    check_policy(policy)
     reset = resolve_reset(world, reset, discount)
     evaluator = Evaluator.of(world, policy.architecture, reset, engine, convention)
     box: dict = {}

@@ -27,7 +27,7 @@ from fsc.checks import check_reset
 from fsc.errors import InputError
 from fsc.evaluate import CONVENTIONS
 from fsc.limits import MAX_WALKERS
-from fsc.model.policy import Policy, policy_argument
+from fsc.model.policy import Policy, check_policy
 from fsc.model.pomdp import POMDP, Task, as_pomdp, paper_read
 
 __all__ = ["Simulation", "simulate"]
@@ -82,7 +82,7 @@ def _ratio(F: np.ndarray, L: np.ndarray) -> tuple[float, float]:
 def simulate(
     world: POMDP | Task,
     policy: Policy,
-    *deprecated: Policy,
+    *,
     reset: float,
     steps: int = 1_000_000,
     walkers: int = 256,
@@ -100,7 +100,7 @@ def simulate(
             carried by the state it leads to, 0 in a reset state).
     """
     start = time.perf_counter()
-    policy = policy_argument("simulate", policy, deprecated)
+    check_policy(policy)
     reset = check_reset(reset)
     if convention not in CONVENTIONS:
         raise InputError(f"convention must be one of {CONVENTIONS}, got {convention!r}")

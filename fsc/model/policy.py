@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import warnings
 import zipfile
 from pathlib import Path
 
@@ -266,25 +265,12 @@ def _from_json_floats(value) -> np.ndarray:
     return np.where(array == None, -np.inf, array).astype(np.float64)  # noqa: E711
 
 
-def policy_argument(function: str, policy: object, rest: tuple) -> Policy:
-    """The policy of ``function(world, policy, ...)``.
+def check_policy(policy: object, name: str = "policy") -> Policy:
+    """``policy``, if it is a :class:`Policy`.
 
-    The older form ``function(world, architecture, policy, ...)`` still works
-    for this release, with a ``DeprecationWarning``: the policy carries its
-    architecture.
+    Raises:
+        TypeError: anything else (naming ``name``).
     """
-    if isinstance(policy, MemoryArchitecture) and len(rest) == 1:
-        warnings.warn(
-            f"{function}(world, architecture, policy) is deprecated; call {function}(world, policy): the policy carries its architecture",
-            DeprecationWarning,
-            stacklevel=3,
-        )
-        architecture, policy = policy, rest[0]
-        if isinstance(policy, Policy) and policy.architecture != architecture:
-            raise InputError(f"policy is for {policy.architecture!r}, not {architecture!r}")
-    elif rest:
-        raise InputTypeError(f"{function}() takes the world and the policy, then keywords; got {2 + len(rest)} positional arguments")
     if not isinstance(policy, Policy):
-        raise InputTypeError(f"policy must be a fsc.Policy, got {type(policy).__name__}")
+        raise InputTypeError(f"{name} must be a fsc.Policy, got {type(policy).__name__}")
     return policy
-

@@ -108,19 +108,6 @@ def test_tiger_with_a_metric_of_its_own_agrees_between_evaluation_and_simulation
         assert abs(sim.metrics["listening"] - float(exact.metrics["listening"])) < 5 * sim.stderrs["listening"]
 
 
-def test_the_architecture_comes_from_the_policy_and_the_old_form_warns():
-    world = tasks.TwoHypothesis(0.1)
-    policy = fsc.Policy.random(fsc.RAM(3), 0)
-    new = fsc.evaluate(world, policy, reset=1e-2)
-    with pytest.warns(DeprecationWarning, match=r"call evaluate\(world, policy\)"):
-        old = fsc.evaluate(world, policy.architecture, policy, reset=1e-2)
-    assert float(new.gain) == float(old.gain)
-    with pytest.warns(DeprecationWarning), pytest.raises(ValueError, match=r"policy is for RAM\(M=3"):
-        fsc.evaluate(world, fsc.RAM(4), policy, reset=1e-2)
-    with pytest.warns(DeprecationWarning, match=r"call simulate\(world, policy\)"):
-        fsc.simulate(world, policy.architecture, policy, reset=0.1, steps=1000, seed=0)
-
-
 def test_only_bad_input_is_a_one_line_error_a_bug_keeps_its_traceback(monkeypatch, capsys):
     _, options, help_text = cli.COMMANDS["pomdp"]
 
