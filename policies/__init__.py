@@ -18,7 +18,7 @@ from fsc.model.policy import Policy
 
 from . import closed_form, necklaces, star
 from .ccp import ccp, ccp_probs
-from .initial import INITIALISATIONS, initial_policy
+from .initial import INITIALISATIONS, _initialisation, initial_policy
 from .necklace import default_eps, necklace_exits, necklace_policy, necklace_probs
 from .star import star_architecture, star_eps_opt, star_probs, star_q
 
@@ -42,7 +42,7 @@ __all__ = [
     "star_q",
 ]
 
-#: Names accepted by :func:`named_policy` (and ``--policy`` on the command line).
+#: Names accepted by :func:`named_policy`: ``--policy`` and ``fsc train --init`` on the command line.
 POLICY_NAMES = ("uniform", "ccp", "star", "necklace", *INITIALISATIONS)
 
 
@@ -58,11 +58,22 @@ def named_policy(
     eps0: float | None = None,
     eps1: float | None = None,
 ) -> Policy:
-    """A policy by name on ``arch``: ``uniform``, the exact ``ccp`` and
-    ``necklace`` policies (no ``1e-4`` added), or an initialisation.
+    """A policy by name on ``arch``: ``uniform``, the exact ``ccp``, ``star`` and ``necklace`` policies
+    (no ``1e-4`` added), or an initialisation (:func:`initial_policy`).
 
-    ``ccp`` (``star``: its ``k``-arm form) without ``eps`` uses the closed-form optimal eps at ``reset``
-    (capped at 1); ``necklace`` defaults to ``eps0 = r^(1/2)``, ``eps1 = r^(1/4)``.
+    Args:
+        name: one of :data:`POLICY_NAMES`.
+        mu: the two-hypothesis world's gap, for the closed-form defaults of ``eps``.
+        reset: the reset probability ``r`` those defaults are optimal at.
+        seed: seed of the random initialisations.
+        published: take the published code's start where it differs (:func:`initial_policy`).
+        eps: exit probability of ``ccp``, ``star``, ``near-ccp`` and ``near-star``; default the closed-form
+            optimum at ``reset`` (capped at 1).
+        eps0, eps1: exit probabilities of ``necklace`` and ``near-necklace``; default ``r^(1/2)`` and
+            ``r^(1/4)``.
+
+    Raises:
+        ValueError, TypeError: an unknown name; a memory the policy does not fit; a bad value.
     """
     if name == "uniform":
         return Policy.uniform(arch)
@@ -78,7 +89,7 @@ def named_policy(
         default0, default1 = default_eps(reset)
         return Policy.from_probs(arch, *necklace_probs(arch, default0 if eps0 is None else eps0, default1 if eps1 is None else eps1))
     if name in INITIALISATIONS:
-        return initial_policy(name, arch, mu=mu, reset=reset, seed=seed, published=published, eps=eps, eps0=eps0, eps1=eps1)
+        return _initialisation(name, arch, mu=mu, reset=reset, seed=seed, published=published, eps=eps, eps0=eps0, eps1=eps1)
     raise InputError(f"policy must be one of {POLICY_NAMES} or a .npz/.json file, got {name!r}")
 
 

@@ -11,7 +11,6 @@ zero probability and gradient flow can move every weight; under the
 from __future__ import annotations
 
 import itertools
-import warnings
 
 import numpy as np
 import torch
@@ -149,26 +148,14 @@ def paper_necklace_weights(arch: Memento, eps0: float, eps1: float) -> tuple[np.
     return weights, init
 
 
-
-
-def initial_policy(
-    name: str,
-    arch: MemoryArchitecture,
-    *,
-    mu: float = 0.1,
-    reset: float = 1e-3,
-    seed: int = 0,
-    published: bool = False,
-    eps: float | None = None,
-    eps0: float | None = None,
-    eps1: float | None = None,
-    convention: str | None = None,
-) -> Policy:
-    """The initialisation ``name`` on ``arch`` (paper section 5, Figure 4).
+def initial_policy(name: str, arch: MemoryArchitecture, **options: object) -> Policy:
+    """The initialisation ``name`` on ``arch`` (paper section 5, Figure 4): :func:`policies.named_policy`
+    restricted to :data:`INITIALISATIONS`, with its keywords (``mu``, ``reset``, ``seed``, ``published``,
+    ``eps``, ``eps0``, ``eps1``) and defaults.
 
     ``published``: where the published code's start differs from the one
     described here, take the published one (today: near-necklace's exit nodes
-    for m = 3 and 4).  ``convention="paper"`` meant the same and is deprecated.
+    for m = 3 and 4).
 
     - ``random``: Gaussian logits, std 1 (seeded); for two-arm RAM-like and
       Memento memories, seed ``s`` draws exactly the published code's start
@@ -193,12 +180,13 @@ def initial_policy(
     """
     if name not in INITIALISATIONS:
         raise InputError(f"initialisation must be one of {INITIALISATIONS}, got {name!r}")
-    if convention is not None:
-        if convention not in ("native", "paper"):
-            raise InputError(f"convention must be 'native' or 'paper', got {convention!r}")
-        warnings.warn("initial_policy(convention=...) is deprecated: it chose the start, not a convention; pass published=True "
-                      "for the published code's start", DeprecationWarning, stacklevel=2)  # fmt: skip
-        published = convention == "paper"
+    from policies import named_policy  # the one signature of the policies by name
+
+    return named_policy(name, arch, **options)
+
+
+def _initialisation(name: str, arch: MemoryArchitecture, *, mu, reset, seed, published, eps, eps0, eps1) -> Policy:
+    """The body of :func:`initial_policy`: ``name`` one of :data:`INITIALISATIONS`, every keyword given."""
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise InputTypeError(f"seed must be an int, got {seed!r}")
     reset = check_reset(reset)

@@ -139,20 +139,15 @@ def test_theorem_4_3(m):
 # Initialisations.
 
 
-def test_paper_near_ccp_at_t0_matches_the_published_code():
-    arch = fsc.RAM(8)
-    policy = policies.initial_policy("near-ccp", arch, mu=0.1, reset=1e-3, published=True)
+@pytest.mark.parametrize(
+    "name, arch, reset, q_published",
+    [("near-ccp", fsc.RAM(8), 1e-3, 0.172167), ("near-necklace", fsc.Memento(4), 1e-5, 0.164731)],
+)
+def test_paper_starts_at_t0_match_the_published_code(name, arch, reset, q_published):
+    policy = policies.initial_policy(name, arch, mu=0.1, reset=reset, published=True)
     for engine in ("dense", "power"):
-        q = q_of(tasks.TwoHypothesis(0.1), arch, policy, 1e-3, convention="paper", engine=engine)
-        assert round(q, 6) == 0.172167
-
-
-def test_paper_near_necklace_at_t0_matches_the_published_code():
-    arch = fsc.Memento(4)
-    policy = policies.initial_policy("near-necklace", arch, mu=0.1, reset=1e-5, published=True)
-    for engine in ("dense", "power"):
-        q = q_of(tasks.TwoHypothesis(0.1), arch, policy, 1e-5, convention="paper", engine=engine)
-        assert round(q, 6) == 0.164731
+        q = q_of(tasks.TwoHypothesis(0.1), arch, policy, reset, convention="paper", engine=engine)
+        assert round(q, 6) == q_published
 
 
 @pytest.mark.parametrize("name", ["random", "linear", "columns", "near-ccp"])
@@ -197,10 +192,7 @@ def test_bad_input(call, pattern):
         call()
 
 
-def test_the_old_convention_keyword_of_initial_policy_warns_and_means_published():
+def test_published_takes_the_published_near_necklace_start():
     arch = fsc.Memento(3)
-    with pytest.warns(DeprecationWarning, match="published=True"):
-        old = policies.initial_policy("near-necklace", arch, reset=1e-5, convention="paper")
-    new = policies.initial_policy("near-necklace", arch, reset=1e-5, published=True)
-    assert torch.equal(old.logits, new.logits)
-    assert not torch.equal(new.logits, policies.initial_policy("near-necklace", arch, reset=1e-5).logits)
+    published = policies.initial_policy("near-necklace", arch, reset=1e-5, published=True)
+    assert not torch.equal(published.logits, policies.initial_policy("near-necklace", arch, reset=1e-5).logits)
