@@ -76,7 +76,7 @@ def main() -> None:
             import viz
 
             try:
-                viz.render(viz.memory_graph(policy.architecture, policy, threshold=0.01, title=f"best learned Memento {m}, r = {reset:g}, q = {a.q:.5f}"),
+                viz.render(viz.memory_graph(policy, threshold=0.01, title=f"best learned Memento {m}, r = {reset:g}, q = {a.q:.5f}"),
                            args.out / f"best-{tag}.svg")  # fmt: skip
             except Exception as error:  # graphviz missing or too slow: the table still stands
                 print(f"no diagram for {tag}: {error}")

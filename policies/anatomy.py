@@ -42,10 +42,10 @@ import numpy as np
 import torch
 
 import fsc
-from fsc.errors import InputError, InputTypeError
+from fsc.errors import InputError
 from fsc.model.architecture import MemoryArchitecture
 from fsc.model.memory import RAM, Chain, Column, Memento
-from fsc.model.policy import Policy
+from fsc.model.policy import Policy, check_policy
 
 from .asymmetric import asymmetric_ccp_probs
 from .necklace import necklace_exits, necklace_probs
@@ -196,8 +196,7 @@ def anatomy(
     """
     from tasks import TwoHypothesis
 
-    if not isinstance(policy, Policy):
-        raise InputTypeError(f"policy must be a fsc.Policy, got {type(policy).__name__}")
+    check_policy(policy)
     for name, value in (("delta", delta), ("mass_floor", mass_floor), ("tol", tol), ("max_tol", max_tol)):
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 1:
             raise InputError(f"{name} must be a number in [0, 1), got {value!r}")

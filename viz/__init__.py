@@ -1,17 +1,16 @@
 """viz: pictures of controllers (docs/model.md).
 
-- :func:`memory_graph`: the memory transition diagram of a policy, a
-  :class:`graphviz.Digraph` (two columns for the column of confidence policy,
+- :func:`memory_graph`: the memory transition diagram of a policy, as plain
+  data (:class:`MemoryGraph`; two columns for the column of confidence policy,
   the chain of necklaces for the necklace policy); :func:`render` writes it
-  as SVG, PNG or DOT.  :func:`build_memory_graph` gives the same diagram as
-  plain data (:class:`MemoryGraph`).
+  as SVG, PNG or DOT.
 - :func:`policy_heatmap`, :func:`q_curves`, :func:`q_vs_reset`,
   :func:`q_vs_memory`: matplotlib figures; :func:`save_figure` writes them.
 """
 
 from .display import NodeDisplay, node_display
-from .graph import LAYOUTS, DisplayEdge, DisplayNode, MemoryGraph, build_memory_graph, format_probability
-from .output import FORMATS, memory_graph, render
+from .graph import LAYOUTS, DisplayEdge, DisplayNode, MemoryGraph, format_probability, memory_graph
+from .output import FORMATS, render
 from .plots import median_curve, policy_heatmap, q_curves, q_vs_memory, q_vs_reset, save_figure
 
 __all__ = [
@@ -21,7 +20,6 @@ __all__ = [
     "DisplayNode",
     "MemoryGraph",
     "NodeDisplay",
-    "build_memory_graph",
     "format_probability",
     "median_curve",
     "memory_graph",

@@ -1,6 +1,6 @@
 """The memory transition diagram of a policy as plain data (docs/model.md).
 
-:func:`build_memory_graph` turns an architecture and a policy into a
+:func:`memory_graph` turns a policy (on its architecture) into a
 :class:`MemoryGraph`, a plain description of what is drawn: display nodes
 (architecture nodes merged by the :class:`~viz.display.NodeDisplay` of the
 architecture), edges aggregated from the policy, positions and clusters;
@@ -33,7 +33,7 @@ import torch
 from fsc.errors import InputError, InputTypeError
 from fsc.evaluate import Evaluation
 from fsc.model.architecture import MemoryArchitecture
-from fsc.model.policy import Policy
+from fsc.model.policy import Policy, check_policy
 
 from .display import node_display
 
@@ -42,11 +42,11 @@ __all__ = [
     "DisplayEdge",
     "DisplayNode",
     "MemoryGraph",
-    "build_memory_graph",
     "format_probability",
+    "memory_graph",
 ]
 
-#: Layouts accepted by :func:`build_memory_graph`.
+#: Layouts accepted by :func:`memory_graph`.
 LAYOUTS = ("auto", "columns", "necklaces", "free")
 
 #: Largest number of condition lines written on one edge before summarising.
@@ -312,8 +312,7 @@ def _caption(architecture, display, threshold, title, hidden_warmup) -> str:
     return "\\l".join(lines) + "\\l"
 
 
-def build_memory_graph(
-    architecture: MemoryArchitecture,
+def memory_graph(
     policy: Policy,
     *,
     threshold: float = 1e-3,
@@ -322,7 +321,13 @@ def build_memory_graph(
     occupancy=None,
     title: str | None = None,
 ) -> MemoryGraph:
-    """The diagram of ``policy`` on ``architecture``, as a :class:`MemoryGraph`.
+    """The memory transition diagram of ``policy`` on its architecture, as a :class:`MemoryGraph`.
+
+    Nodes are memory states (architecture nodes merged as :mod:`viz.display` says), edges the
+    transitions of probability ``>= threshold``, labelled by condition and probability.  The column of
+    confidence policy is drawn as the paper's two columns (Figure 1C), the necklace policy as its chain
+    of necklaces (Figure 3).  :meth:`MemoryGraph.digraph` gives it as a :class:`graphviz.Digraph`;
+    :func:`viz.render` writes it as SVG, PNG or DOT.
 
     Args:
         threshold: edges (choices) of probability below it are hidden, and
@@ -334,12 +339,7 @@ def build_memory_graph(
             :class:`fsc.Evaluation`; nodes are shaded by it.
         title: first line of the caption (default: the architecture).
     """
-    if not isinstance(architecture, MemoryArchitecture):
-        raise InputTypeError(f"architecture must be a fsc.MemoryArchitecture, got {type(architecture).__name__}")
-    if not isinstance(policy, Policy):
-        raise InputTypeError(f"policy must be a fsc.Policy, got {type(policy).__name__}")
-    if policy.architecture != architecture:
-        raise InputError(f"the policy lives on {policy.architecture!r}, not on {architecture!r}")
+    architecture = check_policy(policy).architecture
     threshold = _check_threshold(threshold)
     if layout not in LAYOUTS:
         raise InputError(f"layout must be one of {LAYOUTS}, got {layout!r}")

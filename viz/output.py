@@ -1,8 +1,7 @@
 """Graphviz output of memory transition diagrams (docs/model.md).
 
-:func:`memory_graph` builds the diagram of a policy (:func:`~viz.graph.build_memory_graph`)
-and returns it as a :class:`graphviz.Digraph`; :func:`render` writes a digraph or a
-:class:`~viz.graph.MemoryGraph` as SVG, PNG (running graphviz's ``dot`` program) or DOT.
+:func:`render` writes a :class:`~viz.graph.MemoryGraph` (:func:`~viz.graph.memory_graph`) or any
+:class:`graphviz.Digraph` as SVG, PNG (running graphviz's ``dot`` program) or DOT.
 """
 
 from __future__ import annotations
@@ -17,12 +16,10 @@ import graphviz
 
 from fsc.errors import InputError, InputTypeError
 from fsc.files import atomic_write
-from fsc.model.architecture import MemoryArchitecture
-from fsc.model.policy import Policy
 
-from .graph import MemoryGraph, build_memory_graph
+from .graph import MemoryGraph
 
-__all__ = ["FORMATS", "memory_graph", "render"]
+__all__ = ["FORMATS", "render"]
 
 #: Output formats of :func:`render`.
 FORMATS = ("svg", "png", "dot")
@@ -47,28 +44,6 @@ def _run_graphviz(source: str, engine: str, fmt: str, timeout: float) -> bytes:
             raise RuntimeError(f"graphviz failed (status {done.returncode}): {done.stderr.decode(errors='replace').strip()}")
         return done.stdout
     raise AssertionError("unreachable")  # pragma: no cover
-
-
-def memory_graph(
-    architecture: MemoryArchitecture,
-    policy: Policy,
-    *,
-    threshold: float = 1e-3,
-    layout: str = "auto",
-    warmup: bool = False,
-    occupancy=None,
-    title: str | None = None,
-) -> graphviz.Digraph:
-    """The memory transition diagram of ``policy`` as a :class:`graphviz.Digraph`.
-
-    Nodes are memory states (merged architecture nodes, see
-    :mod:`viz.display`), edges the transitions of probability ``>= threshold``,
-    labelled by condition and probability.  The column of confidence policy
-    is drawn as the paper's two columns (Figure 1C), the necklace policy as
-    its chain of necklaces (Figure 3).  Arguments as in
-    :func:`build_memory_graph`; write the result with :func:`render`.
-    """
-    return build_memory_graph(architecture, policy, threshold=threshold, layout=layout, warmup=warmup, occupancy=occupancy, title=title).digraph()
 
 
 def render(graph: graphviz.Digraph | MemoryGraph, path: str | os.PathLike, format: str | None = None, *, timeout: float = 60.0) -> Path:

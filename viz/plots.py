@@ -23,8 +23,7 @@ from matplotlib.figure import Figure
 
 from fsc.errors import InputError, InputTypeError
 from fsc.files import atomic_write
-from fsc.model.architecture import MemoryArchitecture
-from fsc.model.policy import Policy
+from fsc.model.policy import Policy, check_policy
 
 __all__ = ["median_curve", "policy_heatmap", "q_curves", "q_vs_memory", "q_vs_reset", "save_figure"]
 
@@ -61,7 +60,6 @@ def save_figure(figure: Figure | Axes, path: str | os.PathLike, format: str | No
 
 
 def policy_heatmap(
-    architecture: MemoryArchitecture,
     policy: Policy,
     ax: Axes | None = None,
     *,
@@ -69,19 +67,14 @@ def policy_heatmap(
     max_ticks: int = 64,
     title: str | None = None,
 ) -> Axes:
-    """The policy as an image ``probs[n, c]``: nodes (rows) x choices (columns).
+    """The policy as an image ``probs[n, c]``: the nodes (rows) x choices (columns) of its architecture.
 
     Disallowed choices are drawn grey and crossed out of the colour scale;
     rows and columns carry the node and choice labels (every k-th label when
     there are more than ``max_ticks``).  ``annotate`` writes the
     probabilities in the cells (default: when there are at most 400 cells).
     """
-    if not isinstance(architecture, MemoryArchitecture):
-        raise InputTypeError(f"architecture must be a fsc.MemoryArchitecture, got {type(architecture).__name__}")
-    if not isinstance(policy, Policy):
-        raise InputTypeError(f"policy must be a fsc.Policy, got {type(policy).__name__}")
-    if policy.architecture != architecture:
-        raise InputError(f"the policy lives on {policy.architecture!r}, not on {architecture!r}")
+    architecture = check_policy(policy).architecture
     if isinstance(max_ticks, bool) or not isinstance(max_ticks, int) or max_ticks < 1:
         raise InputError(f"max_ticks must be an integer >= 1, got {max_ticks!r}")
     with torch.no_grad():

@@ -172,7 +172,7 @@ def cmd_draw(args) -> int:
     arch = architecture_from(args, world)
     policy = build_policy(args, arch)
     result = evaluate(world, policy, reset=args.reset, convention=args.convention)
-    built = viz.build_memory_graph(arch, policy, threshold=args.threshold, occupancy=result, title=args.title)
+    built = viz.memory_graph(policy, threshold=args.threshold, occupancy=result, title=args.title)
     viz.render(built, out, format=fmt)
     record = {
         "out": str(out),

@@ -154,7 +154,7 @@ def section_drawings(out: Path, log: Callable[[str], None]) -> Section:
         arch = fsc.parse_memory(memory)
         policy = policies.named_policy(policy_name, arch, mu=0.1, reset=reset)
         result = fsc.evaluate(tasks.TwoHypothesis(0.1), policy, reset=reset)
-        graph = viz.build_memory_graph(arch, policy, occupancy=result)
+        graph = viz.memory_graph(policy, occupancy=result)
         viz.render(graph, out / "figures" / f"{name}.svg")
         log(f"  {name}: {graph.num_nodes} nodes, {graph.num_edges} edges")
         items.append(f"<h3>{html.escape(policy_name)} on {memory} (r = {reset:g})</h3><img src='figures/{name}.svg' alt='{name} diagram'>")

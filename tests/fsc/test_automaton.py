@@ -279,6 +279,6 @@ def test_product_draws(tmp_path):
     import viz
 
     arch = fsc.product(fsc.Memento(1), fsc.Column(2))
-    built = viz.build_memory_graph(arch, fsc.Policy.random(arch, 0))
+    built = viz.memory_graph(fsc.Policy.random(arch, 0))
     viz.render(built, tmp_path / "p.svg", format="svg")
     assert "A+,1A+" in (tmp_path / "p.svg").read_text()

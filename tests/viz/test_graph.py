@@ -191,7 +191,7 @@ def necklace_probs_4(eps0, eps1):
 @pytest.mark.parametrize("threshold", [0.0, 0.15])
 def test_random_policy_graph_matches_brute_force_and_svg(arch, threshold, tmp_path):
     policy = fsc.Policy.random(arch, 7)
-    graph = viz.build_memory_graph(arch, policy, threshold=threshold)
+    graph = viz.memory_graph(policy, threshold=threshold)
     nodes, edges = expected_graph(arch, policy, threshold)
     assert {node.key for node in graph.nodes} == nodes
     assert {(e.tail, e.head) for e in graph.edges} == edges
@@ -205,7 +205,7 @@ def test_random_policy_graph_matches_brute_force_and_svg(arch, threshold, tmp_pa
 @pytest.mark.parametrize("arch", [fsc.Memento(2), fsc.Memento(3), fsc.Memento(2, arms=3)], ids=ids)
 def test_memento_warmup_draws_the_partial_histories(arch, tmp_path):
     policy = fsc.Policy.random(arch, 3)
-    graph = viz.build_memory_graph(arch, policy, threshold=0.0, warmup=True)
+    graph = viz.memory_graph(policy, threshold=0.0, warmup=True)
     nodes, edges = expected_graph(arch, policy, 0.0, warmup=True)
     K = arch.arms
     assert len(nodes) == sum(K**length for length in range(arch.m + 1))  # every history is reached
@@ -221,7 +221,7 @@ def test_edge_probabilities_are_the_policy_probabilities(arch):
     """Each (condition, probability) on an edge u -> v is probs[node u+condition, choice leading to v]."""
     policy = fsc.Policy.random(arch, 11)
     probs = policy.probs().detach().numpy()
-    graph = viz.build_memory_graph(arch, policy, threshold=0.0, warmup=True)
+    graph = viz.memory_graph(policy, threshold=0.0, warmup=True)
     for edge in graph.edges:
         node = graph.node(edge.tail)
         assert edge.probability == max(p for _, p in edge.conditions)
@@ -240,7 +240,7 @@ def test_edge_probabilities_are_the_policy_probabilities(arch):
 def test_ccp_hand_count_and_two_columns(kind, M, tmp_path):
     arch = kind(M)
     policy = ccp_probs(arch, eps=0.03)
-    graph = viz.build_memory_graph(arch, policy, threshold=1e-3)
+    graph = viz.memory_graph(policy, threshold=1e-3)
     # Nodes: start + iA, iB for i = 1..M.  Edges: 2 from start; per column M - 1 up,
     # M - 1 down, the self-loop at the top and the switch at the bottom.
     assert (graph.num_nodes, graph.num_edges) == (2 * M + 1, 4 * M + 2)
@@ -268,7 +268,7 @@ def test_ccp_hand_count_and_two_columns(kind, M, tmp_path):
 def test_ccp_threshold_hides_the_exits_of_the_top(tmp_path):
     M = 4
     arch = fsc.Column(M)
-    graph = viz.build_memory_graph(arch, ccp_probs(arch, eps=0.03), threshold=0.05)
+    graph = viz.memory_graph(ccp_probs(arch, eps=0.03), threshold=0.05)
     assert (graph.num_nodes, graph.num_edges) == (2 * M + 1, 4 * M)
     assert "< 0.05 hidden" in graph.caption
     assert svg_counts(viz.render(graph, tmp_path / "t.svg")) == (2 * M + 1, 4 * M)
@@ -292,7 +292,7 @@ def test_ccp_with_three_arms_draws_three_columns(tmp_path):
     init = np.zeros(arch.num_nodes)
     init[n("1_")] = 1
     policy = fsc.Policy.from_probs(arch, probs, init)
-    graph = viz.build_memory_graph(arch, policy)
+    graph = viz.memory_graph(policy)
     # start -> 1A, 1B, 1C; per column 2 up, 2 down, the loop at the top, the switch at the bottom.
     assert graph.layout == "columns"
     assert (graph.num_nodes, graph.num_edges) == (10, 3 + 3 * 6)
@@ -307,7 +307,7 @@ def test_ccp_with_three_arms_draws_three_columns(tmp_path):
 
 def test_necklace_policy_m4_hand_count_and_chain_of_necklaces(tmp_path):
     arch, policy = necklace_probs_4(eps0=0.003, eps1=0.056)
-    graph = viz.build_memory_graph(arch, policy, threshold=1e-3)
+    graph = viz.memory_graph(policy, threshold=1e-3)
     # 16 words; one rotation edge per word (self-loops at AAAA and BBBB), 6 exits, 2 end exits.
     assert graph.layout == "necklaces"
     assert (graph.num_nodes, graph.num_edges) == (16, 16 + 6 + 2)
@@ -328,14 +328,14 @@ def test_necklace_policy_m4_hand_count_and_chain_of_necklaces(tmp_path):
     assert graph.edge("ABAA", "BAAA").label == "-+--: 0.94\nelse"
     assert graph.edge("AAAA", "AAAB").label == "----: 0.003"
     # With the warm-up: + start and 14 partial histories, + 2 + 28 edges.
-    warm = viz.build_memory_graph(arch, policy, threshold=1e-3, warmup=True)
+    warm = viz.memory_graph(policy, threshold=1e-3, warmup=True)
     assert (warm.num_nodes, warm.num_edges) == (31, 54)
     assert svg_counts(viz.render(warm, tmp_path / "w.svg")) == (31, 54)
 
 
 def test_necklace_threshold_between_eps0_and_eps1(tmp_path):
     arch, policy = necklace_probs_4(eps0=0.003, eps1=0.056)
-    graph = viz.build_memory_graph(arch, policy, threshold=0.01)
+    graph = viz.memory_graph(policy, threshold=0.01)
     assert (graph.num_nodes, graph.num_edges) == (16, 22)  # the two end exits are hidden
     assert svg_counts(viz.render(graph, tmp_path / "t.svg")) == (16, 22)
 
@@ -343,12 +343,12 @@ def test_necklace_threshold_between_eps0_and_eps1(tmp_path):
 def test_explicit_policies_package_if_present(tmp_path):
     policies = pytest.importorskip("policies")
     arch, policy = policies.ccp(4, 0.03)
-    graph = viz.build_memory_graph(arch, policy)
+    graph = viz.memory_graph(policy)
     assert (graph.layout, graph.num_nodes, graph.num_edges) == ("columns", 9, 18)
     assert svg_counts(viz.render(graph, tmp_path / "ccp.svg")) == (9, 18)
     for m in (3, 4):
         arch, policy = policies.necklace_policy(m, 0.003, 0.05)
-        graph = viz.build_memory_graph(arch, policy)
+        graph = viz.memory_graph(policy)
         assert graph.layout == "necklaces"
         assert graph.num_nodes == 2**m
         assert svg_counts(viz.render(graph, tmp_path / f"n{m}.svg")) == (graph.num_nodes, graph.num_edges)
@@ -361,14 +361,14 @@ def test_explicit_policies_package_if_present(tmp_path):
 def test_free_layout_and_auto_choice(tmp_path):
     arch = fsc.RAM(3)
     policy = fsc.Policy.random(arch, 1)
-    graph = viz.build_memory_graph(arch, policy, threshold=0.2)
+    graph = viz.memory_graph(policy, threshold=0.2)
     assert graph.layout == "free"
     assert all(node.pos is None for node in graph.nodes)
     assert "layout=neato" not in graph.digraph().source
-    forced = viz.build_memory_graph(arch, policy, threshold=0.2, layout="columns")
+    forced = viz.memory_graph(policy, threshold=0.2, layout="columns")
     assert forced.layout == "columns" and "layout=neato" in forced.digraph().source
     assert svg_counts(viz.render(forced, tmp_path / "f.svg")) == (forced.num_nodes, forced.num_edges)
-    ccp = viz.build_memory_graph(fsc.Column(3), ccp_probs(fsc.Column(3), 0.1), layout="free")
+    ccp = viz.memory_graph(ccp_probs(fsc.Column(3), 0.1), layout="free")
     assert ccp.layout == "free"
     assert svg_counts(viz.render(ccp, tmp_path / "c.svg")) == (7, 14)
 
@@ -377,7 +377,7 @@ def test_occupancy_shades_nodes_by_stationary_mass(tmp_path):
     arch = fsc.Column(3)
     policy = ccp_probs(arch, 0.05)
     evaluation = fsc.evaluate(tasks.TwoHypothesis(0.2), policy, reset=0.01)
-    graph = viz.build_memory_graph(arch, policy, occupancy=evaluation)
+    graph = viz.memory_graph(policy, occupancy=evaluation)
     masses = {node.key: node.mass for node in graph.nodes}
     assert sum(masses.values()) == pytest.approx(1, abs=1e-12)  # every reached node is drawn
     assert masses["3A"] == pytest.approx(masses["3B"]) and masses["3A"] > masses["2A"]
@@ -420,7 +420,7 @@ def test_user_architecture_is_drawn_node_by_node(tmp_path):
     arch = Toggle()
     probs = np.array([[0.5, 0.5], [1.0, 0.0], [0.25, 0.75], [0.0, 1.0]])
     policy = fsc.Policy.from_probs(arch, probs)
-    graph = viz.build_memory_graph(arch, policy)
+    graph = viz.memory_graph(policy)
     assert graph.layout == "free"
     assert {node.key for node in graph.nodes} == {"_", "sA", "sB", "s:odd"}
     # Edges: from each node, each choice taken leads to sX (after +) and s:odd (after -).
@@ -453,7 +453,7 @@ def test_register_a_display_for_a_new_architecture():
 
     viz.node_display.register(Toggle2)(Merged)
     arch = Toggle2()
-    graph = viz.build_memory_graph(arch, fsc.Policy.uniform(arch))
+    graph = viz.memory_graph(fsc.Policy.uniform(arch))
     assert [node.key for node in graph.nodes] == ["start", "memory"]
     assert graph.num_edges == 2
 
@@ -466,20 +466,18 @@ def test_bad_input(tmp_path):
     arch = fsc.Column(2)
     policy = fsc.Policy.uniform(arch)
     with pytest.raises(ValueError, match="threshold must be in"):
-        viz.memory_graph(arch, policy, threshold=1.0)
+        viz.memory_graph(policy, threshold=1.0)
     with pytest.raises(TypeError, match="threshold must be a number"):
-        viz.memory_graph(arch, policy, threshold="0.1")
+        viz.memory_graph(policy, threshold="0.1")
     with pytest.raises(ValueError, match="layout must be one of"):
-        viz.memory_graph(arch, policy, layout="circle")
+        viz.memory_graph(policy, layout="circle")
     with pytest.raises(ValueError, match="'necklaces' is not available"):
-        viz.memory_graph(arch, policy, layout="necklaces")
-    with pytest.raises(ValueError, match="lives on"):
-        viz.memory_graph(fsc.Column(3), policy)
+        viz.memory_graph(policy, layout="necklaces")
     with pytest.raises(TypeError, match="policy must be"):
-        viz.memory_graph(arch, "ccp")
+        viz.memory_graph("ccp")
     with pytest.raises(ValueError, match="occupancy must have shape"):
-        viz.memory_graph(arch, policy, occupancy=np.ones(3))
-    graph = viz.memory_graph(arch, policy)
+        viz.memory_graph(policy, occupancy=np.ones(3))
+    graph = viz.memory_graph(policy).digraph()  # render takes a graphviz.Digraph too
     with pytest.raises(ValueError, match="format must be one of svg, png, dot, got 'pdf'"):
         viz.render(graph, tmp_path / "g.pdf")
     with pytest.raises(ValueError, match="got ''"):
