@@ -106,13 +106,17 @@ def resolve_memory(memory: object, world: POMDP | Task, *, option: str = "memory
         arch = parse_memory(memory, arms=pomdp.num_actions, observations=pomdp.num_observations)
     else:
         raise InputTypeError(f"{option} must be a string like 'ram:8' or a fsc.MemoryArchitecture, got {memory!r}")
+    _check_fits(arch, pomdp, f"{option} {memory if isinstance(memory, str) else repr(arch)}")
+    return arch
+
+
+def _check_fits(arch: MemoryArchitecture, pomdp: POMDP, what: str) -> None:
+    """Raise unless ``arch`` has the world's action and observation counts (``what`` names it)."""
     if arch.num_actions != pomdp.num_actions or arch.num_observations != pomdp.num_observations:
-        shown = memory if isinstance(memory, str) else repr(arch)
         raise InputError(
-            f"{option} {shown} has {arch.num_actions} actions and {arch.num_observations} observations, "
+            f"{what} has {arch.num_actions} actions and {arch.num_observations} observations, "
             f"the world {pomdp.num_actions} and {pomdp.num_observations}"
         )
-    return arch
 
 
 def is_policy_file(name: object) -> bool:
@@ -124,6 +128,7 @@ def resolve_policy(
     policy: object,
     arch: MemoryArchitecture | None,
     *,
+    world: POMDP | Task | None = None,
     mu: float | None = None,
     reset: float = 1e-3,
     seed: int = 0,
@@ -138,11 +143,13 @@ def resolve_policy(
     ``policy``: a :class:`fsc.Policy`; a policy file (``.npz``/``.json``, docs/formats.md); or a name of
     :func:`policies.named_policy`: ``uniform``, ``ccp``, ``star``, ``necklace`` or an initialisation
     (``random``, ``linear``, ``columns``, ``near-ccp``, ``near-star``, ``cycles``, ``near-necklace``).
-    ``arch`` ``None`` takes a file's own architecture; a name needs one.  ``convention="paper"`` takes the
-    published code's start where it differs (:func:`policies.initial_policy`).
+    ``arch`` ``None`` takes a file's own architecture (checked against ``world`` when given); a name needs
+    one.  ``convention="paper"`` takes the published code's start where it differs
+    (:func:`policies.initial_policy`).
 
     Raises:
-        ValueError, TypeError: an unknown name; a missing or unreadable file; a policy for another architecture.
+        ValueError, TypeError: an unknown name; a missing or unreadable file; a policy for another
+            architecture, or (``arch`` ``None``) for another world.
     """
     if isinstance(policy, Policy):
         built, source = policy, f"the {option}"
@@ -165,4 +172,6 @@ def resolve_policy(
         raise InputTypeError(f"{option} must be a policy name, a policy file (.npz/.json) or a fsc.Policy, got {policy!r}")
     if arch is not None and built.architecture != arch:
         raise InputError(f"{source} is for {built.architecture!r}, not for memory {arch!r}")
+    if arch is None and world is not None:
+        _check_fits(built.architecture, as_pomdp(world), f"{source} is for {built.architecture!r}, which")
     return built

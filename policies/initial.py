@@ -1,6 +1,7 @@
-"""Initialisations for training (paper section 5 and the caption of Figure 4).
+"""Policies by name (:func:`named_policy`): ``uniform``, the explicit ``ccp``, ``star`` and ``necklace``, and
+the initialisations for training (:func:`initial_policy`; paper section 5 and the caption of Figure 4).
 
-Names: ``random``, ``linear``, ``columns``, ``near-ccp`` (RAM-like
+Initialisations: ``random``, ``linear``, ``columns``, ``near-ccp`` (RAM-like
 memories), ``cycles``, ``near-necklace`` (Memento).  Except ``random``,
 each is given as probabilities ``pi`` and turned into logits
 ``log(pi + 1e-4)`` (docs/model.md), so that nothing starts at exactly
@@ -24,7 +25,7 @@ from fsc.model.policy import Policy
 from .ccp import _check_eps, ccp_probs
 from .necklace import default_eps, necklace_probs
 
-__all__ = ["INITIALISATIONS", "NOISE", "from_weights", "initial_policy", "paper_necklace_weights", "published_order"]
+__all__ = ["INITIALISATIONS", "NOISE", "POLICY_NAMES", "from_weights", "initial_policy", "named_policy", "paper_necklace_weights", "published_order"]
 
 INITIALISATIONS = ("random", "linear", "columns", "near-ccp", "near-star", "cycles", "near-necklace")
 
@@ -48,9 +49,12 @@ def from_weights(arch: MemoryArchitecture, weights: np.ndarray, init_weights: np
     return Policy(architecture=arch, logits=np.log(weights + NOISE), init_logits=np.log(init_weights + NOISE))
 
 
-def _ram_like(arch: MemoryArchitecture, name: str) -> None:
+def _ram_like(arch: MemoryArchitecture, name: str) -> int:
+    """The size ``M`` of ``arch``, a RAM, Chain or Column memory (which the policy ``name`` needs)."""
     if not isinstance(arch, (RAM, Chain, Column)):
-        raise InputError(f"the {name!r} initialisation needs a RAM, Chain or Column memory, got {arch!r}")
+        what = "initialisation" if name in INITIALISATIONS else "policy"
+        raise InputError(f"the {name!r} {what} needs a RAM, Chain or Column memory, got {arch!r}")
+    return arch.M
 
 
 def _memento(arch: MemoryArchitecture, name: str) -> None:
@@ -148,6 +152,61 @@ def paper_necklace_weights(arch: Memento, eps0: float, eps1: float) -> tuple[np.
     return weights, init
 
 
+#: Names accepted by :func:`named_policy`: ``--policy`` and ``fsc train --init`` on the command line.
+POLICY_NAMES = ("uniform", "ccp", "star", "necklace", *INITIALISATIONS)
+
+
+def named_policy(
+    name: str,
+    arch: MemoryArchitecture,
+    *,
+    mu: float = 0.1,
+    reset: float = 1e-3,
+    seed: int = 0,
+    published: bool = False,
+    eps: float | None = None,
+    eps0: float | None = None,
+    eps1: float | None = None,
+) -> Policy:
+    """A policy by name on ``arch``: ``uniform``, the exact ``ccp``, ``star`` and ``necklace`` policies
+    (no ``1e-4`` added), or an initialisation (:func:`initial_policy`).
+
+    Args:
+        name: one of :data:`POLICY_NAMES`.
+        mu: the two-hypothesis world's gap, for the closed-form defaults of ``eps``.
+        reset: the reset probability ``r`` those defaults are optimal at.
+        seed: seed of the random initialisations.
+        published: take the published code's start where it differs (:func:`initial_policy`).
+        eps: exit probability of ``ccp``, ``star``, ``near-ccp`` and ``near-star``; default the closed-form
+            optimum at ``reset`` (capped at 1).
+        eps0, eps1: exit probabilities of ``necklace`` and ``near-necklace``; default ``r^(1/2)`` and
+            ``r^(1/4)``.
+
+    Raises:
+        ValueError, TypeError: an unknown name; a memory the policy does not fit; a bad value.
+    """
+    if name == "uniform":
+        return Policy.uniform(arch)
+    if name == "ccp":
+        if eps is None:
+            from .closed_form import ccp_eps_best
+
+            eps = ccp_eps_best(mu, _ram_like(arch, name), reset)
+        return Policy.from_probs(arch, *ccp_probs(arch, eps))
+    if name == "star":
+        from .star import star_eps_opt, star_probs
+
+        if eps is None:
+            eps = star_eps_opt(mu, _ram_like(arch, name), reset, arch.num_actions)
+        return Policy.from_probs(arch, *star_probs(arch, eps))
+    if name == "necklace":
+        default0, default1 = default_eps(reset)
+        return Policy.from_probs(arch, *necklace_probs(arch, default0 if eps0 is None else eps0, default1 if eps1 is None else eps1))
+    if name in INITIALISATIONS:
+        return _initialisation(name, arch, mu=mu, reset=reset, seed=seed, published=published, eps=eps, eps0=eps0, eps1=eps1)
+    raise InputError(f"policy must be one of {POLICY_NAMES} or a .npz/.json file, got {name!r}")
+
+
 def initial_policy(name: str, arch: MemoryArchitecture, **options: object) -> Policy:
     """The initialisation ``name`` on ``arch`` (paper section 5, Figure 4): :func:`policies.named_policy`
     restricted to :data:`INITIALISATIONS`, with its keywords (``mu``, ``reset``, ``seed``, ``published``,
@@ -180,8 +239,6 @@ def initial_policy(name: str, arch: MemoryArchitecture, **options: object) -> Po
     """
     if name not in INITIALISATIONS:
         raise InputError(f"initialisation must be one of {INITIALISATIONS}, got {name!r}")
-    from policies import named_policy  # the one signature of the policies by name
-
     return named_policy(name, arch, **options)
 
 

@@ -7,16 +7,7 @@ import math
 import time
 from pathlib import Path
 
-from fsc.cli.options import (
-    add_controller_options,
-    architecture_from,
-    build_policy,
-    emit,
-    metric_key,
-    world_from,
-    world_record,
-    world_text,
-)
+from fsc.cli.options import add_controller_options, emit, metric_key, resolve_controller, world_record
 from fsc.errors import InputError
 from fsc.evaluate import CONVENTIONS, evaluate
 from fsc.limits import check_necklace_work, closed_form_M_arg, walkers_arg
@@ -25,61 +16,47 @@ from fsc.train.arguments import number, positive_int
 
 
 def cmd_evaluate(args) -> int:
-    world = world_from(args)
-    arch = architecture_from(args, world)
-    policy = build_policy(args, arch)
-    if args.grad:
-        policy = policy.requires_grad_()
+    controller = resolve_controller(args)
+    policy = controller.policy.requires_grad_() if args.grad else controller.policy
     start = time.perf_counter()
-    result = evaluate(world, policy, reset=args.reset, engine=args.engine, convention=args.convention)
+    result = evaluate(controller.world, policy, reset=controller.reset, engine=args.engine, convention=args.convention)
     record = world_record(result)
     if args.grad:
         result.gain.backward()
         grads = [g for g in (policy.logits.grad, policy.init_logits.grad) if g is not None]
         record["grad_norm"] = math.sqrt(sum(float((g**2).sum()) for g in grads))
     seconds = time.perf_counter() - start
-    record.update(
-        engine=result.engine,
-        residual=result.residual,
-        **({"fallback": result.info["fallback"]} if "fallback" in result.info else {}),  # the engine that finally ran
-        nodes=arch.num_nodes,
-        memory=args.memory,
-        **world_text(args),
-        reset=result.reset,
-        convention=args.convention,
-        policy=args.policy,
-        seconds=seconds,
-    )
+    record |= {"engine": result.engine, "residual": result.residual}
+    if "fallback" in result.info:  # the engine that finally ran
+        record["fallback"] = result.info["fallback"]
+    record |= _description(args, controller, result.reset) | {"seconds": seconds}
     emit(args, record)
     return 0
 
 
+def _description(args, controller, reset: float) -> dict:
+    """The fields that say what was evaluated or simulated: nodes, memory, world, reset, convention, policy."""
+    return {"nodes": controller.arch.num_nodes, **controller.text, "reset": reset, "convention": args.convention, "policy": args.policy}
+
+
 def cmd_simulate(args) -> int:
-    world = world_from(args, allow_zero=False)
-    arch = architecture_from(args, world)
-    policy = build_policy(args, arch)
-    result = simulate(world, policy, reset=args.reset, steps=args.steps, walkers=args.walkers, seed=args.seed, convention=args.convention)
+    controller = resolve_controller(args, allow_zero=False)
+    result = simulate(
+        controller.world, controller.policy, reset=controller.reset, steps=args.steps, walkers=args.walkers, seed=args.seed,
+        convention=args.convention,
+    )  # fmt: skip
     record = {**({"q": result.metrics["q"], "q_stderr": result.stderrs["q"]} if "q" in result.metrics else {})}
     record.update(
         gain=result.gain,
         gain_stderr=result.gain_stderr,
-        value=result.gain / args.reset,
-        value_stderr=result.gain_stderr / args.reset,
+        value=result.gain / controller.reset,
+        value_stderr=result.gain_stderr / controller.reset,
     )
     for name, value in result.metrics.items():
         if name != "q":
             record |= {metric_key(name): value, metric_key(name) + "_stderr": result.stderrs[name]}
-    record |= {
-        "steps": result.steps,
-        "episodes": result.episodes,
-        "nodes": arch.num_nodes,
-        "memory": args.memory,
-        **world_text(args),
-        "reset": result.reset,
-        "convention": args.convention,
-        "policy": args.policy,
-        "seconds": result.seconds,
-    }
+    record |= {"steps": result.steps, "episodes": result.episodes} | _description(args, controller, result.reset)
+    record["seconds"] = result.seconds
     emit(args, record)
     return 0
 
@@ -168,11 +145,9 @@ def cmd_draw(args) -> int:
         raise InputError(f"--format must be one of {viz.FORMATS} (or given by the suffix of --out), got {fmt!r}")
     if out.exists() and out.is_dir():
         raise InputError(f"--out must be a file path, got the directory {args.out!r}")
-    world = world_from(args)
-    arch = architecture_from(args, world)
-    policy = build_policy(args, arch)
-    result = evaluate(world, policy, reset=args.reset, convention=args.convention)
-    built = viz.memory_graph(policy, threshold=args.threshold, occupancy=result, title=args.title)
+    controller = resolve_controller(args)
+    result = evaluate(controller.world, controller.policy, reset=controller.reset, convention=args.convention)
+    built = viz.memory_graph(controller.policy, threshold=args.threshold, occupancy=result, title=args.title)
     viz.render(built, out, format=fmt)
     record = {
         "out": str(out),
@@ -181,7 +156,7 @@ def cmd_draw(args) -> int:
         "edges": built.num_edges,
         "threshold": args.threshold,
         **world_record(result),
-        "memory": args.memory,
+        "memory": controller.text["memory"],
         "policy": args.policy,
     }
     emit(args, record)

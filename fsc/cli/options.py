@@ -5,15 +5,18 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
+
+import attrs
 
 from fsc.errors import InputError
-from fsc.evaluate import CONVENTIONS
+from fsc.evaluate import CONVENTIONS, resolve_reset
 from fsc.limits import seed_arg
 from fsc.model.architecture import MemoryArchitecture
-from fsc.model.memory import parse_memory
 from fsc.model.policy import Policy
+from fsc.model.pomdp import POMDP, Task
+from fsc.resolve import is_policy_file, resolve_memory, resolve_policy, resolve_world
 from fsc.train.arguments import number
+from policies import POLICY_NAMES
 
 
 class UsageError(InputError):
@@ -25,73 +28,76 @@ class Parser(argparse.ArgumentParser):
         raise UsageError(message)
 
 
-# Options shared by the commands that build a controller.
+# Options shared by the commands on one controller, and what they resolve to.
+
+#: The memory of a policy given by name without ``--memory``.
+DEFAULT_MEMORY = "ram:2"
 
 
-def add_world_options(p: argparse.ArgumentParser) -> None:
+def add_controller_options(p: argparse.ArgumentParser) -> None:
+    """``--mu | --pomdp``, ``--memory``, ``--policy`` and its parameters, ``--seed``, ``--reset | --discount``,
+    ``--convention``, ``--json``."""
     p.add_argument("--mu", type=number, default=None, help="the two-hypothesis world: gap between the arms, in (0, 1) (default 0.1)")
     p.add_argument("--pomdp", default=None, metavar="FILE", help="another world: a .POMDP file (its action and observation counts size --memory)")
-
-
-def add_reset_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--memory",
+        default=None,
+        help=f"ram:M, chain:M, column:M, memento:m, or FILE.py:NAME for an architecture of your own (default: the "
+        f"architecture of a --policy file, else {DEFAULT_MEMORY})",
+    )
+    p.add_argument(
+        "--policy",
+        default="uniform",
+        help=f"a policy name ({', '.join(POLICY_NAMES)}: the names of fsc train --init) or a policy file (.npz/.json) (default uniform)",
+    )
+    p.add_argument("--eps", type=number, default=None, help="CCP exit probability (default: optimal at --reset)")
+    p.add_argument("--eps0", type=number, default=None, help="necklace: exit probability of the end necklaces")
+    p.add_argument("--eps1", type=number, default=None, help="necklace: exit probability between necklaces")
+    p.add_argument("--seed", type=seed_arg, default=0, help="seed of random policies and of sampling (default 0)")
     p.add_argument("--reset", type=number, default=None, help="reset probability r per step (default: 1 - the file's discount, else 1e-3)")
     p.add_argument("--discount", type=number, default=None, help="discount gamma: the same parameter as --reset, r = 1 - gamma")
-
-
-def add_controller_options(p: argparse.ArgumentParser, *, policy: bool = True) -> None:
-    add_world_options(p)
-    p.add_argument("--memory", default="ram:2", help="ram:M, chain:M, column:M, memento:m, or FILE.py:NAME for an architecture of your own (default ram:2)")
-    if policy:
-        p.add_argument(
-            "--policy",
-            default="uniform",
-            help="uniform, random, ccp, necklace, an initialisation name (random, linear, columns, near-ccp, cycles, "
-            "near-necklace), or a policy file (.npz/.json) (default uniform)",
-        )
-        p.add_argument("--eps", type=number, default=None, help="CCP exit probability (default: optimal at --reset)")
-        p.add_argument("--eps0", type=number, default=None, help="necklace: exit probability of the end necklaces")
-        p.add_argument("--eps1", type=number, default=None, help="necklace: exit probability between necklaces")
-    p.add_argument("--seed", type=seed_arg, default=0, help="seed of random policies and of sampling (default 0)")
-    add_reset_options(p)
     p.add_argument("--convention", choices=CONVENTIONS, default="native", help="native (default) or paper (docs/model.md)")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
 
-def world_from(args, *, allow_zero: bool = True):
-    """The world of ``--mu`` or ``--pomdp``; resolves ``args.mu`` and ``args.reset`` (from ``--discount``) on the way."""
-    from fsc.evaluate import resolve_reset
+@attrs.frozen(kw_only=True, eq=False)
+class Controller:
+    """What the options of :func:`add_controller_options` name, resolved by :mod:`fsc.resolve`.
 
-    if args.pomdp is not None:
-        if args.mu is not None:
-            raise UsageError("--mu selects the two-hypothesis world and --pomdp another: give one")
-        from fsc.io.pomdp_file import read_pomdp
+    Attributes:
+        world: the world (a ``fsc.POMDP`` or a task).
+        reset: the reset probability ``r`` (``--reset``, ``--discount``, the file's discount, or 1e-3).
+        policy: the policy; its architecture is the memory.
+        text: how a command's output names memory and world: ``{"memory": ..., "pomdp": FILE}`` or
+            ``{"memory": ..., "mu": mu}``.
+    """
 
-        try:
-            world = read_pomdp(args.pomdp)
-        except OSError as error:
-            raise InputError(f"--pomdp: cannot read {args.pomdp!r}: {error.strerror or error}") from None
-    else:
-        import tasks
+    world: POMDP | Task
+    reset: float
+    policy: Policy
+    text: dict
 
-        args.mu = 0.1 if args.mu is None else args.mu
-        world = tasks.TwoHypothesis(args.mu)
-    args.reset = resolve_reset(world, args.reset, args.discount, allow_zero=allow_zero, default=1e-3)
-    return world
+    @property
+    def arch(self) -> MemoryArchitecture:
+        return self.policy.architecture
 
 
-def architecture_from(args, world=None) -> MemoryArchitecture:
-    if world is None:
-        return parse_memory(args.memory)
-    from fsc.model.pomdp import as_pomdp
+def resolve_controller(args: argparse.Namespace, *, allow_zero: bool = True) -> Controller:
+    """The world, reset, memory and policy that ``args`` name; ``args`` is left as it is.
 
-    pomdp = as_pomdp(world)
-    arch = parse_memory(args.memory, arms=pomdp.num_actions, observations=pomdp.num_observations)
-    if arch.num_actions != pomdp.num_actions or arch.num_observations != pomdp.num_observations:
-        raise InputError(
-            f"--memory {args.memory} has {arch.num_actions} actions and {arch.num_observations} observations, "
-            f"the world {pomdp.num_actions} and {pomdp.num_observations}"
-        )
-    return arch
+    ``--memory`` left out: a policy file's own architecture, a policy name's :data:`DEFAULT_MEMORY`; given
+    with a policy file, the two must agree.  ``allow_zero``: whether ``r = 0`` is accepted.
+    """
+    world = resolve_world(mu=args.mu, pomdp=args.pomdp, option="--")
+    reset = resolve_reset(world.world, args.reset, args.discount, allow_zero=allow_zero, default=1e-3)
+    memory = DEFAULT_MEMORY if args.memory is None and not is_policy_file(args.policy) else args.memory
+    arch = None if memory is None else resolve_memory(memory, world.world, option="--memory")
+    policy = resolve_policy(
+        args.policy, arch, world=world.world, mu=world.mu, reset=reset, seed=args.seed, convention=args.convention,
+        eps=args.eps, eps0=args.eps0, eps1=args.eps1, option="--policy",
+    )  # fmt: skip
+    text = {"memory": repr(policy.architecture) if memory is None else memory, **world.text}
+    return Controller(world=world.world, reset=reset, policy=policy, text=text)
 
 
 #: Keys of the command-line records that a world's metric must not take (it is then printed as metric:NAME).
@@ -112,26 +118,6 @@ def world_record(result) -> dict:
     return record
 
 
-def build_policy(args, arch: MemoryArchitecture) -> Policy:
-    """The policy named by ``--policy`` on ``arch``."""
-    name = args.policy
-    path = Path(name)
-    if path.suffix in (".npz", ".json"):
-        if not path.is_file():
-            raise InputError(f"policy file {name!r} does not exist")
-        policy = Policy.load(path)
-        if policy.architecture != arch:
-            raise InputError(f"policy file {name!r} is for {policy.architecture!r}, but --memory gives {arch!r}")
-        return policy
-    if name == "uniform":
-        return Policy.uniform(arch)
-    import policies
-
-    return policies.named_policy(
-        name, arch, mu=args.mu, reset=args.reset, seed=args.seed, published=args.convention == "paper", eps=args.eps, eps0=args.eps0, eps1=args.eps1
-    )
-
-
 def emit(args, record: dict) -> None:
     if args.json:
         print(json.dumps(record))
@@ -140,7 +126,3 @@ def emit(args, record: dict) -> None:
     for key, value in record.items():
         text = f"{value:.10g}" if isinstance(value, float) else str(value)
         print(f"{key:<{width}}  {text}")
-
-
-def world_text(args) -> dict:
-    return {"pomdp": args.pomdp} if args.pomdp is not None else {"mu": args.mu}

@@ -11,7 +11,8 @@ import pytest
 import fsc
 import policies
 import tasks
-from fsc.cli import main
+import viz
+from fsc.cli import main, make_parser
 
 
 def run(capsys, *argv):
@@ -58,6 +59,64 @@ def test_policy_file(capsys, tmp_path):
     assert status == 0
     expected = fsc.evaluate(tasks.TwoHypothesis(0.1), fsc.Policy.random(arch, 5), reset=1e-3)
     assert json.loads(out)["q"] == float(expected.metrics["q"])
+
+
+DATA = Path(__file__).parent.parent / "data"
+
+
+def test_a_policy_file_brings_its_memory(capsys, tmp_path):
+    """``--policy RUN/policy.npz`` without ``--memory``: the file's architecture, on any world."""
+    world = fsc.read_pomdp(DATA / "tiger.pomdp")
+    arch = fsc.RAM(2, arms=world.num_actions, observations=world.num_observations)
+    policy = fsc.Policy.random(arch, 7)
+    policy.save(tmp_path / "policy.npz")
+    status, out, err = run(capsys, "evaluate", "--pomdp", str(DATA / "tiger.pomdp"), "--policy", str(tmp_path / "policy.npz"), "--json")
+    assert status == 0, err
+    record, expected = json.loads(out), fsc.evaluate(world, policy)
+    assert record["value"] == float(expected.value) and record["nodes"] == arch.num_nodes
+    svg = tmp_path / "policy.svg"
+    argv = ["draw", "--pomdp", str(DATA / "tiger.pomdp"), "--policy", str(tmp_path / "policy.npz"), "--out", str(svg), "--json"]
+    status, out, err = run(capsys, *argv)
+    assert status == 0, err
+    graph = viz.memory_graph(policy, occupancy=fsc.evaluate(world, policy))
+    assert json.loads(out)["edges"] == graph.num_edges and svg.read_text().lstrip().startswith("<")
+    status, out, err = run(capsys, *argv[:5], "--memory", "ram:2", *argv[5:])  # the same memory, given: agrees
+    assert status == 0, err
+
+
+@pytest.mark.parametrize(
+    "argv, pattern",
+    [
+        (["--memory", "ram:3"], r"policy file '.*p.npz' is for RAM\(M=2.*not for memory RAM\(M=3"),
+        (["--memory", "column:2"], r"policy file '.*p.npz' is for RAM\(M=2.*not for memory Column\(M=2"),
+        (["--pomdp", str(DATA / "tiger.pomdp")], r"policy file '.*p.npz' is for RAM\(M=2.*2 actions.*the world 3"),
+    ],
+)
+@pytest.mark.parametrize("command", ["evaluate", "draw"])
+def test_a_policy_file_on_another_memory_is_one_line_exit_2(capsys, tmp_path, command, argv, pattern):
+    import re
+
+    fsc.Policy.random(fsc.RAM(2), 0).save(tmp_path / "p.npz")
+    out = ["--out", str(tmp_path / "p.svg")] if command == "draw" else []
+    status, printed, err = run(capsys, command, "--policy", str(tmp_path / "p.npz"), *argv, *out)
+    assert status == 2 and printed == "" and len(err.strip().splitlines()) == 1
+    assert re.search(pattern, err), err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["p.npz"]
+
+
+@pytest.mark.parametrize("name", policies.POLICY_NAMES)
+def test_policy_takes_every_name_of_named_policy(capsys, name):
+    memory = "memento:3" if name in ("necklace", "cycles", "near-necklace") else "column:3"
+    status, out, err = run(capsys, "evaluate", "--memory", memory, "--policy", name, "--reset", "0.01", "--json")
+    assert status == 0, err
+    policy = policies.named_policy(name, fsc.parse_memory(memory), mu=0.1, reset=0.01)
+    assert json.loads(out)["q"] == float(fsc.evaluate(tasks.TwoHypothesis(0.1), policy, reset=0.01).metrics["q"])
+
+
+def test_policy_help_lists_the_names():
+    evaluate = make_parser()._subparsers._group_actions[0].choices["evaluate"]
+    text = "".join(evaluate.format_help().split())  # argparse wraps lines at hyphens
+    assert all(f"{name}," in text or f"{name}:" in text for name in policies.POLICY_NAMES)
 
 
 BAD = [
