@@ -53,7 +53,7 @@ from fsc.model.memory import RAM, Chain, Column
 from fsc.model.policy import Policy
 
 from .ccp import ccp_probs
-from .closed_form import _check_r, _open_unit, ccp_eps_best, ccp_q
+from .closed_form import _check_r, _crossing, _open_unit, ccp_eps_best, ccp_q
 from .necklaces.words import integer_arg
 
 __all__ = [
@@ -106,25 +106,6 @@ def asymmetric_ccp(M: int, eps_A: float, eps_B: float, split: float) -> tuple[Co
     arch = Column(integer_arg("M", M, 1))
     probs, init = asymmetric_ccp_probs(arch, eps_A, eps_B, split)
     return arch, Policy.from_probs(arch, probs, init)
-
-
-def _crossing(r: float, toward_top: float, toward_center: float, eps: float, M: int) -> float:
-    """``x = (1 - r) c sigma``: flux from a column's central state to the other column per unit column mass.
-
-    ``sigma_0 = 1``, ``sigma_{i+1} = (r + c_i sigma_i) / (r + c_i sigma_i + (1 - r) k_top)``
-    from the top (``i = 0``) to the centre (``i = M - 1``), with
-    ``c_0 = (1 - r) eps k_centre`` and ``c_i = (1 - r) k_centre`` after (the
-    recursion of :func:`policies.closed_form.ccp_q`): positive terms only.
-    """
-    beta = (1.0 - r) * toward_center
-    gamma = (1.0 - r) * toward_top
-    c = eps * beta
-    sigma = 1.0
-    for _ in range(M - 1):
-        a = r + c * sigma
-        sigma = a / (a + gamma)
-        c = beta
-    return c * sigma
 
 
 def to_convention(q_native: float, r: float, convention: str) -> float:

@@ -122,7 +122,12 @@ def alpha(mu: float) -> float:
 
 
 def _side_weight(r: float, toward_top: float, toward_center: float, eps: float, M: int) -> float:
-    """Center weight ``N = r + 2 (1 - r) c sigma`` of one column of the CCP chain (see :func:`ccp_q`).
+    """Center weight ``N = r + 2 (1 - r) c sigma`` of one column of the CCP chain (see :func:`ccp_q`)."""
+    return r + 2.0 * _crossing(r, toward_top, toward_center, eps, M)
+
+
+def _crossing(r: float, toward_top: float, toward_center: float, eps: float, M: int) -> float:
+    """``x = (1 - r) c sigma``: flux from a column's central state to the other column per unit column mass.
 
     ``sigma_j = p_j / (p_0 + ... + p_j)`` along the column from its top
     (``j = 0``) to its central state (``j = M - 1``) obeys, by balancing the
@@ -146,7 +151,7 @@ def _side_weight(r: float, toward_top: float, toward_center: float, eps: float, 
         a = r + c * sigma
         sigma = a / (a + gamma)
         c = beta
-    return r + 2.0 * c * sigma
+    return c * sigma
 
 
 def _ccp_log_odds_r0(log_x: float, M: int, eps: float) -> float:

@@ -13,6 +13,17 @@ from fsc.report import beyond, page
 from fsc.report.page import Section, table
 
 
+def _write_figure(fig, path: Path) -> None:
+    """Lay ``fig`` out, write it atomically as PNG (:func:`viz.save_figure`) and close it."""
+    import matplotlib.pyplot as plt
+
+    import viz
+
+    fig.tight_layout()
+    viz.save_figure(fig, path, dpi=110)
+    plt.close(fig)
+
+
 def section_exact_vs_monte_carlo(out: Path, log: Callable[[str], None]) -> Section:
     """Exact evaluation next to Monte Carlo for every architecture."""
     import fsc
@@ -88,9 +99,7 @@ def section_ccp_closed_form(out: Path, log: Callable[[str], None]) -> Section:
     right.semilogy(sizes, [closed_form.q_hellman_cover(mu, int(M)) for M in sizes], "k:", label="Hellman-Cover")
     right.set(xlabel="memory size M", ylabel="q", title="q against M")
     right.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(out / "figures" / "ccp_closed_form.png", dpi=110)
-    plt.close(fig)
+    _write_figure(fig, out / "figures" / "ccp_closed_form.png")
     body = (
         f"<p>mu = {mu}; eps is the closed-form optimum at each r (capped at 1). Worst relative difference between "
         f"appendix C's closed form and the exact evaluation of the explicit policy: <b>{worst:.1e}</b>.</p>"
@@ -196,9 +205,7 @@ def section_training(out: Path, log: Callable[[str], None]) -> Section:
             log(f"  {memory} {init}: median q = {np.median(finals):.5f} over {len(finals)} run(s)")
         ref = reference_lines(memory, 0.1, reset, convention)  # the curves' convention
         viz.q_curves(curves, ax=ax, reference=ref, title=f"{memory}, r = {reset:g}, mu = 0.1")
-    fig.tight_layout()
-    fig.savefig(out / "figures" / "training.png", dpi=110)
-    plt.close(fig)
+    _write_figure(fig, out / "figures" / "training.png")
     body = (
         f"<p>Gradient flow (paper convention, adaptive step of docs/model.md) to t = {until_t:g}; random starts with "
         f"{seeds} seeds, deterministic starts once. Each seed faint, median bold, dashed: the reference lines in the curves' convention "
