@@ -30,8 +30,6 @@ import functools
 import math
 from collections import defaultdict
 
-import numpy as np
-
 from fsc.errors import InputError
 from fsc.model.architecture import MemoryArchitecture, arm_labels
 from fsc.model.memory import RAM, Chain, Column, Memento
@@ -124,10 +122,9 @@ class _RamDisplay(NodeDisplay):
 
     def __init__(self, architecture: MemoryArchitecture) -> None:
         super().__init__(architecture)
-        M, A, O = architecture.M, architecture.arms, architecture.observations
-        self._arms = arm_labels(A)
-        self._memory = np.concatenate([np.arange(M), np.repeat(np.arange(M), A * O)]) + 1
-        self._arm = np.concatenate([-np.ones(M, dtype=np.int64), np.tile(np.repeat(np.arange(A), O), M)])
+        self._arms = arm_labels(architecture.arms)
+        memory, self._arm = architecture.memory_and_arm
+        self._memory = memory + 1
         self._by_key = {}
         for n in range(architecture.num_nodes):
             self._by_key[self.key(n)] = (int(self._memory[n]), int(self._arm[n]))

@@ -67,12 +67,12 @@ class _MemoryWithLastObservation(_ArmsAndObservations):
         check_table_entries(name, self.M * (1 + self.arms * self.observations), self.M * self.arms)
 
     @functools.cached_property
-    def _last(self) -> tuple[np.ndarray, np.ndarray]:
-        """Per node: memory (0-based) and last arm (-1 for blank nodes)."""
+    def memory_and_arm(self) -> tuple[np.ndarray, np.ndarray]:
+        """Per node: its memory (0-based) and the arm just played (-1 in the blank nodes), int64 ``(N,)`` each."""
         M, A, O = self.M, self.arms, self.observations
         memory = np.concatenate([np.arange(M), np.repeat(np.arange(M), A * O)])
         arm = np.concatenate([-np.ones(M, dtype=np.int64), np.tile(np.repeat(np.arange(A), O), M)])
-        return memory, arm
+        return readonly(memory.astype(np.int64)), readonly(arm)
 
     @functools.cached_property
     def node_labels(self) -> tuple[str, ...]:
