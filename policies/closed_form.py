@@ -227,7 +227,7 @@ def ccp_q(mu: float, M: int, r: float, eps: float) -> float:
 def _side_mobius(r: Decimal, toward_top: Decimal, toward_center: Decimal, M: int) -> tuple[Decimal, ...]:
     """``N(eps) = (P1 eps + P0) / (D1 eps + D0)`` for one column and ``Delta = P1 D0 - P0 D1``, in decimal arithmetic.
 
-    Each step of the ``sigma`` recursion of ``_side_weight`` is the Moebius map
+    Each step of the ``sigma`` recursion of ``_crossing`` is the Moebius map
     ``(n, d) -> (beta n + r d, beta n + (r + gamma) d)``, of determinant
     ``beta gamma``, applied to ``(n, d) = (eps, 1)``; the last map
     ``N = (2 beta n + r d) / d`` has determinant ``2 beta``.  All
