@@ -103,7 +103,7 @@ CASES = [
         "evaluate-extra-positional",
         lambda: fsc.evaluate(WORLD, fsc.Policy.uniform(RAM2), fsc.Policy.uniform(RAM2), 0.1),
         TypeError,
-        "takes the world and the policy, then keywords; got 4 positional",
+        r"takes 2 positional arguments but 4 were given",
     ),
     (
         "evaluate-world-arms",
