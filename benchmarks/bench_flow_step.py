@@ -2,7 +2,7 @@
 
 For each case (paper convention, mu = 0.1, r = 1e-3, the published random start of seed 0, one torch
 thread), in one process: :func:`fsc.optim.optimize`'s loop with ``Objective(compiled=True)`` (each step,
-rejected tries included, in one call of :func:`fsc.engines.kernels.dense_flow_step`) and with
+rejected tries included, in one call of :func:`fsc.engines.kernels.flow_step`) and with
 ``compiled=False`` (the evaluator's forward and backward, the rule in Python), to ``--until-t``.
 Prints the accepted steps, the evaluations, the wall time of each, microseconds per evaluation, their
 ratio, the same compiled step called in a bare loop (``bare``: what the loop's Python objects cost is the
@@ -54,7 +54,7 @@ def bare_loop(world, arch, start, until_t: float) -> tuple[int, int, float, floa
     factor, fused = objective._evaluator.factor, objective._fused
     began = time.perf_counter()
     while t < until_t:
-        status, w, w0, g, g0, expected, used, dt, tried, _ = kernels.dense_flow_step(w, w0, g, g0, gain, dt, flow.max_dgrad, flow.min_dt, factor, fused)
+        status, w, w0, g, g0, expected, used, dt, tried, _ = kernels.flow_step(w, w0, g, g0, gain, dt, flow.max_dgrad, flow.min_dt, factor, fused)
         if status != 0:
             break
         gain = (1 - RESET) * float(expected[0])  # the paper convention's gain (fsc.evaluate.read_out)

@@ -269,7 +269,7 @@ class Evaluator:
 
 
     def fused_constants(self, *, gain: float = 0.0, value: float = 0.0) -> tuple | None:
-        """The tables of :func:`fsc.engines.kernels.dense_value_gradient` for the loss ``gain * G + value * V``.
+        """The tables of :func:`fsc.engines.kernels.fused_value_gradient` for the loss ``gain * G + value * V``.
 
         ``None`` unless the engine is ``dense`` or ``choices``: the other engines' solvers do not run in compiled code.
         """

@@ -7,6 +7,8 @@ compiled call on the dense and choices engines.  :class:`Point` holds the value 
 
 from __future__ import annotations
 
+from typing import Protocol
+
 import attrs
 import numpy as np
 import torch
@@ -18,10 +20,18 @@ from fsc.model.architecture import MemoryArchitecture
 from fsc.model.policy import Policy
 from fsc.model.pomdp import POMDP, Task
 
-__all__ = ["TARGETS", "Objective", "Point"]
+__all__ = ["TARGETS", "FlowSettings", "Objective", "Point"]
 
 #: What the optimisers climb: the gain per step, or the discounted return ``gain / r``.
 TARGETS = ("gain", "return")
+
+
+class FlowSettings(Protocol):
+    """What the compiled flow reads of :class:`fsc.optim.GradientFlow`: its settings, passed as one object."""
+
+    max_dgrad: float
+    min_dt: float
+    most_steps: int
 
 
 @attrs.frozen(kw_only=True, eq=False)
@@ -31,6 +41,7 @@ class Point:
     Tensors are detached float64 and read-only by convention.
 
     Attributes:
+        architecture: the memory the logits are on.
         logits: ``w_pi``, shape ``(N, C)``.
         init_logits: ``w_0``, shape ``(N,)``.
         gain: the gain at ``w`` (a Python float, exactly the float64 value).
@@ -40,6 +51,7 @@ class Point:
         grad_init: ``d target / d w_0`` (zero outside the reset nodes).
     """
 
+    architecture: MemoryArchitecture = attrs.field(repr=False)
     logits: torch.Tensor
     init_logits: torch.Tensor
     gain: float
@@ -52,9 +64,9 @@ class Point:
         """Euclidean norm of the whole gradient ``(d/dw_pi, d/dw_0)``."""
         return float(kernels.gradient_norm(self.grad_logits.numpy(), self.grad_init.numpy()))
 
-    def policy(self, architecture: MemoryArchitecture) -> Policy:
+    def policy(self) -> Policy:
         """The policy at this point (fresh copies of the logits)."""
-        return Policy(architecture=architecture, logits=self.logits.clone(), init_logits=self.init_logits.clone())
+        return Policy(architecture=self.architecture, logits=self.logits.clone(), init_logits=self.init_logits.clone())
 
 
 @attrs.frozen(kw_only=True, eq=False)
@@ -65,7 +77,7 @@ class Objective:
     :func:`fsc.evaluate` and its backward pass, without autograd's
     bookkeeping: one forward pass and one adjoint solve per call.
     ``engine``: ``auto`` or an engine of :func:`fsc.evaluate` (``dense``,
-    ``sparse``, ``power``, ...); ``adjoint`` is an older name of ``dense``.
+    ``sparse``, ``power``, ...).
 
     ``target``: what is climbed, hence the gradient returned: ``gain`` (the
     expected reward per step, docs/model.md) or ``return``, the expected
@@ -77,7 +89,7 @@ class Objective:
 
     ``compiled``: on the dense and choices engines, each evaluation, and each step of the
     gradient flow with its rejected tries, runs as one compiled call
-    (:func:`fsc.engines.kernels.dense_value_gradient`, :func:`fsc.engines.kernels.dense_flow_step`)
+    (:func:`fsc.engines.kernels.fused_value_gradient`, :func:`fsc.engines.kernels.flow_step`)
     that calls LAPACK itself: the same numbers to the last bit, without the
     Python between the solves.  ``False`` runs the evaluator's Python path,
     the reference the compiled one is tested against.
@@ -98,8 +110,7 @@ class Objective:
             raise InputTypeError(f"engine must be a string, got {self.engine!r}")
         if self.target not in TARGETS:
             raise InputError(f"target must be one of {TARGETS}, got {self.target!r}")
-        engine = "dense" if self.engine == "adjoint" else self.engine
-        evaluator = Evaluator(self.world, self.architecture, self.reset, engine, self.convention)
+        evaluator = Evaluator(self.world, self.architecture, self.reset, self.engine, self.convention)
         object.__setattr__(self, "_evaluator", evaluator)
         if self.compiled:
             object.__setattr__(self, "_fused", evaluator.fused_constants(**{"gain" if self.target == "gain" else "value": 1.0}))
@@ -117,13 +128,14 @@ class Objective:
         if not top < np.inf:
             raise InputError(f"logits must not contain NaN or +inf, got a maximum of {top!r}")
         if self._fused is not None:
-            expected, grad_logits, grad_init, ok = kernels.dense_value_gradient(w_pi, w_0, self._fused)
+            expected, grad_logits, grad_init, ok = kernels.fused_value_gradient(w_pi, w_0, self._fused)
             if not ok:
                 raise np.linalg.LinAlgError("I - (1 - r) P is singular")
             return self._point(logits, init_logits, expected, grad_logits, grad_init)
         run = evaluator.forward(w_pi, w_0)
         grad_logits, grad_init = evaluator.backward(run, **{"gain" if self.target == "gain" else "value": 1.0})
         return Point(
+            architecture=self.architecture,
             logits=logits,
             init_logits=init_logits,
             gain=run.gain,
@@ -137,6 +149,7 @@ class Objective:
         gain, metrics = self._read_out(expected.tolist())
         as_tensor = lambda x: x if isinstance(x, torch.Tensor) else torch.from_numpy(x)  # noqa: E731
         return Point(
+            architecture=self.architecture,
             logits=as_tensor(logits),
             init_logits=as_tensor(init_logits),
             gain=gain,
@@ -152,36 +165,24 @@ class Objective:
         gain, metrics = read_out(evaluator.world, evaluator.convention, evaluator.reset, expected[0], native)
         return gain, {name: float(value) for name, value in metrics.items()}
 
-    def flow_step(self, point: Point, dt: float, max_dgrad: float, min_dt: float) -> tuple[Point | None, float, float, int, int] | None:
-        """:meth:`GradientFlow.advance`'s search for an accepted step, in one compiled call.
+    def flow_step(self, point: Point, dt: float, flow: FlowSettings) -> tuple[Point | None, float, float, int, int] | None:
+        """:meth:`fsc.optim.GradientFlow.advance`'s search for an accepted step, in one compiled call
+        (:func:`fsc.engines.kernels.flow_step`).
 
-        ``None`` when the engine has no compiled step (only ``dense`` has); else ``(point, dt,
-        next_dt, evaluations, rejections)``, with ``point`` ``None`` when no step down to ``min_dt``
-        is accepted.  The numbers are those of the step written in Python, to the last bit.
+        ``None`` when the engine has no compiled evaluation (only the dense and choices engines have one);
+        else ``(point, dt, next_dt, evaluations, rejections)``, with ``point`` ``None`` when no step down to
+        ``flow.min_dt`` is accepted.  The numbers are those of the step written in Python, to the last bit.
         """
         if self._fused is None:
             return None
-        evaluator = self._evaluator
-        status, logits, init_logits, grad_logits, grad_init, expected, dt, next_dt, evaluations, rejections = kernels.dense_flow_step(
-            point.logits.numpy(), point.init_logits.numpy(), point.grad_logits.numpy(), point.grad_init.numpy(),
-            point.gain, dt, max_dgrad, min_dt, evaluator.factor, self._fused,
-        )  # fmt: skip
-        if status == kernels.STEP_STALLED:
-            return None, dt, next_dt, evaluations, rejections
-        if status == kernels.STEP_NOT_FINITE:
-            raise InputError(f"logits must not contain NaN or +inf, got a maximum of {max(logits.max(), init_logits.max())!r}")
-        if status == kernels.STEP_SINGULAR:
-            raise np.linalg.LinAlgError("I - (1 - r) P is singular")
-        new = self._point(logits, init_logits, expected, grad_logits, grad_init)
-        return new, dt, next_dt, evaluations, rejections
+        status, *found, dt, next_dt, evaluations, rejections = kernels.flow_step(*self._flow_start(point, dt, flow))
+        return self._accepted(status, *found), dt, next_dt, evaluations, rejections
 
-    def flow_run(
-        self, point: Point, dt: float, max_dgrad: float, min_dt: float, t: float, step: int, until_t: float, max_steps: int, most: int, rows: bool = False
-    ):
-        """Accepted steps of :meth:`flow_step` in one compiled call (:func:`fsc.engines.kernels.dense_flow_run`),
-        until ``t >= until_t``, ``step >= max_steps`` or ``most`` steps.
+    def flow_run(self, point: Point, dt: float, flow: FlowSettings, t: float, step: int, until_t: float, max_steps: int, rows: bool = False):
+        """Accepted steps of :meth:`flow_step` in one compiled call (:func:`fsc.engines.kernels.flow_run`), until
+        ``t >= until_t``, ``step >= max_steps``, a step too small to move ``t``, or ``flow.most_steps`` steps.
 
-        ``None`` when the engine has no compiled step; else ``(point, dt, next_dt, t, step, evaluations,
+        ``None`` when the engine has no compiled evaluation; else ``(point, dt, next_dt, t, step, evaluations,
         rejections, steps)`` after the last accepted step, with ``point`` ``None`` when the first step finds
         none.  ``steps`` is ``None``, or with ``rows`` each accepted step's numbers as columns (lists):
         ``t, step, dt, grad_norm``, ``evaluations`` (tries since the call began), ``clock``
@@ -190,20 +191,31 @@ class Objective:
         """
         if self._fused is None:
             return None
-        evaluator = self._evaluator
-        table = np.empty((most, kernels.ROW_EXPECTED + len(evaluator.table_names)) if rows else (0, 0))
-        status, logits, init_logits, grad_logits, grad_init, expected, dt, next_dt, t, new_step, evaluations, rejections = kernels.dense_flow_run(
+        most = flow.most_steps
+        table = np.empty((most, kernels.ROW_EXPECTED + len(self._evaluator.table_names)) if rows else (0, 0))
+        status, *found, dt, next_dt, t, new_step, evaluations, rejections = kernels.flow_run(
+            *self._flow_start(point, dt, flow), t, step, until_t, max_steps, most, table
+        )
+        new = self._accepted(status, *found)
+        steps = self._steps(table[: new_step - step]) if rows and new is not None else None
+        return new, dt, next_dt, t, new_step, evaluations, rejections, steps
+
+    def _flow_start(self, point: Point, dt: float, flow: FlowSettings) -> tuple:
+        """The leading arguments of the compiled flow: the point, its gradient, ``dt`` and the flow's settings."""
+        return (
             point.logits.numpy(), point.init_logits.numpy(), point.grad_logits.numpy(), point.grad_init.numpy(),
-            point.gain, dt, max_dgrad, min_dt, evaluator.factor, self._fused, t, step, until_t, max_steps, most, table,
+            point.gain, dt, flow.max_dgrad, flow.min_dt, self._evaluator.factor, self._fused,
         )  # fmt: skip
+
+    def _accepted(self, status: int, logits, init_logits, grad_logits, grad_init, expected) -> Point | None:
+        """The point a compiled flow call ended on (``None``: it stalled); its errors raised as an evaluation's."""
         if status == kernels.STEP_STALLED:
-            return None, dt, next_dt, t, new_step, evaluations, rejections, None
+            return None
         if status == kernels.STEP_NOT_FINITE:
             raise InputError(f"logits must not contain NaN or +inf, got a maximum of {max(logits.max(), init_logits.max())!r}")
         if status == kernels.STEP_SINGULAR:
             raise np.linalg.LinAlgError("I - (1 - r) P is singular")
-        new = self._point(logits, init_logits, expected, grad_logits, grad_init)
-        return new, dt, next_dt, t, new_step, evaluations, rejections, self._steps(table[: new_step - step]) if rows else None
+        return self._point(logits, init_logits, expected, grad_logits, grad_init)
 
     def _steps(self, table: np.ndarray) -> dict:
         """The columns of :meth:`flow_run`'s rows, gain and metrics read out as :meth:`_point` reads them."""

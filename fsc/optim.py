@@ -5,7 +5,9 @@ All optimisers climb an :class:`fsc.objective.Objective` (the gain of :func:`fsc
 parameters of a :class:`fsc.Policy`: the policy logits ``w_pi`` (shape ``(N, C)``) and the initial-node
 logits ``w_0`` (shape ``(N,)``).  They share one interface: :func:`optimize` (and its shorthand
 :func:`flow`) is a generator of :class:`Record` objects, one per accepted step, starting with the record
-of the initial point (step 0).
+of the initial point (step 0, or the step of the state a resumed run continues); the last one has
+``stop`` set.  Without any stop condition the generator runs until the caller stops iterating (or the flow
+stalls).  Nothing is printed.  ``record.policy`` is the policy at a record.
 
 :class:`GradientFlow` integrates ``dw/dt = d gain / dw`` (paper eq. (4)) by explicit Euler steps with the
 adaptive step of the paper's published code; docs/model.md ("Training: the adaptive step and its time
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import abc
 import math
+import numbers
 import time
 from collections.abc import Callable, Iterator
 from typing import Any, ClassVar
@@ -30,9 +33,10 @@ import attrs
 import numpy as np
 import torch
 
+from fsc.engines import kernels
 from fsc.errors import InputError, InputTypeError
 from fsc.evaluate import CONVENTIONS, check_reset
-from fsc.model.policy import Policy
+from fsc.model.policy import Policy, check_policy
 from fsc.model.pomdp import POMDP, Task, as_pomdp
 from fsc.objective import Objective, Point
 
@@ -117,6 +121,11 @@ class Record:
         """The metric ``q`` (NaN if the world has none)."""
         return self.metrics.get("q", math.nan)
 
+    @property
+    def policy(self) -> Policy:
+        """The policy at this record (fresh copies of its logits, on the architecture trained)."""
+        return self.state.point.policy()
+
     @classmethod
     def of(cls, state: State, stop: str | None = None, skipped: dict[str, Any] | None = None) -> Record:
         point = state.point
@@ -173,18 +182,29 @@ class Optimizer(abc.ABC):
         return {"name": self.name, **attrs.asdict(self)}
 
 
+#: Most accepted steps :meth:`GradientFlow.run` takes in one compiled call: a call lasts milliseconds, so that
+#: the caller checks the wall time, writes checkpoints and sees an interrupt that often.
+MOST_STEPS = 1000
+
+
 @attrs.frozen(kw_only=True)
 class GradientFlow(Optimizer):
-    """Euler steps with the adaptive ``dt`` of the published code (docs/model.md).
+    """Euler steps of ``dw/dt = d gain / dw`` with the adaptive ``dt`` of the published code (docs/model.md).
+
+    The rule that accepts or rejects a step and sets the next ``dt`` is
+    :func:`fsc.engines.kernels.flow_verdict`, the one source of it: the compiled steps of the dense and
+    choices engines (:meth:`fsc.objective.Objective.flow_step`) and the Python steps below (every other
+    engine, and ``Objective(compiled=False)``, the oracle the compiled path is tested against) both call it.
 
     Args:
-        max_dgrad: a step is rejected when ``dpi + dp0 >= max_dgrad``.
+        max_dgrad: a step is rejected when the gradient moves by ``dpi + dp0 >= max_dgrad``.
         dt: the first tentative step.
         min_dt: the flow stops (``stalled``) when ``dt`` falls below it; a
             guard for points where rounding makes every step lower the gain.
     """
 
     name: ClassVar[str] = "flow"
+    most_steps: ClassVar[int] = MOST_STEPS
     max_dgrad: float = attrs.field(default=1e-4)
     dt: float = attrs.field(default=1.0)
     min_dt: float = attrs.field(default=1e-30)
@@ -198,80 +218,56 @@ class GradientFlow(Optimizer):
         return {"next_dt": float(self.dt)}
 
     def advance(self, objective: Objective, state: State, clock) -> State | None:
-        point = state.point
-        dt = state.slots["next_dt"]
-        evaluations, rejections = state.evaluations, state.rejections
-        fused = objective.flow_step(point, dt, self.max_dgrad, self.min_dt)
-        if fused is not None:
-            new, dt, next_dt, tried, rejected = fused
-            if new is None:
-                return None
-            return State(
-                point=new,
-                t=state.t + dt,
-                step=state.step + 1,
-                dt=dt,
-                evaluations=evaluations + tried,
-                rejections=rejections + rejected,
-                seconds=clock(),
-                slots={"next_dt": next_dt},
-            )
+        fused = objective.flow_step(state.point, state.slots["next_dt"], self)
+        found = self._search(objective, state.point, state.slots["next_dt"]) if fused is None else fused
+        new, dt, next_dt, tried, rejected = found
+        if new is None:
+            return None
+        return State(
+            point=new,
+            t=state.t + dt,
+            step=state.step + 1,
+            dt=dt,
+            evaluations=state.evaluations + tried,
+            rejections=state.rejections + rejected,
+            seconds=clock(),
+            slots={"next_dt": next_dt},
+        )
+
+    def _search(self, objective: Objective, point: Point, dt: float) -> tuple[Point | None, float, float, int, int]:
+        """The Python path of :meth:`fsc.objective.Objective.flow_step`: the same tries, the same numbers."""
+        tried = rejected = 0
         while dt >= self.min_dt:
             # w + dt g in numpy: the same two roundings as torch, a third of the overhead.
             logits = torch.from_numpy(point.logits.numpy() + dt * point.grad_logits.numpy())
             init_logits = torch.from_numpy(point.init_logits.numpy() + dt * point.grad_init.numpy())
             new = objective(logits, init_logits)
-            evaluations += 1
-            # (numpy on the same buffers: the same exact numbers, less overhead.)
+            tried += 1
             dpi = float(np.abs(new.grad_logits.numpy() - point.grad_logits.numpy()).max())
             dp0 = float(np.abs(new.grad_init.numpy() - point.grad_init.numpy()).max())
-            # `not >=` also rejects a NaN gain.
-            if not (new.gain >= point.gain) or dpi + dp0 >= self.max_dgrad:
-                dt /= 10
-                rejections += 1
-                continue
-            t = state.t + dt
-            next_dt = dt * 1.1 if dpi + dp0 < self.max_dgrad / 2 else dt
-            return State(
-                point=new,
-                t=t,
-                step=state.step + 1,
-                dt=dt,
-                evaluations=evaluations,
-                rejections=rejections,
-                seconds=clock(),
-                slots={"next_dt": next_dt},
-            )
-        return None
+            accepted, next_dt = kernels.flow_verdict(new.gain, point.gain, dpi + dp0, dt, self.max_dgrad)
+            if accepted:
+                return new, dt, next_dt, tried, rejected
+            dt = next_dt
+            rejected += 1
+        return None, dt, dt, tried, rejected
 
-    def run(
-        self, objective: Objective, state: State, clock, *, until_t: float, max_steps: int | None, rows: bool = False
-    ) -> tuple[State | None, dict | None]:
-        """The state after accepted steps until ``t >= until_t``, ``step >= max_steps`` or a step too small to
-        move ``t`` (at most :data:`MOST_STEPS`): the states :meth:`advance` would pass through, the last of them only.  On the
-        dense and choices engines one compiled call takes them all; elsewhere it is one :meth:`advance`.
+    def run(self, objective: Objective, state: State, clock, *, until_t: float, max_steps: int | None, rows: bool = False) -> tuple[State | None, dict | None]:
+        """The state after accepted steps until ``t >= until_t``, ``step >= max_steps``, a step too small to move
+        ``t``, or :attr:`most_steps` steps: the states :meth:`advance` would pass through, the last of them only.
+        On the dense and choices engines one compiled call takes them all; elsewhere it is one :meth:`advance`.
 
         Returns ``(state, skipped)``; with ``rows``, ``skipped`` holds the steps before the last one as
         :attr:`Record.skipped` does (else, or when there were none, it is ``None``).
         """
-        run = objective.flow_run(
-            state.point, state.slots["next_dt"], self.max_dgrad, self.min_dt, state.t, state.step, until_t,
-            _NO_STEP_LIMIT if max_steps is None else max_steps, MOST_STEPS, rows,
-        )  # fmt: skip
+        limit = NO_STEP_LIMIT if max_steps is None else max_steps
+        run = objective.flow_run(state.point, state.slots["next_dt"], self, state.t, state.step, until_t, limit, rows)
         if run is None:
             return self.advance(objective, state, clock), None
         new, dt, next_dt, t, step, tried, rejected, steps = run
         if new is None:
             return None, None
         seconds = clock()
-        skipped = None
-        if steps is not None and len(steps["t"]) > 1:
-            # Each step's wall time from the clock the compiled loop read just after it.
-            now = time.clock_gettime(time.CLOCK_MONOTONIC)
-            steps["seconds"] = [seconds - (now - at) for at in steps.pop("clock")]
-            steps["evaluations"] = [state.evaluations + n for n in steps["evaluations"]]
-            skipped = {name: column[:-1] for name, column in steps.items() if name != "metrics"}
-            skipped["metrics"] = {name: column[:-1] for name, column in steps["metrics"].items()}
         new_state = State(
             point=new,
             t=t,
@@ -282,13 +278,24 @@ class GradientFlow(Optimizer):
             seconds=seconds,
             slots={"next_dt": next_dt},
         )
-        return new_state, skipped
+        return new_state, _skipped(steps, state.evaluations, seconds)
 
 
-#: Most accepted steps :meth:`GradientFlow.run` takes in one call: a call lasts milliseconds, so that the
-#: caller checks the wall time, writes checkpoints and sees an interrupt that often.
-MOST_STEPS = 1000
-_NO_STEP_LIMIT = 2**62
+def _skipped(steps: dict | None, evaluations: int, seconds: float) -> dict | None:
+    """:attr:`Record.skipped` from the columns of a compiled run: every step but the last, each with its wall
+    time from the clock the compiled loop read just after it, and its evaluations counted from the run's start."""
+    if steps is None or len(steps["t"]) <= 1:
+        return None
+    now = time.clock_gettime(time.CLOCK_MONOTONIC)
+    steps["seconds"] = [seconds - (now - at) for at in steps.pop("clock")]
+    steps["evaluations"] = [evaluations + n for n in steps["evaluations"]]
+    skipped = {name: column[:-1] for name, column in steps.items() if name != "metrics"}
+    skipped["metrics"] = {name: column[:-1] for name, column in steps["metrics"].items()}
+    return skipped
+
+
+#: ``max_steps`` given to the compiled flow for "no limit" (an int64 no run reaches).
+NO_STEP_LIMIT = 2**62
 
 
 @attrs.frozen(kw_only=True)
@@ -374,29 +381,23 @@ class Ascent(Optimizer):
 OPTIMIZERS: dict[str, type[Optimizer]] = {"flow": GradientFlow, "adam": Adam, "ascent": Ascent}
 
 
-def make_optimizer(name: str, *, lr: float | None = None, max_dgrad: float | None = None) -> Optimizer:
-    """The optimiser called ``name`` (``flow``, ``adam``, ``ascent``).
-
-    ``max_dgrad`` belongs to the flow, ``lr`` to Adam and ascent; ``None``
-    keeps the default (flow: ``max_dgrad = 1e-4``; Adam: ``lr = 1e-2``;
-    ascent: ``lr = 1``).
+def make_optimizer(name: str, **hyperparameters: object) -> Optimizer:
+    """The optimiser called ``name`` (a key of :data:`OPTIMIZERS`) with these hyperparameters; the others keep
+    the defaults its class declares (:class:`GradientFlow`, :class:`Adam`, :class:`Ascent`).
 
     Raises:
-        ValueError: unknown name, or an option the optimiser does not have.
+        ValueError: an unknown name, or a hyperparameter the optimiser does not have (naming who has it).
     """
-    if name not in OPTIMIZERS:
+    if not isinstance(name, str) or name not in OPTIMIZERS:
         raise InputError(f"optimizer must be one of {sorted(OPTIMIZERS)}, got {name!r}")
-    if name == "flow":
-        if lr is not None:
-            raise InputError(f"the flow optimizer has an adaptive step and takes no lr, got lr={lr!r}")
-        return GradientFlow() if max_dgrad is None else GradientFlow(max_dgrad=max_dgrad)
-    if max_dgrad is not None:
-        raise InputError(f"max_dgrad belongs to the flow optimizer, not {name!r}, got max_dgrad={max_dgrad!r}")
-    return OPTIMIZERS[name]() if lr is None else OPTIMIZERS[name](lr=lr)
-
-
-# ---------------------------------------------------------------------------
-# Stop conditions and the generators.
+    kind = OPTIMIZERS[name]
+    own = {field.name for field in attrs.fields(kind)}
+    for key, value in hyperparameters.items():
+        if key not in own:
+            owners = [other for other, cls in OPTIMIZERS.items() if key in {field.name for field in attrs.fields(cls)}]
+            whose = f"{key} belongs to the {' and '.join(owners)} optimizer; " if owners else ""
+            raise InputError(f"{whose}the {name} optimizer takes no {key}, got {key}={value!r} (it takes {', '.join(sorted(own))})")
+    return kind(**hyperparameters)
 
 
 def _optional_positive(name: str, value: object) -> float | None:
@@ -407,17 +408,14 @@ def _optional_positive(name: str, value: object) -> float | None:
 class StopRule:
     """When a run stops; ``None`` disables a condition.
 
-    The run stops at the first state with ``t >= until_t``,
-    ``step >= max_steps``, ``seconds >= max_seconds`` or
-    ``grad_norm <= min_grad_norm``, or, always, at the first step too small
-    to move ``t`` (``t + dt == t`` in float64: ``stalled``), checked in the
-    order until_t, max_steps, stalled, max_seconds, min_grad_norm.  Stopping
-    never changes the path: a longer run passes through the same states.
+    The run stops at the first state with ``t >= until_t``, ``step >= max_steps``, ``seconds >=
+    max_seconds`` or ``grad_norm <= min_grad_norm``, or, always, at the first step too small to move ``t``
+    (``t + dt == t`` in float64: ``stalled``), checked in the order until_t, max_steps, stalled, max_seconds,
+    min_grad_norm; the first three are :func:`fsc.engines.kernels.flow_stop`, which the compiled flow
+    checks too.  Stopping never changes the path: a longer run passes through the same states.
 
-    Why a step too small to move ``t`` ends the run: the flow's ``dt`` has
-    collapsed, ``t`` no longer grows and no horizon in ``t`` is reached; what
-    was measured on full-size runs is in docs/model.md ("When the step
-    collapses").
+    Why a step too small to move ``t`` ends the run: the flow's ``dt`` has collapsed, ``t`` no longer grows
+    and no horizon in ``t`` is reached; docs/model.md ("When the step collapses") gives what was measured.
     """
 
     until_t: float | None = None
@@ -427,29 +425,32 @@ class StopRule:
 
     def __attrs_post_init__(self) -> None:
         if self.until_t is not None:
-            if isinstance(self.until_t, bool) or not isinstance(self.until_t, (int, float)):
+            if isinstance(self.until_t, bool) or not isinstance(self.until_t, numbers.Real):
                 raise InputTypeError(f"until_t must be a number, got {self.until_t!r}")
             if not (math.isfinite(self.until_t) and self.until_t >= 0):
                 raise InputError(f"until_t must be a finite number >= 0, got {self.until_t!r}")
         if self.max_steps is not None and (isinstance(self.max_steps, bool) or not isinstance(self.max_steps, int)):
             raise InputTypeError(f"max_steps must be an int, got {self.max_steps!r}")
-        if self.max_steps is not None and self.max_steps < 0:
-            raise InputError(f"max_steps must be >= 0, got {self.max_steps!r}")
+        if self.max_steps is not None and self.max_steps < 1:
+            raise InputError(f"max_steps must be an int >= 1 or None, got {self.max_steps!r}")
         _optional_positive("max_seconds", self.max_seconds)
         _optional_positive("min_grad_norm", self.min_grad_norm)
 
     def reason(self, state: State) -> str | None:
-        if self.until_t is not None and state.t >= self.until_t:
-            return "until_t"
-        if self.max_steps is not None and state.step >= self.max_steps:
-            return "max_steps"
-        if state.dt > 0 and state.t + state.dt == state.t:
-            return "stalled"
+        """Why the run stops at ``state`` (``None``: it goes on)."""
+        until_t = math.inf if self.until_t is None else self.until_t
+        max_steps = NO_STEP_LIMIT if self.max_steps is None else self.max_steps
+        code = kernels.flow_stop(state.t, state.dt, state.step, until_t, max_steps)
+        if code != kernels.FLOW_GOES_ON:
+            return _FLOW_STOPS[code]
         if self.max_seconds is not None and state.seconds >= self.max_seconds:
             return "max_seconds"
         if self.min_grad_norm is not None and state.point.grad_norm <= self.min_grad_norm:
             return "min_grad_norm"
         return None
+
+
+_FLOW_STOPS = {kernels.FLOW_UNTIL_T: "until_t", kernels.FLOW_MAX_STEPS: "max_steps", kernels.FLOW_STALLED: "stalled"}
 
 
 def optimize(
@@ -460,77 +461,65 @@ def optimize(
     optimizer: str | Optimizer = "flow",
     convention: str = "native",
     engine: str = "auto",
+    target: str = "gain",
     until_t: float | None = None,
     max_steps: int | None = None,
     max_seconds: float | None = None,
     min_grad_norm: float | None = None,
-    lr: float | None = None,
-    max_dgrad: float | None = None,
-    target: str = "gain",
     state: State | None = None,
     skip_until: Callable[[], float] | None = None,
     keep_skipped: bool = False,
+    **hyperparameters: object,
 ) -> Iterator[Record]:
-    """Climb the gain from ``policy``; yield a :class:`Record` per accepted step.
-
-    The first record is the starting point (step 0, or the step of
-    ``state``); the last one has ``stop`` set.  Without any stop condition
-    the generator runs until the caller stops iterating (or the flow
-    stalls).  Nothing is printed.
+    """Climb the gain from ``policy``; yield a :class:`Record` per accepted step (module docstring).
 
     Args:
         world: a :class:`fsc.POMDP` or :class:`fsc.Task`.
         policy: the starting policy; its architecture is the one trained.
         reset: reset probability ``r`` (in (0, 1]).
-        optimizer: ``flow``, ``adam``, ``ascent`` or an :class:`Optimizer`.
-        convention: ``native`` or ``paper`` (:func:`fsc.evaluate`).
-        engine: ``auto`` or an engine of :func:`fsc.evaluate`
-            (see :class:`Objective`).
-        target: ``gain`` (default, docs/model.md) or ``return`` (``gain / r``,
-            paper eq. (4)); see :class:`Objective`.
-        until_t, max_steps, max_seconds, min_grad_norm: see :class:`StopRule`.
-        lr, max_dgrad: hyperparameters when ``optimizer`` is a name
-            (see :func:`make_optimizer`).
-        state: continue from this state (a resumed run) instead of ``policy``'s
-            logits; ``policy`` still gives the architecture.
-        skip_until: a function giving, after each record, the ``t`` before which
-            the caller needs no record (``fsc train`` passes the ``t`` of its
-            next trajectory row): the flow then yields fewer records, on the
-            same path, and the dense and choices engines take the steps between them in one
-            compiled call (:meth:`GradientFlow.run`).  A record still comes at
-            least every :data:`MOST_STEPS` steps and at every stop.
-        keep_skipped: with ``skip_until``, each record also carries the steps
-            it skipped (:attr:`Record.skipped`), recorded by the compiled call
-            that took them: every step's numbers without a Python object per
-            step (``fsc train`` keeping every row passes ``skip_until``
-            returning ``inf`` and this).
+        optimizer: a name of :data:`OPTIMIZERS`, with its ``hyperparameters`` (:func:`make_optimizer`), or an
+            :class:`Optimizer`.
+        convention, engine, target: see :class:`fsc.objective.Objective`.
+        until_t, max_steps, max_seconds, min_grad_norm: the :class:`StopRule`.
+        state: continue from this state (a resumed run) instead of ``policy``'s logits.
+        skip_until: after each record, the ``t`` before which the caller needs no record: the flow then
+            yields fewer records on the same path, the compiled engines taking the steps between in one call
+            (:meth:`GradientFlow.run`), still a record per :data:`MOST_STEPS` steps and at every stop.
+        keep_skipped: with ``skip_until``, each record also carries the steps it skipped (:attr:`Record.skipped`).
 
     Raises:
         ValueError, TypeError: bad arguments, before any evaluation.
     """
-    if not isinstance(policy, Policy):
-        raise InputTypeError(f"policy must be a fsc.Policy, got {type(policy).__name__}")
+    check_policy(policy)
     as_pomdp(world)  # a POMDP, or an object whose .pomdp is one
     reset = check_reset(reset)
     if convention not in CONVENTIONS:
         raise InputError(f"convention must be one of {CONVENTIONS}, got {convention!r}")
-    if isinstance(optimizer, str):
-        optimizer = make_optimizer(optimizer, lr=lr, max_dgrad=max_dgrad)
-    elif not isinstance(optimizer, Optimizer):
-        raise InputTypeError(f"optimizer must be a name in {sorted(OPTIMIZERS)} or a fsc.optim.Optimizer, got {optimizer!r}")
-    elif lr is not None or max_dgrad is not None:
-        raise InputError("give lr and max_dgrad through the Optimizer instance, not as arguments")
+    optimizer = _optimizer(optimizer, hyperparameters)
     rule = StopRule(until_t=until_t, max_steps=max_steps, max_seconds=max_seconds, min_grad_norm=min_grad_norm)
-    arch = policy.architecture
     if state is not None:
-        if not isinstance(state, State):
-            raise InputTypeError(f"state must be a fsc.optim.State, got {type(state).__name__}")
-        if tuple(state.point.logits.shape) != (arch.num_nodes, arch.num_choices):
-            raise InputError(f"state has logits of shape {tuple(state.point.logits.shape)}, not those of {arch!r}")
-    objective = Objective(world=world, architecture=arch, reset=reset, engine=engine, convention=convention, target=target)
+        _check_state(state, policy.architecture)
     if skip_until is not None and not callable(skip_until):
         raise InputTypeError(f"skip_until must be a function returning a time t, got {skip_until!r}")
+    objective = Objective(world=world, architecture=policy.architecture, reset=reset, engine=engine, convention=convention, target=target)
     return _run(objective, optimizer, rule, policy, state, skip_until, keep_skipped)
+
+
+def _optimizer(optimizer: object, hyperparameters: dict[str, object]) -> Optimizer:
+    if isinstance(optimizer, str):
+        return make_optimizer(optimizer, **hyperparameters)
+    if not isinstance(optimizer, Optimizer):
+        raise InputTypeError(f"optimizer must be a name in {sorted(OPTIMIZERS)} or a fsc.optim.Optimizer, got {optimizer!r}")
+    if hyperparameters:
+        raise InputError(f"give {', '.join(sorted(hyperparameters))} through the Optimizer instance, not as arguments")
+    return optimizer
+
+
+def _check_state(state: object, arch) -> None:
+    if not isinstance(state, State):
+        raise InputTypeError(f"state must be a fsc.optim.State, got {type(state).__name__}")
+    if tuple(state.point.logits.shape) != (arch.num_nodes, arch.num_choices):
+        raise InputError(f"state has logits of shape {tuple(state.point.logits.shape)}, not those of {arch!r}")
 
 
 def _run(
@@ -569,39 +558,9 @@ def _run(
         state = new
 
 
-def flow(
-    world: POMDP | Task,
-    policy: Policy,
-    *,
-    reset: float,
-    convention: str = "native",
-    engine: str = "auto",
-    max_dgrad: float = 1e-4,
-    until_t: float | None = None,
-    max_steps: int | None = None,
-    max_seconds: float | None = None,
-    min_grad_norm: float | None = None,
-    target: str = "gain",
-    state: State | None = None,
-) -> Iterator[Record]:
-    """Gradient flow ``dw/dt = d gain / dw`` with the adaptive step (docs/model.md).
-
-    Shorthand for ``optimize(..., optimizer="flow", max_dgrad=max_dgrad)``;
-    yields the trajectory ``(t, step, dt, gain, q, grad_norm, seconds)`` as
-    :class:`Record` objects.
+def flow(world: POMDP | Task, policy: Policy, **options: object) -> Iterator[Record]:
+    """Gradient flow ``dw/dt = d gain / dw`` with the adaptive step (docs/model.md): :func:`optimize` with
+    ``optimizer="flow"``.  ``options`` are :func:`optimize`'s (``reset`` is required) and the flow's
+    settings (``max_dgrad``, ``dt``, ``min_dt``: :class:`GradientFlow`, which holds their defaults).
     """
-    return optimize(
-        world,
-        policy,
-        reset=reset,
-        optimizer="flow",
-        convention=convention,
-        engine=engine,
-        max_dgrad=max_dgrad,
-        until_t=until_t,
-        max_steps=max_steps,
-        max_seconds=max_seconds,
-        min_grad_norm=min_grad_norm,
-        target=target,
-        state=state,
-    )
+    return optimize(world, policy, optimizer="flow", **options)

@@ -26,11 +26,14 @@ __all__ = [
     "after_choice_solve",
     "after_choice_system_t",
     "after_choice_transition_gradient",
-    "dense_flow_step",
     "dense_system_t",
-    "dense_value_gradient",
     "exp_nonpositive",
     "expectations",
+    "flow_run",
+    "flow_step",
+    "flow_stop",
+    "flow_verdict",
+    "fused_value_gradient",
     "gradient_norm",
     "lu_parts",
     "lu_solve_parts",
@@ -297,16 +300,16 @@ _dgetrf = types.ExternalFunction("fsc_dgetrf", types.void(_I32, _I32, _F64, _I32
 _dgetrs = types.ExternalFunction("fsc_dgetrs", types.void(types.CPointer(types.uint8), _I32, _I32, _F64, _I32, _I32, _F64, _I32, _I32))
 for _name in ("dgetrf", "dgetrs"):
     llvm.add_symbol(f"fsc_{_name}", get_cython_function_address("scipy.linalg.cython_lapack", _name))
-# The C library's clock, for the wall time of each step that :func:`dense_flow_run` records.
+# The C library's clock, for the wall time of each step that :func:`flow_run` records.
 _clock_gettime = types.ExternalFunction("fsc_clock_gettime", types.int32(types.int32, _I64))
 llvm.add_symbol("fsc_clock_gettime", ctypes.cast(ctypes.CDLL(None).clock_gettime, ctypes.c_void_p).value)
 #: The clock :func:`monotonic` reads (``time.CLOCK_MONOTONIC``).
 CLOCK_MONOTONIC = time.CLOCK_MONOTONIC
 
-#: The columns of the rows :func:`dense_flow_run` records; the tables' expectations follow from ``ROW_EXPECTED``.
+#: The columns of the rows :func:`flow_run` records; the tables' expectations follow from ``ROW_EXPECTED``.
 ROW_T, ROW_STEP, ROW_DT, ROW_GRAD_NORM, ROW_EVALUATIONS, ROW_CLOCK, ROW_EXPECTED = range(7)
 
-#: What :func:`dense_flow_step` reports besides the new point.
+#: What :func:`flow_step` reports besides the new point.
 STEP_ACCEPTED, STEP_STALLED, STEP_NOT_FINITE, STEP_SINGULAR = 0, 1, 2, 3
 
 
@@ -456,7 +459,7 @@ def after_choice_system_t(b_index_t, b_node_choice, b_weight, probs, a, b_paddin
 
 
 @njit(cache=True)
-def dense_value_gradient(w_pi, w_0, c):  # pragma: no cover - compiled
+def fused_value_gradient(w_pi, w_0, c):  # pragma: no cover - compiled
     """Value and gradient of the gain on the dense or choices engine, in one call: ``(expected, grad, grad_init, ok)``.
 
     The same operations in the same order as :meth:`fsc.evaluate.Evaluator.forward` then
@@ -502,6 +505,49 @@ def dense_value_gradient(w_pi, w_0, c):  # pragma: no cover - compiled
     return expected, grad, grad_init, True
 
 
+# ---------------------------------------------------------------------------
+# The adaptive step of the gradient flow (docs/model.md), written once: the compiled steps below and the
+# Python steps of fsc.optim.GradientFlow (engines without a compiled evaluation) both call these two.
+
+#: ``dt`` is divided by this after a rejected try.
+FLOW_SHRINK = 10.0
+#: ``dt`` is multiplied by this after an accepted step that moved the gradient by less than half of ``max_dgrad``.
+FLOW_GROW = 1.1
+
+#: :func:`flow_stop`'s answers, in the order it checks them.
+FLOW_GOES_ON, FLOW_UNTIL_T, FLOW_MAX_STEPS, FLOW_STALLED = 0, 1, 2, 3
+
+
+@njit(cache=True)
+def flow_verdict(new_gain, gain, dgrad, dt, max_dgrad):  # pragma: no cover - compiled
+    """The published code's rule for a tentative Euler step of size ``dt``: ``(accepted, next_dt)``.
+
+    Rejected when the gain falls (or is NaN: ``not new_gain >= gain``) or when the gradient moved by
+    ``dgrad = dpi + dp0 >= max_dgrad``; then ``next_dt`` is the next try, ``dt / FLOW_SHRINK``.  Accepted
+    otherwise; then ``next_dt`` is the first try of the next step: ``dt * FLOW_GROW`` if ``dgrad < max_dgrad / 2``,
+    else ``dt``.
+    """
+    if not (new_gain >= gain) or dgrad >= max_dgrad:
+        return False, dt / FLOW_SHRINK
+    return True, dt * FLOW_GROW if dgrad < max_dgrad / 2 else dt
+
+
+@njit(cache=True)
+def flow_stop(t, dt, step, until_t, max_steps):  # pragma: no cover - compiled
+    """Whether a run stops after an accepted step that reached ``t`` and ``step`` with a step ``dt``: one of the
+    ``FLOW_*`` codes, checked in the order ``until_t``, ``max_steps``, stalled (a step too small to move ``t``:
+    ``t + dt == t`` in float64; ``dt = 0`` at the start is not one).  ``until_t = inf`` and ``max_steps = 2**62``
+    switch a condition off.
+    """
+    if t >= until_t:
+        return FLOW_UNTIL_T
+    if step >= max_steps:
+        return FLOW_MAX_STEPS
+    if dt > 0 and t + dt == t:
+        return FLOW_STALLED
+    return FLOW_GOES_ON
+
+
 @njit(cache=True)
 def _max_abs_difference(x, y):  # pragma: no cover - compiled
     """``np.abs(x - y).max()``, NaN included."""
@@ -516,12 +562,13 @@ def _max_abs_difference(x, y):  # pragma: no cover - compiled
 
 
 @njit(cache=True)
-def dense_flow_step(w_pi, w_0, g, g0, gain, dt, max_dgrad, min_dt, factor, c):  # pragma: no cover - compiled
-    """One accepted step of the adaptive gradient flow (:class:`fsc.optim.GradientFlow`) on the dense or choices engine.
+def flow_step(w_pi, w_0, g, g0, gain, dt, max_dgrad, min_dt, factor, c):  # pragma: no cover - compiled
+    """One accepted step of the adaptive gradient flow (:class:`fsc.optim.GradientFlow`) with the compiled
+    evaluation (:func:`fused_value_gradient`: the dense and choices engines).
 
-    Tries ``w + dt g`` and divides ``dt`` by 10 until the gain does not fall and the gradient moves by
-    less than ``max_dgrad``.  Returns ``(status, logits, init_logits, grad, grad_init, expected, dt,
-    next_dt, evaluations, rejections)``; ``status`` is one of the ``STEP_*`` codes.
+    Tries ``w + dt g`` with smaller ``dt`` until :func:`flow_verdict` accepts it, while ``dt >= min_dt``.
+    Returns ``(status, logits, init_logits, grad, grad_init, expected, dt, next_dt, evaluations,
+    rejections)``; ``status`` is one of the ``STEP_*`` codes.
     """
     evaluations = 0
     rejections = 0
@@ -541,34 +588,32 @@ def dense_flow_step(w_pi, w_0, g, g0, gain, dt, max_dgrad, min_dt, factor, c):  
                 finite = False
         if not finite:
             return STEP_NOT_FINITE, logits, init_logits, g, g0, np.zeros(0), dt, dt, evaluations, rejections
-        expected, G, G0, ok = dense_value_gradient(logits, init_logits, c)
+        expected, G, G0, ok = fused_value_gradient(logits, init_logits, c)
         evaluations += 1
         if not ok:
             return STEP_SINGULAR, logits, init_logits, g, g0, expected, dt, dt, evaluations, rejections
         dpi = _max_abs_difference(G.reshape(-1), g.reshape(-1))
         dp0 = _max_abs_difference(G0, g0)
-        new_gain = factor * expected[0]
-        if not (new_gain >= gain) or dpi + dp0 >= max_dgrad:
-            dt /= 10
+        accepted, next_dt = flow_verdict(factor * expected[0], gain, dpi + dp0, dt, max_dgrad)
+        if not accepted:
+            dt = next_dt
             rejections += 1
             continue
-        next_dt = dt * 1.1 if dpi + dp0 < max_dgrad / 2 else dt
         return STEP_ACCEPTED, logits, init_logits, G, G0, expected, dt, next_dt, evaluations, rejections
     return STEP_STALLED, w_pi, w_0, g, g0, np.zeros(0), dt, dt, evaluations, rejections
 
 
 @njit(cache=True)
-def dense_flow_run(w_pi, w_0, g, g0, gain, dt, max_dgrad, min_dt, factor, c, t, step, until_t, max_steps, most, rows):  # pragma: no cover
-    """Accepted steps of :func:`dense_flow_step`, one after the other, until ``t >= until_t``, ``step >=
-    max_steps``, a step too small to move ``t`` (``t + dt == t``: the flow has stalled, see
-    :class:`fsc.optim.StopRule`) or ``most`` steps: the same steps as so many calls, without going back to
-    Python between them.
+def flow_run(w_pi, w_0, g, g0, gain, dt, max_dgrad, min_dt, factor, c, t, step, until_t, max_steps, most, rows):  # pragma: no cover
+    """Accepted steps of :func:`flow_step`, one after the other, until :func:`flow_stop` says stop (``t >=
+    until_t``, ``step >= max_steps``, or a step too small to move ``t``) or ``most`` steps: the
+    same steps as so many calls, without going back to Python between them.
 
     Returns ``(status, logits, init_logits, grad, grad_init, expected, dt, next_dt, t, step, evaluations,
     rejections)``: the last accepted step's (``dt`` the step it made), ``t`` and ``step`` after it, and the
     tries and rejections of the accepted steps.  A step that is not accepted ends the run: after accepted
     steps, they are returned (the next call meets that step first); first of all, its own status and
-    arrays are, as :func:`dense_flow_step` gives them.
+    arrays are, as :func:`flow_step` gives them.
 
     ``rows``: ``(most, ROW_EXPECTED + tables)`` to record the ``i``-th accepted step in ``rows[i]`` (its
     ``t``, ``step``, ``dt``, gradient norm, tries since the call began, :func:`monotonic` clock and
@@ -580,7 +625,7 @@ def dense_flow_run(w_pi, w_0, g, g0, gain, dt, max_dgrad, min_dt, factor, c, t, 
     used = 0.0
     taken = 0
     while True:
-        status, logits, init_logits, G, G0, e, u, next_dt, tried, rejected = dense_flow_step(w_pi, w_0, g, g0, gain, dt, max_dgrad, min_dt, factor, c)
+        status, logits, init_logits, G, G0, e, u, next_dt, tried, rejected = flow_step(w_pi, w_0, g, g0, gain, dt, max_dgrad, min_dt, factor, c)
         if status != STEP_ACCEPTED:
             if taken == 0:
                 return status, logits, init_logits, G, G0, e, u, next_dt, t, step, evaluations + tried, rejections + rejected
@@ -597,6 +642,6 @@ def dense_flow_run(w_pi, w_0, g, g0, gain, dt, max_dgrad, min_dt, factor, c, t, 
             row[ROW_GRAD_NORM], row[ROW_EVALUATIONS], row[ROW_CLOCK] = gradient_norm(g, g0), evaluations, monotonic()
             row[ROW_EXPECTED:] = expected
         taken += 1
-        if t >= until_t or step >= max_steps or t + used == t or taken >= most:
+        if flow_stop(t, used, step, until_t, max_steps) != FLOW_GOES_ON or taken >= most:
             break
     return STEP_ACCEPTED, w_pi, w_0, g, g0, expected, used, dt, t, step, evaluations, rejections

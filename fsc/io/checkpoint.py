@@ -19,6 +19,8 @@ import torch
 from fsc.errors import InputError
 from fsc.files import atomic_write
 from fsc.io.trajectory import COLUMNS, Trajectory
+from fsc.model.architecture import MemoryArchitecture
+from fsc.model.memory import parse_memory
 from fsc.objective import Point
 from fsc.optim import State
 
@@ -59,7 +61,8 @@ def save_checkpoint(out: Path, state: State, trajectory: Trajectory, meta: dict[
         arrays[f"slot_{name}"] = value.numpy() if isinstance(value, torch.Tensor) else np.float64(value)
     for name, column in trajectory.arrays().items():
         arrays[f"trajectory_{name}"] = column
-    meta = {**meta, "format": _FORMAT, "step": state.step, "t": state.t, "rows": len(trajectory), "slots": sorted(state.slots)}
+    meta = {**meta, "format": _FORMAT, "step": state.step, "t": state.t, "rows": len(trajectory), "slots": sorted(state.slots),
+            "architecture": state.point.architecture.to_dict()}  # fmt: skip
     arrays["meta"] = np.array(json.dumps(meta))
     atomic_write(out / CHECKPOINT, lambda f: np.savez(f, **arrays), previous=out / PREVIOUS_CHECKPOINT)
     write_json(out / "checkpoint.json", meta)
@@ -91,6 +94,13 @@ def load_checkpoint(path: str | os.PathLike) -> tuple[State, dict[str, np.ndarra
     return state, columns, meta
 
 
+def _architecture(meta: dict[str, Any]) -> MemoryArchitecture:
+    """The architecture a checkpoint's point is on: recorded since it was; before, read from the run's memory
+    argument (a two-arm ``ram:M``-like text, or the architecture itself)."""
+    spec = meta.get("architecture", meta["arguments"]["memory"])
+    return parse_memory(spec) if isinstance(spec, str) else MemoryArchitecture.from_dict(spec)
+
+
 def _load_checkpoint(path: Path) -> tuple[State, dict[str, np.ndarray], dict[str, Any]]:
     with np.load(path, allow_pickle=False) as data:
         meta = json.loads(str(data["meta"]))
@@ -98,6 +108,7 @@ def _load_checkpoint(path: Path) -> tuple[State, dict[str, np.ndarray], dict[str
             raise InputError(f"{str(path)!r} is not a training checkpoint of this version (format {meta.get('format')!r})")
         tensor = lambda name: torch.from_numpy(np.array(data[name], dtype=np.float64))
         point = Point(
+            architecture=_architecture(meta),
             logits=tensor("logits"),
             init_logits=tensor("init_logits"),
             gain=float(data["gain"]),

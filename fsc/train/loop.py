@@ -250,7 +250,7 @@ def train_loop(records, arch, policy, rule, out, resumed, trajectory, meta, quie
     final = record.state
     save_checkpoint(out, final, trajectory, meta)
     write_csv(out / "trajectory.csv", trajectory)
-    final.point.policy(arch).save(out / "policy.npz")
+    final.point.policy().save(out / "policy.npz")
     result = TrainingResult(
         q=float(record.q),
         gain=float(record.gain),

@@ -243,7 +243,7 @@ def run_training(
     if rows_per_decade is not None and (isinstance(rows_per_decade, bool) or not isinstance(rows_per_decade, int) or rows_per_decade < 1):
         raise InputError(f"rows_per_decade must be an int >= 1 or None, got {rows_per_decade!r}")
     rule = StopRule(until_t=until_t, max_steps=max_steps, max_seconds=max_seconds)
-    opt = make_optimizer(optimizer, lr=lr, max_dgrad=max_dgrad)
+    opt = make_optimizer(optimizer, **{key: value for key, value in (("lr", lr), ("max_dgrad", max_dgrad)) if value is not None})
     checkpoint_seconds = real("checkpoint_seconds", checkpoint_seconds, nan=True)
     if not checkpoint_seconds >= 0:
         raise InputError(f"checkpoint_seconds must be >= 0, got {checkpoint_seconds!r}")

@@ -59,7 +59,7 @@ def test_adjoint_objective_equals_evaluate_and_autograd(arch):
     policy = fsc.Policy.random(arch, 7)
     for convention in ("native", "paper") if arch.arms == 2 else ("native",):
         for reset in (0.3, 1e-3):
-            point = Objective(world=world, architecture=arch, reset=reset, engine="adjoint", convention=convention)(policy.logits, policy.init_logits)
+            point = Objective(world=world, architecture=arch, reset=reset, engine="dense", convention=convention)(policy.logits, policy.init_logits)
             gain, q, g, g0 = autograd_point(world, arch, policy.logits, policy.init_logits, reset, convention)
             assert abs(point.gain - gain) < 1e-14
             assert abs(point.metrics["q"] - q) < 1e-13
@@ -80,14 +80,14 @@ def test_adjoint_objective_with_parts_of_different_sizes():
     arch = fsc.Memento(2)
     policy = fsc.Policy.random(arch, 3)
     for convention in ("native", "paper"):
-        point = Objective(world=world, architecture=arch, reset=0.05, engine="adjoint", convention=convention)(policy.logits, policy.init_logits)
+        point = Objective(world=world, architecture=arch, reset=0.05, engine="dense", convention=convention)(policy.logits, policy.init_logits)
         gain, q, g, g0 = autograd_point(world, arch, policy.logits, policy.init_logits, 0.05, convention)
         assert abs(point.gain - gain) < 1e-14 and abs(point.metrics["q"] - q) < 1e-14
         torch.testing.assert_close(point.grad_logits, g, rtol=0, atol=1e-14)
         torch.testing.assert_close(point.grad_init, g0, rtol=0, atol=1e-14)
 
 
-@pytest.mark.parametrize("engine", ["adjoint", "dense"])
+@pytest.mark.parametrize("engine", ["dense", "sparse"])
 def test_objective_gradient_is_the_finite_difference(engine):
     arch, world, reset = fsc.Column(2), tasks.TwoHypothesis(0.3), 0.02
     policy = fsc.Policy.random(arch, 11)
@@ -109,7 +109,7 @@ def test_auto_engine_is_the_engine_evaluate_would_choose():
     assert objective.method == "choices" == fsc.evaluate(tasks.TwoHypothesis(0.1), fsc.Policy.random(fsc.RAM(2), 0), reset=1e-2).engine
     assert Objective(world=tasks.TwoHypothesis(0.1), architecture=fsc.Memento(4), reset=1e-2).method == "choices"
     assert Objective(world=tasks.TwoHypothesis(0.1), architecture=fsc.Memento(6), reset=1e-2).method == "iterative"
-    assert Objective(world=tasks.TwoHypothesis(0.1), architecture=fsc.RAM(2), reset=1e-2, engine="adjoint").method == "dense"  # its older name
+    assert Objective(world=tasks.TwoHypothesis(0.1), architecture=fsc.RAM(2), reset=1e-2, engine="dense").method == "dense"
 
 
 # ---------------------------------------------------------------------------
@@ -223,7 +223,7 @@ def _same_records(a, b):
 )
 def test_skipping_records_keeps_the_path_to_the_bit(memory, engine, convention, stop):
     """optimize(skip_until=...) yields some of the records of the same flow, equal to the bit: between two
-    of them, the dense engine takes all steps in one compiled call (kernels.dense_flow_run)."""
+    of them, the dense engine takes all steps in one compiled call (kernels.flow_run)."""
     world, arch = tasks.TwoHypothesis(0.1), fsc.parse_memory(memory)
     policy = fsc.Policy.random(arch, 2)
     every = list(optimize(world, policy, reset=1e-3, convention=convention, engine=engine, **stop))
@@ -338,7 +338,7 @@ def test_a_step_too_small_to_move_t_stalls_the_flow(engine, skip):
 
 
 def test_the_compiled_run_is_so_many_compiled_steps():
-    """kernels.dense_flow_run against dense_flow_step called in a loop: arrays, times and counts to the bit."""
+    """kernels.flow_run against flow_step called in a loop: arrays, times and counts to the bit."""
     from fsc.engines import kernels
 
     world, arch = tasks.TwoHypothesis(0.1), fsc.parse_memory("ram:5")
@@ -351,12 +351,12 @@ def test_the_compiled_run_is_so_many_compiled_steps():
     gain, dt, t, tries, rejections = point.gain, 1.0, 0.0, 0, 0
     steps = []  # what the run records of each step: t, step, dt, gradient norm, tries so far, expectations
     for step in range(1, 151):
-        _, w, w0, g, g0, expected, used, dt, tried, rejected = kernels.dense_flow_step(w, w0, g, g0, gain, dt, 1e-4, 1e-30, factor, fused)
+        _, w, w0, g, g0, expected, used, dt, tried, rejected = kernels.flow_step(w, w0, g, g0, gain, dt, 1e-4, 1e-30, factor, fused)
         gain, t, tries, rejections = factor * expected[0], t + used, tries + tried, rejections + rejected
         steps.append([t, step, used, float(np.sqrt(np.sum(g**2) + np.sum(g0**2))), tries, *expected])
     rows = np.full((1000, kernels.ROW_EXPECTED + len(expected)), np.nan)
     for table in (np.zeros((0, 0)), rows):
-        run = kernels.dense_flow_run(*start, point.gain, 1.0, 1e-4, 1e-30, factor, fused, 0.0, 0, math.inf, 150, 1000, table)
+        run = kernels.flow_run(*start, point.gain, 1.0, 1e-4, 1e-30, factor, fused, 0.0, 0, math.inf, 150, 1000, table)
         status, rw, rw0, rg, rg0, r_expected, r_used, r_dt, r_t, r_step, r_tries, r_rejections = run
         assert (status, r_step, r_t, r_dt, r_used, r_tries, r_rejections) == (0, 150, t, dt, used, tries, rejections) and rejections > 0
         assert all(np.array_equal(a, b) for a, b in ((rw, w), (rw0, w0), (rg, g), (rg0, g0), (r_expected, expected)))
@@ -596,7 +596,7 @@ def test_dense_and_power_engines_give_the_same_curve():
     arch, world, reset = fsc.RAM(8), tasks.TwoHypothesis(0.1), 1e-3
     policy = policies.initial_policy("near-ccp", arch, mu=0.1, reset=reset, seed=0, published=True)
     curves = {}
-    for engine in ("adjoint", "power"):
+    for engine in ("dense", "power"):
         records = list(flow(world, policy, reset=reset, convention="paper", engine=engine, until_t=1e5))
         curves[engine] = (np.array([r.t for r in records]), np.array([r.q for r in records]))
     for t in (1e2, 1e3, 1e4, 1e5):
