@@ -1,4 +1,5 @@
-"""Checks of the numbers given to the framework, one of each: a real number, a reset probability.
+"""Checks of the numbers given to the framework, one of each: a real number, a time or a duration (>= 0), an
+integer in a range, a reset probability.
 
 They raise :class:`fsc.errors.InputTypeError` for a value that is not a real number (``bool`` included) and
 :class:`fsc.errors.InputError` for one out of range, naming the argument.
@@ -11,7 +12,7 @@ import numbers
 
 from fsc.errors import InputError, InputTypeError
 
-__all__ = ["check_reset", "real"]
+__all__ = ["check_reset", "integer", "nonnegative", "real"]
 
 
 def real(name: str, value: object, low: float = -math.inf, high: float = math.inf, *, nan: bool = False) -> float:
@@ -27,6 +28,29 @@ def real(name: str, value: object, low: float = -math.inf, high: float = math.in
         raise InputError(f"{name} must be a finite number, got {value!r}")
     if not low <= value <= high:
         raise InputError(f"{name} must be in [{low}, {high}], got {value!r}")
+    return value
+
+
+def nonnegative(name: str, value: object) -> float:
+    """``value`` as a finite float ``>= 0`` (a time horizon, a duration)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise InputTypeError(f"{name} must be a number, got {value!r}")
+    if not (math.isfinite(value) and value >= 0):
+        raise InputError(f"{name} must be a finite number >= 0, got {value!r}")
+    return float(value)
+
+
+def integer(name: str, value: object, low: int, high: int | None = None, *, optional: bool = False) -> int | None:
+    """``value`` as an int in ``[low, high]`` (``high`` None: no upper limit); ``None`` passes with ``optional``.
+    A bool is not an int."""
+    if value is None and optional:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise InputTypeError(f"{name} must be an int, got {value!r}")
+    value = int(value)
+    if value < low or (high is not None and value > high):
+        interval = f">= {low}" if high is None else f"in [{low}, {high}]"
+        raise InputError(f"{name} must be an int {interval}{' or None' if optional else ''}, got {value!r}")
     return value
 
 

@@ -164,6 +164,8 @@ def resolve_policy(
             raise InputError(f"{option} {policy!r} names a policy: give the memory it is built on")
         import policies  # the explicit policies and the initialisations
 
+        if policy not in policies.POLICY_NAMES:
+            raise InputError(f"{option} must be one of {', '.join(policies.POLICY_NAMES)} or a policy file (.npz/.json), got {policy!r}")
         return policies.named_policy(
             policy, arch, mu=DEFAULT_MU if mu is None else mu, reset=reset, seed=seed, published=convention == "paper",
             eps=eps, eps0=eps0, eps1=eps1,

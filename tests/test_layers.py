@@ -1,7 +1,9 @@
 """The layers of the code: every import points down, and the import graph has no cycle.
 
 Each module of the four packages has a layer; a module may import its own layer or a lower one, never a
-higher one.  Imports inside functions count too (they are how cycles hide).  Importing a package root
+higher one.  Imports inside functions count too (they are how cycles hide), and so do imports by name:
+``importlib.import_module("x")``, ``runpy.run_module("x")``, ``__import__("x")`` and a command line
+``[..., "-m", "x", ...]``, with the name written out or held by a module-level constant.  Importing a package root
 (``import fsc``, ``from fsc.sweep import run_sweep``) is an import of what the root re-exports, so a root
 is checked by what it imports itself and is no one's dependency.  The layers follow the tree: the
 foundations and the model at the bottom, then the engines, the algorithms and the file formats, the
@@ -18,7 +20,7 @@ PACKAGES = ("fsc", "policies", "tasks", "viz")
 
 #: Layer of each module (package.module), lowest first; a subpackage's modules share its layer.
 LAYERS = {
-    0: {"fsc.errors", "fsc.checks", "fsc.limits", "fsc.files"},
+    0: {"fsc.errors", "fsc.checks", "fsc.limits", "fsc.files", "fsc.console", "fsc.provenance"},
     1: {"fsc.model.*", "tasks.*"},
     2: {"fsc.engines.*"},
     3: {"fsc.evaluate", "fsc.simulate", "fsc.objective", "fsc.optim", "fsc.bounds", "fsc.testing", "fsc.storm", "fsc.io.*"},
@@ -57,11 +59,16 @@ def roots() -> set[str]:
     return {name for name, path in modules().items() if path.name == "__init__.py"}
 
 
+#: Calls that import the module named by their first argument.
+DYNAMIC = {("importlib", "import_module"), ("runpy", "run_module"), (None, "__import__")}
+
+
 def imports(name: str, path: Path, known: set[str]) -> set[str]:
-    """The project modules ``name`` imports (at any depth of the file)."""
+    """The project modules ``name`` imports (at any depth of the file), by statement or by name."""
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    tree = ast.parse(path.read_text())
     out = set()
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom):
             if node.level:
                 anchor = package.split(".")
@@ -74,7 +81,36 @@ def imports(name: str, path: Path, known: set[str]) -> set[str]:
                 out.add(candidate if candidate in known else base)
         elif isinstance(node, ast.Import):
             out |= {alias.name for alias in node.names}
+    out |= dynamic_imports(tree)
     return {module for module in out if module in known and module != name}
+
+
+def dynamic_imports(tree: ast.Module) -> set[str]:
+    """The modules ``tree`` imports by name: the first argument of an importing call (:data:`DYNAMIC`), and the
+    word after ``"-m"`` in a list or tuple (a command line), each a string or a module-level string constant."""
+    constants = {
+        target.id: node.value.value
+        for node in tree.body if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)
+        for target in node.targets if isinstance(target, ast.Name)
+    }  # fmt: skip
+
+    def text(node: ast.AST) -> str | None:
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            return node.value
+        return constants.get(node.id) if isinstance(node, ast.Name) else None
+
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and node.args:
+            function = node.func
+            owner = function.value.id if isinstance(function, ast.Attribute) and isinstance(function.value, ast.Name) else None
+            called = function.attr if isinstance(function, ast.Attribute) else function.id if isinstance(function, ast.Name) else None
+            if (owner, called) in DYNAMIC:
+                found.add(text(node.args[0]))
+        elif isinstance(node, (ast.List, ast.Tuple)):
+            words = [text(element) for element in node.elts]
+            found |= {words[i + 1] for i, word in enumerate(words[:-1]) if word == "-m"}
+    return {module for module in found if module}
 
 
 def graph() -> dict[str, set[str]]:
@@ -116,6 +152,22 @@ def test_the_check_sees_an_upward_import_and_a_cycle(tmp_path):
     assert imports("fsc.evaluate", tmp_path / "low.py", known) == {"fsc.cli"}
     assert layer_of("fsc.cli") > layer_of("fsc.evaluate")
     assert imports("fsc.sweep.summary", tmp_path / "a.py", known) == {"fsc.sweep.spec"}
+
+
+def test_the_check_sees_imports_by_name(tmp_path):
+    """A module loaded by name, through importlib, runpy, ``__import__`` or ``python -m``, is an import too."""
+    known = set(modules())
+    cases = {
+        "importlib.py": "import importlib\n\ndef f():\n    importlib.import_module('fsc.cli')\n",
+        "runpy.py": "import runpy\nTRAINER = 'fsc.cli'\n\ndef f():\n    runpy.run_module(TRAINER, run_name='__main__')\n",
+        "dunder.py": "def f():\n    return __import__('fsc.cli')\n",
+        "command.py": "import sys\nCOMMAND = [sys.executable, '-m', 'fsc.cli', 'train']\n",
+    }
+    for file, source in cases.items():
+        (tmp_path / file).write_text(source)
+        assert imports("fsc.sweep.worker", tmp_path / file, known) == {"fsc.cli"}, file
+    (tmp_path / "plain.py").write_text("import importlib\nNAME = 'fsc.cli'\nimportlib.import_module(name_given_later)\n")
+    assert imports("fsc.sweep.worker", tmp_path / "plain.py", known) == set()
 
 
 def test_the_layout_page_lists_every_module_of_fsc():

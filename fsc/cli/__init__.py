@@ -1,21 +1,19 @@
 """The ``fsc`` command: the top of the project, imported by nothing in it.
 
-Every subcommand prints a small table, or JSON with ``--json``.  Bad input prints one line on standard
-error and exits with status 2, before any result file is written; a full disk prints one line and exits
-with status 1; anything else is a bug and keeps its traceback.
+Every subcommand prints a small table, or JSON with ``--json``; errors are one line with the exit statuses
+of :func:`fsc.console.run_command` (2 for bad input, 1 for a failing machine, 130 for an interrupt).
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Callable
 
 import torch
 
 from fsc.cli import controller, files, runs
-from fsc.cli.options import Parser
-from fsc.errors import InputError
+from fsc.console import Parser, run_command
+from fsc.train import command
 
 __all__ = ["COMMANDS", "main", "make_parser"]
 
@@ -26,7 +24,7 @@ COMMANDS: dict[str, tuple[Callable[[argparse.Namespace], int], Callable[[argpars
     "closed-form": (controller.cmd_closed_form, controller.closed_form_options, "closed forms of the column of confidence policy (appendix C)"),
     "necklace": (controller.cmd_necklace, controller.necklace_options, "binary necklaces, the longest Gray chain and Theorem 4.3's q*"),
     "draw": (controller.cmd_draw, controller.draw_options, "draw the memory transition graph of a policy (graphviz)"),
-    "train": (runs.cmd_train, runs.train_options, "train a controller by gradient flow (or Adam); resumable"),
+    "train": (command.train, command.add_options, command.HELP),
     "report": (runs.cmd_report, runs.report_options, "the main job: check, draw, train, and write an HTML report"),
     "sweep": (runs.cmd_sweep, runs.sweep_options, runs.SWEEP_HELP),
     "inspect": (files.cmd_inspect, files.inspect_options, files.INSPECT_HELP),
@@ -46,17 +44,9 @@ def make_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Run ``fsc``; return the exit status."""
     torch.set_default_dtype(torch.float64)
-    try:
-        parser = make_parser()
-        args = parser.parse_args(argv)
+
+    def run() -> int:
+        args = make_parser().parse_args(argv)
         return COMMANDS[args.command][0](args)
-    except InputError as error:  # bad input, found where it came in: one line; anything else is a bug and keeps its traceback
-        print(f"fsc: error: {error}", file=sys.stderr)
-        return 2
-    except OSError as error:  # the machine, not the input (a full disk): one line, and what was written is consistent
-        where = f"{error.filename}: " if error.filename else ""
-        print(f"fsc: error: {where}{error.strerror or error}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        print("fsc: interrupted", file=sys.stderr)
-        return 130
+
+    return run_command("fsc", run)

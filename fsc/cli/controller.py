@@ -7,9 +7,11 @@ import math
 import time
 from pathlib import Path
 
-from fsc.cli.options import add_controller_options, emit, metric_key, resolve_controller, world_record
+from fsc.cli.options import add_controller_options, resolve_controller, world_record
+from fsc.console import emit
 from fsc.errors import InputError
 from fsc.evaluate import CONVENTIONS, evaluate
+from fsc.io.trajectory import metric_key
 from fsc.limits import check_necklace_work, closed_form_M_arg, walkers_arg
 from fsc.simulate import simulate
 from fsc.train.arguments import number, positive_int
@@ -30,7 +32,7 @@ def cmd_evaluate(args) -> int:
     if "fallback" in result.info:  # the engine that finally ran
         record["fallback"] = result.info["fallback"]
     record |= _description(args, controller, result.reset) | {"seconds": seconds}
-    emit(args, record)
+    emit(args.json, record)
     return 0
 
 
@@ -57,7 +59,7 @@ def cmd_simulate(args) -> int:
             record |= {metric_key(name): value, metric_key(name) + "_stderr": result.stderrs[name]}
     record |= {"steps": result.steps, "episodes": result.episodes} | _description(args, controller, result.reset)
     record["seconds"] = result.seconds
-    emit(args, record)
+    emit(args.json, record)
     return 0
 
 
@@ -79,7 +81,7 @@ def cmd_closed_form(args) -> int:
     if args.policy == "asymmetric-ccp":
         from policies.asymmetric import cmd_asymmetric_ccp
 
-        emit(args, cmd_asymmetric_ccp(args))
+        emit(args.json, cmd_asymmetric_ccp(args))
         return 0
     from policies.asymmetric import to_convention
 
@@ -95,7 +97,7 @@ def cmd_closed_form(args) -> int:
         "M": args.M,
         "reset": args.reset,
     }
-    emit(args, record)
+    emit(args.json, record)
     return 0
 
 
@@ -125,7 +127,7 @@ def cmd_necklace(args) -> int:
     }
     if not args.json:
         record["chain"] = " ".join(chain.chain)
-    emit(args, record)
+    emit(args.json, record)
     return 0
 
 
@@ -159,7 +161,7 @@ def cmd_draw(args) -> int:
         "memory": controller.text["memory"],
         "policy": args.policy,
     }
-    emit(args, record)
+    emit(args.json, record)
     return 0
 
 

@@ -1,15 +1,14 @@
-"""What the commands share: one-line usage errors, the options that name a world, a memory and a
-policy, and how a record is printed."""
+"""What the commands on one controller share: the options that name a world, a memory and a policy, and the
+world's numbers in a record (one-line errors and printing: :mod:`fsc.console`)."""
 
 from __future__ import annotations
 
 import argparse
-import json
 
 import attrs
 
-from fsc.errors import InputError
 from fsc.evaluate import CONVENTIONS, resolve_reset
+from fsc.io.trajectory import metric_key
 from fsc.limits import seed_arg
 from fsc.model.architecture import MemoryArchitecture
 from fsc.model.policy import Policy
@@ -17,16 +16,6 @@ from fsc.model.pomdp import POMDP, Task
 from fsc.resolve import is_policy_file, resolve_memory, resolve_policy, resolve_world
 from fsc.train.arguments import number
 from policies import POLICY_NAMES
-
-
-class UsageError(InputError):
-    """Bad command-line input: reported in one line, exit status 2."""
-
-
-class Parser(argparse.ArgumentParser):
-    def error(self, message: str):  # one line, status 2 (argparse prints usage too)
-        raise UsageError(message)
-
 
 # Options shared by the commands on one controller, and what they resolve to.
 
@@ -100,15 +89,6 @@ def resolve_controller(args: argparse.Namespace, *, allow_zero: bool = True) -> 
     return Controller(world=world.world, reset=reset, policy=policy, text=text)
 
 
-#: Keys of the command-line records that a world's metric must not take (it is then printed as metric:NAME).
-_RECORD_KEYS = {"q", "q_stderr", "gain", "gain_stderr", "value", "value_stderr", "grad_norm", "engine", "residual", "fallback",
-                "nodes", "memory", "pomdp", "mu", "reset", "convention", "policy", "seconds", "steps", "episodes", "walkers"}  # fmt: skip
-
-
-def metric_key(name: str) -> str:
-    return f"metric:{name}" if name in _RECORD_KEYS else name
-
-
 def world_record(result) -> dict:
     """``q`` where the world defines it, then ``gain`` and ``value``, then the world's other metrics."""
     record = {"q": float(result.metrics["q"].detach())} if "q" in result.metrics else {}
@@ -116,13 +96,3 @@ def world_record(result) -> dict:
     record["value"] = None if result.value is None else float(result.value.detach())
     record |= {metric_key(name): float(value.detach()) for name, value in result.metrics.items() if name != "q"}
     return record
-
-
-def emit(args, record: dict) -> None:
-    if args.json:
-        print(json.dumps(record))
-        return
-    width = max(len(k) for k in record)
-    for key, value in record.items():
-        text = f"{value:.10g}" if isinstance(value, float) else str(value)
-        print(f"{key:<{width}}  {text}")

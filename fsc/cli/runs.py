@@ -7,28 +7,12 @@ import json
 import sys
 from pathlib import Path
 
-from fsc.cli.options import UsageError, emit
+from fsc.console import UsageError
 from fsc.errors import InputError
 from fsc.limits import workers_arg
 from fsc.sweep.driver import run_sweep
 from fsc.sweep.spec import describe_arguments, load_spec
 from fsc.sweep.summary import format_table, median_rows, write_summary
-
-
-def cmd_train(args) -> int:
-    from fsc.train import run_training
-
-    options = {k: v for k, v in vars(args).items() if k not in ("command", "json")}
-    result = run_training(**options)
-    emit(args, result.summary())  # run_training wrote result.json: the mark of a finished run
-    return 0
-
-
-def train_options(p):
-    from fsc.train.arguments import add_training_options
-
-    add_training_options(p)
-    p.add_argument("--json", action="store_true", help="print the final q, t, steps, seconds as JSON")
 
 
 def cmd_report(args) -> int:

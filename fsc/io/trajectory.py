@@ -22,12 +22,8 @@ from fsc.errors import InputError
 from fsc.files import atomic_write
 from fsc.optim import Record
 
-__all__ = ["CSV_HEADER", "Trajectory", "metric_column", "read_trajectory", "trajectory_row", "write_csv"]
+__all__ = ["RESERVED", "Trajectory", "csv_header", "metric_key", "read_trajectory", "trajectory_row", "write_csv"]
 
-
-#: The header of ``trajectory.csv`` for the two-hypothesis task (metric ``q``); other worlds put their own
-#: metrics between ``step`` and ``gain``.
-CSV_HEADER = "t,step,q,gain,dt,seconds"
 
 #: The columns of every trajectory around the world's metrics: ``t, step`` before them, then these (the last
 #: two are kept in the checkpoint only), with their dtypes.
@@ -36,9 +32,25 @@ _AFTER = {"gain": np.float64, "dt": np.float64, "seconds": np.float64, "grad_nor
 COLUMNS = {**_BEFORE, **_AFTER}
 
 
-def metric_column(name: str) -> str:
-    """The trajectory column of the world's metric ``name`` (``metric:gain`` if it is called like a column of its own)."""
-    return f"metric:{name}" if name in COLUMNS or name.startswith("metric:") else name
+#: The names a world's metric cannot have as they are in a record the framework writes: the trajectory's
+#: columns, the keys of ``result.json`` and of the commands' records.  Such a metric is written ``metric:NAME``
+#: everywhere.  (``q`` is no such name: where a world has it, records put it first, as the metric it is.)
+RESERVED = frozenset(COLUMNS) | {
+    "value", "stop", "out", "steps", "engine", "residual", "fallback", "nodes", "memory", "pomdp", "mu", "reset",
+    "convention", "policy", "episodes", "walkers", "q_stderr", "gain_stderr", "value_stderr",
+}  # fmt: skip
+
+
+def metric_key(name: str) -> str:
+    """The key of the world's metric ``name`` in any record: ``metric:NAME`` if it is :data:`RESERVED` (or looks
+    like such a key already), else ``name``."""
+    return f"metric:{name}" if name in RESERVED or name.startswith("metric:") else name
+
+
+def csv_header(metrics: Sequence[str]) -> str:
+    """The header of ``trajectory.csv`` for a world with these metric columns (:func:`metric_key`), in order:
+    ``t,step,METRICS,gain,dt,seconds`` (``t,step,q,gain,dt,seconds`` on the two-hypothesis task)."""
+    return ",".join(["t", "step", *metrics, "gain", "dt", "seconds"])
 
 
 class Trajectory:
@@ -68,7 +80,7 @@ class Trajectory:
 
     @property
     def header(self) -> str:
-        return ",".join(["t", "step", *self.metrics, "gain", "dt", "seconds"])
+        return csv_header(self.metrics)
 
     def _line(self, row: dict[str, Any]) -> str:
         return self._format.format(row["t"], row["step"], *(row[name] for name in self.metrics), row["gain"], row["dt"], row["seconds"])
@@ -88,7 +100,7 @@ class Trajectory:
     def extend(self, steps: dict[str, Any]) -> None:
         """Append the rows of :attr:`fsc.optim.Record.skipped` (columns of the same numbers as
         :func:`trajectory_row` gives for each step's record)."""
-        metrics = {metric_column(name): column for name, column in steps["metrics"].items()}
+        metrics = {metric_key(name): column for name, column in steps["metrics"].items()}
         columns = {"t": steps["t"], "step": steps["step"], **metrics, **{name: steps[name] for name in _AFTER}}
         if not self.columns:
             self._start(tuple(metrics))
@@ -124,7 +136,7 @@ def trajectory_row(record: Record) -> dict[str, Any]:
     return {
         "t": float(record.t),
         "step": int(record.step),
-        **{metric_column(name): float(value) for name, value in record.metrics.items()},
+        **{metric_key(name): float(value) for name, value in record.metrics.items()},
         "gain": float(record.gain),
         "dt": float(record.dt),
         "seconds": float(record.seconds),

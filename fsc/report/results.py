@@ -30,7 +30,6 @@ import json
 import math
 import os
 import platform
-import subprocess
 from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -40,6 +39,7 @@ import numpy as np
 
 from fsc.errors import InputError
 from fsc.files import atomic_write, write_text
+from fsc.provenance import source_commit
 from fsc.report import page
 from fsc.sweep.spec import NOT_NAMING, STOP_ARGUMENTS, Point, Sweep, cap_not_reached, load_spec
 
@@ -79,11 +79,6 @@ def _cpu_model() -> str:
     except OSError:
         pass
     return platform.processor() or "unknown"
-
-
-def _commit() -> str | None:
-    done = subprocess.run(["git", "-C", str(page.SHIPPED.parent), "rev-parse", "HEAD"], capture_output=True, text=True, check=False)
-    return done.stdout.strip() or None
 
 
 def read_shipped(folder: str | os.PathLike) -> tuple[dict[str, dict], dict[str, tuple[np.ndarray, np.ndarray]]]:
@@ -260,7 +255,7 @@ def ship(
     finished = [r for r in rows if r["status"] == "done"]
     provenance = {
         "spec": sweep.name,
-        "commit": commit or _commit(),
+        "commit": commit or source_commit(mark_edits=False),
         "commands": list(commands),
         "machine": {"cpu": _cpu_model(), "cores": os.cpu_count(), "python": platform.python_version(), "system": platform.platform()},
         "points": len(rows),

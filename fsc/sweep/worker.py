@@ -1,8 +1,9 @@
 """One sweep point, in a worker: its lock, its trainer process, and the watchdog that stops it.
 
 A point's directory has one writer at a time: a ``flock`` on ``OUT/locks/NAME.lock``, held by the worker and
-passed to the trainer.  The trainer is the ``fsc train`` command in a process of its own: forked from a warm
-worker of the local pool, or a new interpreter (``python -m fsc.cli train``) on a Dask cluster.  When the
+passed to the trainer.  The trainer is the ``fsc train`` command (:mod:`fsc.train.command`) in a process of its
+own: forked from a warm worker of the local pool, or a new interpreter (``python -m fsc.train``) on a Dask
+cluster.  When the
 driver dies, a worker of the local pool starts nothing more and stops its trainers, which checkpoint.
 """
 
@@ -68,9 +69,8 @@ def _same_number(a: object, b: object) -> bool:
 _CHILDREN: set[subprocess.Popen | _ForkedTrainer] = set()
 #: Set once a local pool worker has imported the trainer and loaded its compiled kernels: it then forks
 #: its trainers instead of starting a new interpreter for each.
-#: The module whose ``python -m`` is the ``fsc`` command.  A sweep runs its trainers as that command, a process
-#: apart (``fsc train ARGS``): by its name, never by importing it (the command line sits above this package).
-TRAINER = "fsc.cli"
+#: The module whose ``python -m`` is the trainer, ``fsc train`` (:mod:`fsc.train.command`), a layer below this one.
+TRAINER = "fsc.train"
 
 _FORK_READY = False
 #: Set by the watchdog when the driver is gone; with _START_LOCK, no trainer starts after that (issue 16).
@@ -93,7 +93,7 @@ def run_point(
         run_dir: the run directory (absolute for a cluster).
         lock_path: the point's lock file (``None``: no lock).
         stop: the point's stop conditions, to tell a finished run (:meth:`Point.stop`).
-        command: the trainer command, default ``[sys.executable, "-m", TRAINER, "train"]``
+        command: the trainer command, default ``[sys.executable, "-m", TRAINER]``
             (this worker's Python); ``--out RUN_DIR --quiet --json`` are added.
         wait: when another process holds the point's lock, wait for it (then skip the point if that
             owner finished it, or continue it); ``False``: return ``busy`` at once.
@@ -120,13 +120,13 @@ def run_point(
     try:
         if is_finished(run_dir_path, stop):  # finished by that other owner
             return {"status": "skipped", "seconds": time.monotonic() - start}
-        trainer = list(command) if command is not None else [sys.executable, "-m", TRAINER, "train"]
+        trainer = list(command) if command is not None else [sys.executable, "-m", TRAINER]
         full = [*trainer, *argv, f"--out={run_dir}", "--quiet", "--json"]
         with _START_LOCK:  # nothing starts once the watchdog has seen the driver gone
             if _DRIVER_GONE.is_set():
                 return {"status": "failed", "exit": None, "error": "the sweep driver is gone", "seconds": time.monotonic() - start}
             if command is None and _FORK_READY and _threads(argv) == 1:
-                process = _ForkedTrainer(["train", *argv, f"--out={run_dir}", "--quiet", "--json"], keep_fd=fd)
+                process = _ForkedTrainer([*argv, f"--out={run_dir}", "--quiet", "--json"], keep_fd=fd)
             else:
                 process = subprocess.Popen(
                     full, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, pass_fds=() if fd is None else (fd,)
@@ -165,7 +165,8 @@ def _threads(argv: Sequence[str]) -> int:
 
 
 class _ForkedTrainer:
-    """``fsc train ARGS`` in a child forked from this pool worker, which has imported the trainer already.
+    """``fsc train ARGS`` (:func:`fsc.train.command.main`) in a child forked from this pool worker, which has
+    imported the trainer already.
 
     A new interpreter would import torch, numpy, scipy and numba and load the compiled kernels again for
     every point: about 2 s, more than a short run trains.  Only points that train with one torch thread
@@ -196,10 +197,9 @@ class _ForkedTrainer:
                 sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), line_buffering=True)
                 sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), line_buffering=True)
                 signal.signal(signal.SIGINT, signal.default_int_handler)
-                import runpy
+                from fsc.train.command import main
 
-                sys.argv = ["fsc", *args]  # what `python -m fsc.cli ARGS` would see
-                runpy.run_module(TRAINER, run_name="__main__", alter_sys=True)  # exits with the command's status
+                code = main(args)
             except SystemExit as exit_:
                 code = exit_.code if isinstance(exit_.code, int) else 1
             except BaseException:
@@ -283,9 +283,7 @@ def _warm_trainer() -> None:
         # One torch thread in this worker and in the children it forks: a process forked from one that ran
         # an OpenMP team (the driver may have) deadlocks when it starts a team of several threads.
         torch.set_num_threads(1)
-        import importlib
-
-        importlib.import_module(TRAINER)  # the command and all it imports (by name: it sits above this package)
+        import fsc.train.command  # noqa: F401 - the trainer and all it imports
         import policies  # noqa: F401 - the initial policies
         import tasks  # noqa: F401 - the two-hypothesis world
         from fsc.model.memory import RAM

@@ -6,8 +6,8 @@ the command line and for sweeps.
 """
 
 from fsc.io.checkpoint import CHECKPOINT, PREVIOUS_CHECKPOINT, load_checkpoint
-from fsc.io.trajectory import CSV_HEADER, read_trajectory
+from fsc.io.trajectory import csv_header, read_trajectory
 from fsc.train.loop import CONVERGED, TrainingResult, converged
 from fsc.train.run import run_training
 
-__all__ = ["CHECKPOINT", "CONVERGED", "CSV_HEADER", "PREVIOUS_CHECKPOINT", "TrainingResult", "converged", "load_checkpoint", "read_trajectory", "run_training"]
+__all__ = ["CHECKPOINT", "CONVERGED", "PREVIOUS_CHECKPOINT", "TrainingResult", "converged", "csv_header", "load_checkpoint", "read_trajectory", "run_training"]

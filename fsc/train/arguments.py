@@ -1,28 +1,33 @@
 """The arguments of a training run, declared once.
 
-:data:`TRAINING` lists every argument of :func:`fsc.train.run_training`:
-its type, default and help, and how the layers above use it.  From it come
-the options of ``fsc train`` (:func:`add_training_options`), the keys and
-types a sweep spec accepts (:data:`SWEEP_TYPES`), the arguments that may
-change when a run is continued (:data:`MAY_CHANGE`) and the stop conditions
-that decide whether a sweep point is finished (:data:`STOP`).  A new
-argument of training is one more entry here.
+:data:`TRAINING` lists every argument of :func:`fsc.train.run_training`: its type, default, check and help,
+and how the layers above use it.  From it come the frozen :class:`TrainingConfig` that carries a run's
+arguments as one object (checked once, when it is built), the options of ``fsc train``
+(:func:`add_training_options`), the keys and types a sweep spec accepts (:data:`SWEEP_TYPES`), the arguments
+that may change when a run is continued (:data:`MAY_CHANGE`) and the stop conditions that decide whether a
+sweep point is finished (:data:`STOP`).  A new argument of training is one more entry here.
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+import os
 from collections.abc import Callable
 
 import attrs
 
+from fsc.checks import integer, nonnegative
+from fsc.errors import InputError, InputTypeError
 from fsc.evaluate import CONVENTIONS
-from fsc.limits import seed_arg, threads_arg
+from fsc.limits import MAX_SEED, MAX_THREADS, seed_arg, threads_arg
 from fsc.objective import TARGETS
 from fsc.optim import OPTIMIZERS
+from policies import POLICY_NAMES
 
-__all__ = ["MAY_CHANGE", "STOP", "SWEEP_TYPES", "TRAINING", "Argument", "add_training_options", "number", "positive_int"]
+__all__ = [
+    "MAY_CHANGE", "STOP", "SWEEP_TYPES", "TRAINING", "Argument", "TrainingConfig", "add_training_options", "number", "positive_int",
+]  # fmt: skip
 
 
 def positive_int(text: str) -> int:
@@ -55,20 +60,25 @@ class Argument:
         name: the keyword of ``run_training`` (``--name`` with dashes on the command line).
         type: ``number``, ``integer`` or ``string`` (what a sweep spec must give), or ``flag``.
         help: the command-line help.
-        default: the command-line default.
+        default: the default, on the command line and in the API.
+        check: the value as the run uses it, or an error naming it (``None``: checked where it is resolved:
+            the world, the memory, the reset, the optimiser's settings).
         parse: the command-line type (default: by ``type``).
-        choices: the values allowed, if a closed list.
-        required: the command line requires it.
+        choices: the values allowed, if a closed list (checked in the API too).
+        required: no default.
         metavar: the command line's name for the value.
         may_change: a continued run may give another value (stop conditions and how it runs, never what it computes).
         stop: a stop condition: a sweep point is finished for the values it ran with.
         sweep: a sweep spec may set it.
+        recorded: ``run.json`` records it as given (the world and the reset are recorded as resolved).
+        hyperparameter: a setting of the optimiser (:func:`fsc.optim.make_optimizer`), passed when given.
     """
 
     name: str
     type: str
     help: str
     default: object = None
+    check: Callable[[object], object] | None = None
     parse: Callable[[str], object] | None = None
     choices: tuple | None = None
     required: bool = False
@@ -76,42 +86,66 @@ class Argument:
     may_change: bool = False
     stop: bool = False
     sweep: bool = True
+    recorded: bool = True
+    hyperparameter: bool = False
 
     @property
     def option(self) -> str:
         return "--" + self.name.replace("_", "-")
 
 
+def _init(value: object) -> str:
+    if not isinstance(value, str) or not value:
+        raise InputTypeError(f"init must be an initialisation name or a policy file, got {value!r}")
+    return value
+
+
+def _out(value: object) -> str | os.PathLike:
+    if not isinstance(value, (str, os.PathLike)):
+        raise InputTypeError(f"out must be a directory path, got {value!r}")
+    return value
+
+
+def _optional(check: Callable[[object], object]) -> Callable[[object], object]:
+    return lambda value: None if value is None else check(value)
+
+
 _UNTIL_T = (
     "algorithm time to reach (t of dw/dt = d gain / dw, docs/model.md; on paper eq. (4)'s G = gain / r, t is r times smaller); "
     "without it, train until converged (the gain changes by less than 1e-9 of its size over a decade of t) or another limit"
 )
+_INIT = f"the starting policy: {', '.join(POLICY_NAMES)} (the names of --policy), or a policy file"
 
 TRAINING: tuple[Argument, ...] = (
-    Argument("mu", "number", "the two-hypothesis world: gap between the arms, in (0, 1) (default 0.1)"),
-    Argument("pomdp", "string", "another world: a .POMDP file (its action and observation counts size --memory)", metavar="FILE"),
+    Argument("mu", "number", "the two-hypothesis world: gap between the arms, in (0, 1) (default 0.1)", recorded=False),
+    Argument("pomdp", "string", "another world: a .POMDP file (its action and observation counts size --memory)", metavar="FILE", recorded=False),
     Argument("memory", "string", "ram:M, chain:M, column:M, memento:m, or FILE.py:NAME for an architecture of your own", required=True),
-    Argument("init", "string", "random, linear, columns, near-ccp, cycles, near-necklace, or a policy file", required=True),
-    Argument("seed", "integer", "seed of the initialisation (default 0)", default=0, parse=seed_arg),
+    Argument("init", "string", _INIT, check=_init, required=True),
+    Argument("seed", "integer", "seed of the initialisation (default 0)", default=0, check=lambda v: integer("seed", v, 0, MAX_SEED), parse=seed_arg),
     Argument("reset", "number", "reset probability r per step (default: 1 - the file's discount, else 1e-3)"),
-    Argument("discount", "number", "discount gamma: the same parameter as --reset, r = 1 - gamma"),
-    Argument("until_t", "number", _UNTIL_T, may_change=True, stop=True),
-    Argument("max_dgrad", "number", "flow: largest change of the gradient per step (default 1e-4)"),
+    Argument("discount", "number", "discount gamma: the same parameter as --reset, r = 1 - gamma", recorded=False),
+    Argument("until_t", "number", _UNTIL_T, check=_optional(lambda v: nonnegative("until_t", v)), may_change=True, stop=True),
+    Argument("max_dgrad", "number", "flow: largest change of the gradient per step (default: fsc.GradientFlow's)", hyperparameter=True),
     Argument("max_seconds", "number", "stop after this much wall time (over all sessions)", may_change=True, stop=True),
-    Argument("max_steps", "integer", "stop after this many accepted steps", parse=positive_int, may_change=True, stop=True),
+    Argument("max_steps", "integer", "stop after this many accepted steps", check=lambda v: integer("max_steps", v, 1, optional=True),
+             parse=positive_int, may_change=True, stop=True),
     Argument("convention", "string", "native (default) or paper (docs/model.md)", default="native", choices=CONVENTIONS),
     Argument("optimizer", "string", "gradient flow (default), adam, or plain ascent", default="flow", choices=tuple(OPTIMIZERS)),
-    Argument("lr", "number", "adam / ascent learning rate"),
+    Argument("lr", "number", "adam / ascent learning rate", hyperparameter=True),
     Argument("engine", "string", "evaluation engine (default auto)", default="auto"),
     Argument("target", "string", "what the flow climbs: the gain per step (default) or paper eq. (4)'s return gain / r", default="gain",
              choices=TARGETS),
     Argument("rows_per_decade", "integer", "keep at most N trajectory rows per decade of t, and step 0 (default: every step); "
              "a long run stays small and, on the dense and choices engines, runs the steps between rows in one compiled call; "
-             "the final numbers are in result.json", parse=positive_int, metavar="N"),
-    Argument("checkpoint_seconds", "number", "least wall time between checkpoints (default 60)", default=60.0, may_change=True),
-    Argument("threads", "integer", "torch threads (default 1: bit-for-bit resumes)", default=1, parse=threads_arg, may_change=True),
-    Argument("out", "string", "run directory; started again, the run resumes from its checkpoint", required=True, sweep=False),
-    Argument("quiet", "flag", "no progress bar (none either when stderr is not a terminal)", default=False, may_change=True, sweep=False),
+             "the final numbers are in result.json", check=lambda v: integer("rows_per_decade", v, 1, optional=True), parse=positive_int,
+             metavar="N"),
+    Argument("checkpoint_seconds", "number", "least wall time between checkpoints (default 60)", default=60.0,
+             check=lambda v: nonnegative("checkpoint_seconds", v), may_change=True),
+    Argument("threads", "integer", "torch and LAPACK threads during the run (default 1: bit-for-bit resumes; the API's None leaves them)",
+             default=1, check=lambda v: integer("threads", v, 1, MAX_THREADS, optional=True), parse=threads_arg, may_change=True),
+    Argument("out", "string", "run directory; started again, the run resumes from its checkpoint", check=_out, required=True, sweep=False),
+    Argument("quiet", "flag", "no progress bar (none either when stderr is not a terminal)", default=False, check=bool, may_change=True,
+             sweep=False),
 )  # fmt: skip
 
 #: Sweep spec keys and the JSON type each must have.
@@ -124,6 +158,66 @@ MAY_CHANGE: frozenset[str] = frozenset(a.name for a in TRAINING if a.may_change)
 STOP: tuple[str, ...] = tuple(a.name for a in TRAINING if a.stop)
 
 _PARSE = {"number": number, "integer": int, "string": str}
+
+
+def _checker(a: Argument) -> Callable[[object], object]:
+    """The check of ``a`` as an attrs converter: its own, or its list of choices, or none."""
+    if a.check is not None:
+        return a.check
+    if a.choices is not None:
+
+        def among(value: object) -> object:
+            if value not in a.choices:
+                raise InputError(f"{a.name} must be one of {a.choices}, got {value!r}")
+            return value
+
+        return among
+    return lambda value: value
+
+
+def _config_class() -> type:
+    """:class:`TrainingConfig`, one frozen field per entry of :data:`TRAINING`, checked by its converter."""
+    fields = {}
+    for a in TRAINING:
+        default = {} if a.required else {"default": a.default}
+        fields[a.name] = attrs.field(kw_only=True, converter=_checker(a), **default)
+    lines = "\n".join(f"        {a.name}: {a.help}." for a in TRAINING)
+    doc = f"""The arguments of a training run as one frozen object, checked once, when it is built.
+
+    One field per entry of :data:`TRAINING`, with its default; a bad value raises ``ValueError`` or
+    ``TypeError`` naming it.
+
+    Attributes:
+{lines}
+    """
+    cls = attrs.make_class("TrainingConfig", fields, bases=(_ConfigMethods,), frozen=True)
+    cls.__doc__ = doc
+    cls.__module__ = __name__
+    return cls
+
+
+class _ConfigMethods:
+    """What the layers read of a configuration, each the part it needs."""
+
+    @classmethod
+    def from_namespace(cls, args: argparse.Namespace) -> TrainingConfig:
+        """The configuration of ``fsc train``'s parsed options."""
+        return cls(**{a.name: getattr(args, a.name) for a in TRAINING})
+
+    def stop_conditions(self) -> dict[str, object]:
+        """The stop conditions (:data:`STOP`), as :func:`fsc.optim.optimize` takes them."""
+        return {name: getattr(self, name) for name in STOP}
+
+    def hyperparameters(self) -> dict[str, object]:
+        """The optimiser's settings that were given (:func:`fsc.optim.make_optimizer`)."""
+        return {a.name: getattr(self, a.name) for a in TRAINING if a.hyperparameter and getattr(self, a.name) is not None}
+
+    def recorded(self) -> dict[str, object]:
+        """The arguments ``run.json`` records as given (the world and the reset are recorded as resolved)."""
+        return {a.name: getattr(self, a.name) for a in TRAINING if a.recorded}
+
+
+TrainingConfig = _config_class()
 
 
 def add_training_options(parser: argparse.ArgumentParser) -> None:

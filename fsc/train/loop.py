@@ -4,15 +4,13 @@ that waits for the end of a step, a progress bar, and the :class:`TrainingResult
 from __future__ import annotations
 
 import bisect
-import functools
 import math
 import platform
 import signal
-import subprocess
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -21,8 +19,10 @@ import numpy as np
 import torch
 
 from fsc.io.checkpoint import save_checkpoint, write_json
-from fsc.io.trajectory import Trajectory, trajectory_row, write_csv
-from fsc.optim import Record
+from fsc.io.trajectory import Trajectory, metric_key, trajectory_row, write_csv
+from fsc.model.policy import Policy
+from fsc.optim import Record, State
+from fsc.provenance import source_commit
 
 CONVERGED = 1e-9  # relative change of the gain over a decade of t that ends a run without until_t
 
@@ -47,26 +47,12 @@ def versions() -> dict[str, str | None]:
 
     return {
         "fsc": __version__,
-        "commit": _source_commit(),
+        "commit": source_commit(),
         "torch": torch.__version__,
         "numpy": np.__version__,
         "numba": numba.__version__,
         "python": platform.python_version(),
     }
-
-
-@functools.cache
-def _source_commit() -> str | None:
-    """``git rev-parse HEAD`` of the checkout this package runs from (None outside one, or without git)."""
-    root = Path(__file__).resolve().parents[2]
-    if not (root / ".git").exists():  # an installed copy, not a checkout (which another repository may contain)
-        return None
-    try:
-        head = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True, timeout=5, check=True)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return head + ("+" if dirty.stdout.strip() else "")
 
 
 @attrs.frozen(kw_only=True)
@@ -82,6 +68,9 @@ class TrainingResult:
         evaluations: value-and-gradient evaluations (accepted and rejected).
         stop: why it stopped (``until_t``, ``max_seconds``, ``max_steps``, ``stalled``, ``converged``).
         out: the run directory; resumed: this session continued a checkpoint.
+        policy: the final policy (also in ``out/policy.npz``).
+        history: the trajectory's rows as columns (``t, step``, the metrics, ``gain, dt, seconds, grad_norm,
+            evaluations``), as ``trajectory.csv`` and the checkpoint hold them.
     """
 
     q: float
@@ -95,6 +84,8 @@ class TrainingResult:
     out: str
     resumed: bool
     metrics: dict[str, float] = attrs.field(factory=dict)
+    policy: Policy | None = attrs.field(default=None, eq=False, repr=False)
+    history: dict[str, np.ndarray] = attrs.field(factory=dict, eq=False, repr=False)
 
     def summary(self) -> dict[str, Any]:
         """JSON-able numbers: ``q`` (where the world defines it), ``t``, ``steps``, ``seconds`` first, then ``value``."""
@@ -105,16 +96,11 @@ class TrainingResult:
             "seconds": self.seconds,
             "value": self.value,
             "gain": self.gain,
-            **{_summary_key(name): value for name, value in self.metrics.items() if name != "q"},
+            **{metric_key(name): value for name, value in self.metrics.items() if name != "q"},
             "evaluations": self.evaluations,
             "stop": self.stop,
             "out": self.out,
         }
-
-
-def _summary_key(name: str) -> str:
-    taken = {"q", "t", "steps", "seconds", "value", "gain", "evaluations", "stop", "out"}
-    return f"metric:{name}" if name in taken else name
 
 
 # ---------------------------------------------------------------------------
@@ -207,63 +193,96 @@ class DeferredInterrupt:
         self.pending = True
 
 
-def train_loop(records, arch, policy, rule, out, resumed, trajectory, meta, quiet, checkpoint_seconds, reset, keep) -> TrainingResult:
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "result.json").unlink(missing_ok=True)  # not finished until written again
-    run_doc = {**meta, "versions": versions(), "status": "running"}
-    write_json(out / "run.json", run_doc)
-    if not (out / "initial_policy.npz").exists():
-        policy.save(out / "initial_policy.npz")
+@attrs.frozen(kw_only=True, eq=False)
+class Run:
+    """A run directory opened for training: where it is, what it starts from or resumes, and what it records.
 
-    last_step = trajectory.last("step") if len(trajectory) else -1
-    progress = Progress(rule.until_t or 0.0, disable=quiet or not sys.stderr.isatty())
-    last_checkpoint = time.monotonic()
-    record = None
-    whole = None  # the last record whose steps before it are all rows of the trajectory: what a checkpoint saves
-    interrupted = DeferredInterrupt()
+    Attributes:
+        out: the directory; policy: the initial policy; reset: ``r`` (the value is ``gain / r``).
+        state: the checkpoint's state it resumes (``None``: a new run); trajectory: its rows so far.
+        meta: ``run.json``'s content besides versions and status; keep: which steps become rows.
+    """
+
+    out: Path
+    policy: Policy
+    reset: float
+    state: State | None
+    trajectory: Trajectory
+    meta: dict[str, Any]
+    keep: Thinning
+
+
+def train_loop(records: Iterator[Record], run: Run, config) -> TrainingResult:
+    """Follow ``records`` to their end in ``run``'s directory: rows, checkpoints on a clock (at least every
+    ``config.checkpoint_seconds``), an interrupt that waits for the end of a step, a progress bar (unless
+    ``config.quiet``), a stop when converged (without ``config.until_t``), and the final files."""
+    run_doc = _start(run)
+    progress = Progress(config.until_t or 0.0, disable=config.quiet or not sys.stderr.isatty())
+    trajectory, last_step = run.trajectory, run.trajectory.last("step") if len(run.trajectory) else -1
+    last_checkpoint, record, whole = time.monotonic(), None, None  # whole: the last record whose steps before it are all rows
     try:
-        for record in interrupted.between(records):
+        for record in DeferredInterrupt().between(records):
             if record.skipped is not None:  # asked for only when every row is kept
                 trajectory.extend(record.skipped)  # (interrupted between columns, a checkpoint trims them all off)
                 last_step = record.skipped["step"][-1]
             whole = record
             if record.step > last_step:
-                if keep(record.t, record.step):
+                if run.keep(record.t, record.step):
                     trajectory.append(trajectory_row(record))
                 last_step = record.step
             progress.update(record)
-            if record.stop is None and rule.until_t is None and converged(trajectory.columns["t"], trajectory.columns["gain"]):
+            if record.stop is None and config.until_t is None and converged(trajectory.columns["t"], trajectory.columns["gain"]):
                 record = attrs.evolve(record, stop="converged")
                 break
-            if record.stop is None and (time.monotonic() - last_checkpoint >= checkpoint_seconds or len(trajectory) == 1):
-                save_checkpoint(out, record.state, trajectory, meta)
-                write_csv(out / "trajectory.csv", trajectory)
+            if record.stop is None and (time.monotonic() - last_checkpoint >= config.checkpoint_seconds or len(trajectory) == 1):
+                _save(run, record.state)
                 last_checkpoint = time.monotonic()
     except KeyboardInterrupt:
         if whole is not None:
-            save_checkpoint(out, whole.state, trajectory, meta)
-            write_csv(out / "trajectory.csv", trajectory)
+            _save(run, whole.state)
         raise
     finally:
         progress.close()
+    return _finish(run, run_doc, record)
 
-    final = record.state
-    save_checkpoint(out, final, trajectory, meta)
-    write_csv(out / "trajectory.csv", trajectory)
-    final.point.policy().save(out / "policy.npz")
+
+def _start(run: Run) -> dict[str, Any]:
+    """Mark the run as running (``result.json`` removed until written again); keep its initial policy."""
+    run.out.mkdir(parents=True, exist_ok=True)
+    (run.out / "result.json").unlink(missing_ok=True)  # not finished until written again
+    run_doc = {**run.meta, "versions": versions(), "status": "running"}
+    write_json(run.out / "run.json", run_doc)
+    if not (run.out / "initial_policy.npz").exists():
+        run.policy.save(run.out / "initial_policy.npz")
+    return run_doc
+
+
+def _save(run: Run, state: State) -> None:
+    save_checkpoint(run.out, state, run.trajectory, run.meta)
+    write_csv(run.out / "trajectory.csv", run.trajectory)
+
+
+def _finish(run: Run, run_doc: dict[str, Any], record: Record) -> TrainingResult:
+    """The last checkpoint, the final policy, ``result.json`` (written last: the mark of a finished run)."""
+    _save(run, record.state)
+    policy = record.policy
+    policy.save(run.out / "policy.npz")
+    trajectory = run.trajectory
     result = TrainingResult(
         q=float(record.q),
         gain=float(record.gain),
-        value=float(record.gain) / reset,
+        value=float(record.gain) / run.reset,
         t=float(record.t),
         steps=int(record.step),
-        seconds=float(trajectory.last("seconds") if keep.per_decade is None else record.state.seconds),
+        seconds=float(trajectory.last("seconds") if run.keep.per_decade is None else record.state.seconds),
         evaluations=int(record.evaluations),
         stop=str(record.stop),
-        out=str(out),
-        resumed=resumed,
+        out=str(run.out),
+        resumed=run.state is not None,
         metrics={name: float(value) for name, value in record.metrics.items()},
+        policy=policy,
+        history=trajectory.arrays(),
     )
-    write_json(out / "run.json", {**run_doc, "status": "done", "stop": record.stop, "result": result.summary()})
-    write_json(out / "result.json", result.summary())
+    write_json(run.out / "run.json", {**run_doc, "status": "done", "stop": record.stop, "result": result.summary()})
+    write_json(run.out / "result.json", result.summary())
     return result

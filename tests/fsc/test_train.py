@@ -16,7 +16,7 @@ import torch
 
 import fsc
 from fsc.cli import main
-from fsc.train import CSV_HEADER, load_checkpoint, read_trajectory, run_training
+from fsc.train import csv_header, load_checkpoint, read_trajectory, run_training
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -49,7 +49,7 @@ def test_run_directory(tmp_path):
     assert list(result.summary())[:4] == ["q", "t", "steps", "seconds"]
     # trajectory.csv: the header of the issue, one row per accepted step, exact floats.
     lines = (out / "trajectory.csv").read_text().splitlines()
-    assert lines[0] == CSV_HEADER == "t,step,q,gain,dt,seconds"
+    assert lines[0] == csv_header(["q"]) == "t,step,q,gain,dt,seconds"
     columns = read_trajectory(out)
     assert list(columns["step"]) == list(range(result.steps + 1))
     assert columns["t"][-1] == result.t and columns["q"][-1] == result.q
