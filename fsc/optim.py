@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import abc
 import math
-import numbers
 import time
 from collections.abc import Callable, Iterator
 from typing import Any, ClassVar
@@ -33,6 +32,7 @@ import attrs
 import numpy as np
 import torch
 
+from fsc.checks import integer, nonnegative
 from fsc.engines import kernels
 from fsc.errors import InputError, InputTypeError
 from fsc.evaluate import CONVENTIONS, check_reset
@@ -425,14 +425,8 @@ class StopRule:
 
     def __attrs_post_init__(self) -> None:
         if self.until_t is not None:
-            if isinstance(self.until_t, bool) or not isinstance(self.until_t, numbers.Real):
-                raise InputTypeError(f"until_t must be a number, got {self.until_t!r}")
-            if not (math.isfinite(self.until_t) and self.until_t >= 0):
-                raise InputError(f"until_t must be a finite number >= 0, got {self.until_t!r}")
-        if self.max_steps is not None and (isinstance(self.max_steps, bool) or not isinstance(self.max_steps, int)):
-            raise InputTypeError(f"max_steps must be an int, got {self.max_steps!r}")
-        if self.max_steps is not None and self.max_steps < 1:
-            raise InputError(f"max_steps must be an int >= 1 or None, got {self.max_steps!r}")
+            nonnegative("until_t", self.until_t)
+        integer("max_steps", self.max_steps, 1, optional=True)
         _optional_positive("max_seconds", self.max_seconds)
         _optional_positive("min_grad_norm", self.min_grad_norm)
 
