@@ -20,7 +20,6 @@ Four tables (printed, and written as CSV with ``--out``):
 from __future__ import annotations
 
 import argparse
-import csv
 import itertools
 import json
 import statistics
@@ -35,16 +34,12 @@ import numpy as np
 import fsc
 import tasks
 from fsc.bounds import informed_bound, mdp_bound, two_state_bound
+from fsc.files import write_rows
 from fsc.train import converged
 
 
 def write(rows: list[dict], path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
-    print(f"wrote {path}")
+    print(f"wrote {write_rows(path, rows)}")
 
 
 # ---------------------------------------------------------------- controllers by their value equations

@@ -19,6 +19,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from fsc.files import write_rows
+
 
 def fit_exponent(x: list[float], y: list[float]) -> float:
     """Slope of log y against log x (least squares)."""
@@ -46,11 +48,7 @@ def main() -> None:
         o = asymmetric_ccp_optimum(mu, M, r)
         rows.append({"mu": mu, "M": M, "reset": r, "q_symmetric": o.q_symmetric, "eps_symmetric": o.eps_symmetric, "q_asymmetric": o.q,
                      "eps_A": o.eps_A, "eps_B": o.eps_B, "split": o.split, "gain": o.gain, "relative_gain": o.gain / o.q_symmetric})  # fmt: skip
-    args.out.mkdir(parents=True, exist_ok=True)
-    with open(args.out / "gain.csv", "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
+    write_rows(args.out / "gain.csv", rows)
     inner = [row for row in rows if row["eps_symmetric"] < 1]
     capped = [row for row in rows if row["eps_symmetric"] >= 1]
     print(f"{len(rows)} points; symmetric eps* < 1 at {len(inner)}: gain > 0 at {sum(row['gain'] > 0 for row in inner)}, "

@@ -18,12 +18,13 @@ Runs go to OUT/runs/ (resumable) and the numbers to OUT/figure2.csv.
 from __future__ import annotations
 
 import argparse
-import csv
 import os
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
+
+from fsc.files import write_rows
 
 
 def run_one(job: dict) -> dict:
@@ -89,10 +90,7 @@ def main() -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     fig.savefig(args.out / "figure2.png", dpi=110)
     fields = ["mu", "memory", "reset", "convention", "until_t", "t", "steps", "q", "q_ccp", "q_asymmetric_ccp", "q_minus_q_ccp", "seconds"]
-    with open(args.out / "figure2.csv", "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")
-        writer.writeheader()
-        writer.writerows(rows)
+    write_rows(args.out / "figure2.csv", rows, fields)
     worst = min(row["q_minus_q_ccp"] for row in rows)
     below = sum(row["q"] < row["q_ccp"] for row in rows)
     print(f"{len(rows)} runs; smallest q - q_CCP = {worst:.3g}; {below} below the symmetric CCP (toward the asymmetric CCP when run long)")

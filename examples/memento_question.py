@@ -16,13 +16,14 @@ their diagrams OUT/best-m{m}-r{r}.svg (viz.memory_graph).
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import math
 from pathlib import Path
 
 import numpy as np
 import torch
+
+from fsc.files import write_rows
 
 
 def main() -> None:
@@ -55,10 +56,7 @@ def main() -> None:
     if not runs:
         raise SystemExit(f"no finished run under {args.sweep}/runs")
     args.out.mkdir(parents=True, exist_ok=True)
-    with open(args.out / "runs.csv", "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=[k for k in runs[0] if k != "dir"], extrasaction="ignore")
-        writer.writeheader()
-        writer.writerows(sorted(runs, key=lambda r: (r["m"], -r["reset"], r["q"])))
+    write_rows(args.out / "runs.csv", sorted(runs, key=lambda r: (r["m"], -r["reset"], r["q"])), [k for k in runs[0] if k != "dir"])
     rows = []
     for m, reset in sorted({(r["m"], r["reset"]) for r in runs}, key=lambda k: (k[0], -k[1])):
         group = [r for r in runs if r["m"] == m and r["reset"] == reset]
@@ -98,10 +96,7 @@ def main() -> None:
                      "family_found": a.family or f"none (nearest {a.nearest} at {a.distance:.2f})",
                      "distance_to_necklace": a.distance, "t": best["t"],
                      "necklace_with_learned_start_q": q_neck_learned_start, "learned_with_necklace_start_q": q_learned_neck_start})  # fmt: skip
-    with open(args.out / "table.csv", "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
+    write_rows(args.out / "table.csv", rows)
     print(f"{'m':>2} {'r':>7} {'runs':>4} {'best learned q':>15} {'from':>16} {'necklace q at r':>16} {'learned - necklace':>19} "
           f"{'necklace+learned start':>23} {'learned+necklace start':>23}  family found")  # fmt: skip
     for row in rows:

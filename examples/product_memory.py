@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import collections
-import csv
 import statistics
 import time
 from pathlib import Path
@@ -23,6 +22,7 @@ import torch
 
 import fsc
 import tasks
+from fsc.files import write_rows
 
 
 def win_counter(K: int, arms: int = 2) -> fsc.Automaton:
@@ -63,13 +63,7 @@ def main() -> None:
         seconds = sum(row["seconds"] for row in rows if row["memory"] == name)
         print(f"{name:<28} {arch.num_nodes:>5} {min(qs):>9.5f} {statistics.median(qs):>9.5f} {seconds:>8.1f}")
     if args.out:
-        path = Path(args.out) / "product_memory.csv"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with path.open("w", newline="") as f:
-            writer = csv.DictWriter(f, fieldnames=list(rows[0]))
-            writer.writeheader()
-            writer.writerows(rows)
-        print(f"wrote {path}")
+        print(f"wrote {write_rows(Path(args.out) / 'product_memory.csv', rows)}")
 
 
 if __name__ == "__main__":

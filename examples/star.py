@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import collections
-import csv
 import time
 from pathlib import Path
 
@@ -24,16 +23,12 @@ import torch
 import fsc
 import policies
 import tasks
+from fsc.files import write_rows
 from policies.star import star, star_eps_opt, star_q
 
 
 def write(rows: list[dict], path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
-    print(f"wrote {path}")
+    print(f"wrote {write_rows(path, rows)}")
 
 
 def main() -> None:

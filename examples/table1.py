@@ -11,12 +11,12 @@ general pair (k_A, k_B).  Writes a CSV.
 from __future__ import annotations
 
 import argparse
-import csv
 from pathlib import Path
 
 import fsc
 import policies
 import tasks
+from fsc.files import write_rows
 from policies import closed_form
 
 
@@ -79,11 +79,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("out/table1.csv"))
     args = parser.parse_args()
     rows = table(args.mu, args.k_a, args.k_b)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    with open(args.out, "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
+    write_rows(args.out, rows)
     print(f"{'task':<20} {'policy':<9} {'size':>4} {'q closed form':>14} {'q exact':>14} {'ratio':>10}")
     for row in rows:
         print(f"{row['task']:<20} {row['policy']:<9} {row['size']:>4} {row['q_closed_form']:>14.6e} {row['q_exact']:>14.6e} {row['ratio']:>10.6f}")

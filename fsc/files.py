@@ -7,7 +7,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-__all__ = ["UMASK", "atomic_write", "write_text"]
+__all__ = ["UMASK", "atomic_write", "write_rows", "write_text"]
 
 
 def _read_umask() -> int:
@@ -72,3 +72,19 @@ def _keep_as(path: Path, previous: Path) -> None:
 def write_text(path: str | os.PathLike, text: str) -> None:
     """``text`` (UTF-8) in ``path``, atomically (:func:`atomic_write`)."""
     atomic_write(path, lambda f: f.write(text.encode()))
+
+
+def write_rows(path: str | os.PathLike, rows: list[dict], fields: list[str] | None = None) -> Path:
+    """``rows`` as a CSV file with a header (``fields``, default the keys of the first row; other keys are
+    left out), atomically, its folder made if need be; returns the path."""
+    import csv
+    import io
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = io.StringIO(newline="")
+    writer = csv.DictWriter(text, fieldnames=fields or list(rows[0]), extrasaction="ignore")
+    writer.writeheader()
+    writer.writerows(rows)
+    write_text(path, text.getvalue())
+    return path
