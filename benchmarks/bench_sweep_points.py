@@ -3,7 +3,7 @@
 The issue's case: 10 seeds of the published random start (mu = 0.1, r = 1e-3, paper convention) to
 t = 1e6, on RAM M = 8 and on Memento m = 3, in one sweep with one worker, both ways in this process:
 
-- ``one by one``: each point trained by ``python -m fsc.cli train`` in a new interpreter (the sweep's
+- ``one by one``: each point trained by ``python -m fsc.train`` in a new interpreter (the sweep's
   ``command`` option), which imports torch, numpy, scipy and numba and loads the compiled kernels again;
 - ``forked``: the default local pool, whose worker imports and warms the trainer once and forks a
   child per point.
@@ -66,7 +66,7 @@ def main() -> None:
             reference = None
             for n in range(args.rounds):
                 seconds, identical = {}, True
-                for side, command in (("one", [sys.executable, "-m", "fsc.cli", "train"]), ("forked", None)):
+                for side, command in (("one", [sys.executable, "-m", "fsc.train"]), ("forked", None)):
                     out = Path(root) / f"{side}-{n}"
                     start = time.perf_counter()
                     report = run_sweep(sweep, out, workers=1, quiet=True, command=command)
