@@ -10,6 +10,7 @@ import sys
 import time
 from pathlib import Path
 
+import attrs
 import numpy as np
 import pytest
 import torch
@@ -447,3 +448,47 @@ def test_two_trainers_at_once_on_one_directory(tmp_path):
     winner = run["arguments"]["seed"]
     start = fsc.Policy.load(out / "initial_policy.npz")
     assert torch.equal(start.logits, fsc.Policy.random(fsc.RAM(4), winner).logits)
+
+
+# ---------------------------------------------------------------------------
+# The configuration, the result's policy and history, and the trainer's own entry point.
+
+
+def test_the_configuration_has_one_checked_field_per_training_argument(tmp_path):
+    from fsc.train import TrainingConfig
+    from fsc.train.arguments import TRAINING
+
+    assert [field.name for field in attrs.fields(TrainingConfig)] == [a.name for a in TRAINING]
+    config = TrainingConfig(memory="ram:2", init="random", out=tmp_path / "run", until_t=200, max_dgrad=1e-3)
+    assert config.until_t == 200.0 and isinstance(config.until_t, float) and config.hyperparameters() == {"max_dgrad": 1e-3}
+    assert config.stop_conditions() == {"until_t": 200.0, "max_seconds": None, "max_steps": None}
+    with pytest.raises(ValueError, match=r"seed must be an int in \[0, 9223372036854775807\], got -1"):
+        TrainingConfig(memory="ram:2", init="random", out="x", seed=-1)
+    with pytest.raises(attrs.exceptions.FrozenInstanceError):
+        config.seed = 3
+    with pytest.raises(ValueError, match="not both"):
+        run_training(config, seed=1)
+
+
+def test_the_result_carries_the_final_policy_and_the_history(tmp_path):
+    result = small_run(tmp_path / "run")
+    saved = fsc.Policy.load(tmp_path / "run" / "policy.npz")
+    assert result.policy.architecture == saved.architecture == fsc.RAM(2)
+    assert torch.equal(result.policy.logits, saved.logits) and torch.equal(result.policy.init_logits, saved.init_logits)
+    on_disk = read_trajectory(tmp_path / "run")
+    assert len(result.history["t"]) == result.steps + 1 == len(on_disk["t"])
+    assert np.array_equal(result.history["q"], on_disk["q"]) and result.history["t"][-1] == result.t
+
+
+def test_python_m_fsc_train_is_fsc_train(tmp_path):
+    """The trainer a sweep runs (``python -m fsc.train``) gives what ``fsc train`` gives, errors included."""
+    options = ["--memory", "ram:2", "--init", "random", "--mu", "0.2", "--reset", "0.02", "--until-t", "50", "--json", "--quiet"]
+    done = subprocess.run([sys.executable, "-m", "fsc.train", *options, "--out", str(tmp_path / "a")], capture_output=True, text=True,
+                          timeout=300, cwd=Path(__file__).resolve().parents[2])  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert main(["train", *options, "--out", str(tmp_path / "b")]) == 0
+    a, b = (json.loads((tmp_path / name / "result.json").read_text()) for name in "ab")
+    assert {k: v for k, v in a.items() if k not in ("seconds", "out")} == {k: v for k, v in b.items() if k not in ("seconds", "out")}
+    bad = subprocess.run([sys.executable, "-m", "fsc.train", *options, "--out", str(tmp_path / "c"), "--seed", "x"], capture_output=True,
+                         text=True, timeout=300, cwd=Path(__file__).resolve().parents[2])  # fmt: skip
+    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1 and "--seed" in bad.stderr and not (tmp_path / "c").exists()
