@@ -18,7 +18,7 @@ from fsc.model.policy import Policy
 from fsc.model.pomdp import POMDP, Task, as_pomdp
 from fsc.model.product import product
 from fsc.objective import Objective
-from fsc.optim import Adam, Ascent, GradientFlow, Record, State, flow, optimize
+from fsc.optim import Adam, Ascent, GradientFlow, Optimizer, Record, State, StopRule, flow, optimize
 from fsc.simulate import Simulation, simulate
 
 __version__ = "0.1.0"
@@ -32,8 +32,10 @@ __all__ = [
     "Ascent",
     "GradientFlow",
     "Objective",
+    "Optimizer",
     "Record",
     "State",
+    "StopRule",
     "POMDP",
     "RAM",
     "Chain",
