@@ -160,11 +160,16 @@ def test_the_training_arguments_are_declared_once():
     import inspect
 
     from fsc import sweep
-    from fsc.train import run_training
+    from fsc.train import TrainingConfig, run_training
     from fsc.train.arguments import MAY_CHANGE, STOP, SWEEP_TYPES, TRAINING
 
-    keywords = set(inspect.signature(run_training).parameters) - {"policy", "world"}  # Python objects: the API only
-    assert {a.name for a in TRAINING} == keywords
+    # run_training's keywords are the configuration's fields, stated nowhere else; world and policy are Python
+    # objects (the API only)
+    parameters = inspect.signature(run_training).parameters
+    assert set(parameters) == {"config", "world", "policy", "arguments"} and parameters["arguments"].kind is inspect.Parameter.VAR_KEYWORD
+    assert [field.name for field in attrs.fields(TrainingConfig)] == [a.name for a in TRAINING]
+    with pytest.raises(TypeError, match="unexpected keyword argument 'max_step'"):
+        run_training(memory="ram:2", init="random", out="never-written", max_step=3)
     parser = cli.make_parser()
     train = parser._subparsers._group_actions[0].choices["train"]
     options = {o for action in train._actions for o in action.option_strings if o.startswith("--")}

@@ -262,7 +262,7 @@ from fsc.sweep import worker
 out = Path(sys.argv[1])
 worker._warm_trainer()
 assert worker._FORK_READY
-base = ["train", "--memory", "ram:2", "--init", "random", "--mu", "0.1", "--reset", "1e-3", "--quiet", "--json"]
+base = ["--memory", "ram:2", "--init", "random", "--mu", "0.1", "--reset", "1e-3", "--quiet", "--json"]
 good = worker._ForkedTrainer([*base, "--until-t", "100", "--out", str(out / "good")], keep_fd=None)
 stdout, stderr = good.communicate()
 bad = worker._ForkedTrainer([*base, "--until-t", "-1", "--out", str(out / "bad")], keep_fd=None)
