@@ -22,7 +22,7 @@ from fsc.errors import InputError, InputTypeError
 from fsc.evaluate import CONVENTIONS
 from fsc.limits import MAX_SEED, MAX_THREADS, seed_arg, threads_arg
 from fsc.objective import TARGETS
-from fsc.optim import OPTIMIZERS
+from fsc.optim import OPTIMIZERS, GradientFlow
 from policies import POLICY_NAMES
 
 __all__ = [
@@ -125,7 +125,8 @@ TRAINING: tuple[Argument, ...] = (
     Argument("reset", "number", "reset probability r per step (default: 1 - the file's discount, else 1e-3)"),
     Argument("discount", "number", "discount gamma: the same parameter as --reset, r = 1 - gamma", recorded=False),
     Argument("until_t", "number", _UNTIL_T, check=_optional(lambda v: nonnegative("until_t", v)), may_change=True, stop=True),
-    Argument("max_dgrad", "number", "flow: largest change of the gradient per step (default: fsc.GradientFlow's)", hyperparameter=True),
+    Argument("max_dgrad", "number", f"flow: largest change of the gradient per step (default {attrs.fields(GradientFlow).max_dgrad.default:g})",
+             hyperparameter=True),
     Argument("max_seconds", "number", "stop after this much wall time (over all sessions)", may_change=True, stop=True),
     Argument("max_steps", "integer", "stop after this many accepted steps", check=lambda v: integer("max_steps", v, 1, optional=True),
              parse=positive_int, may_change=True, stop=True),
