@@ -15,6 +15,9 @@ A shipped sweep is a folder of small files made from sweep directories (nothing 
   the spec named ``fig2`` Figure 2 (final q against r and against M, the CCP's closed form as lines);
 - ``claims.json``, ``claims.md`` (specs ``fig4`` and ``fig2``): the paper's claims about training, checked
   (:mod:`policies.claims`);
+- ``policies/NAME.npz``: the final policy of each finished run, NAME the run's name with ``/`` replaced by
+  ``__`` (:func:`policy_file`), in the policy file format (docs/formats.md: ``-inf`` initial logits outside
+  the reset nodes), compressed; a point finished elsewhere and shipped without its run directory has none;
 - ``provenance.json``: the spec, the commit of the shipping, the machine, the counts, the runs' time.
 
 :func:`ship` keeps, for a point its sweep directories have not finished, what the folder already held, so
@@ -43,7 +46,7 @@ from fsc.provenance import source_commit
 from fsc.report import page
 from fsc.sweep.spec import NOT_NAMING, STOP_ARGUMENTS, Point, Sweep, cap_not_reached, load_spec
 
-__all__ = ["FIGURE4_PANELS", "FULL_SIZE", "SPECS", "complete", "lacking", "log_spaced", "read_shipped", "ship"]
+__all__ = ["FIGURE4_PANELS", "FULL_SIZE", "SPECS", "complete", "lacking", "log_spaced", "policy_file", "read_shipped", "ship", "write_policy"]
 
 #: The published set-ups, one sweep spec each, and the folder of ``results/`` each is shipped to.
 SPECS = page.SHIPPED.parent / "examples" / "sweeps"
@@ -63,6 +66,24 @@ def log_spaced(t: np.ndarray, points: int) -> np.ndarray:
     if len(keep) > points:  # t ends on repeated values: the first of them and the last row are both kept
         del keep[-2]
     return np.array(keep)
+
+
+def policy_file(folder: str | os.PathLike, run: str) -> Path:
+    """Where the shipped ``folder`` keeps the final policy of the run named ``run``: ``policies/NAME.npz``."""
+    return Path(folder) / "policies" / (run.replace("/", "__") + ".npz")
+
+
+def write_policy(source: str | os.PathLike, path: str | os.PathLike) -> None:
+    """Copy the policy file ``source`` to ``path``, compressed, as docs/formats.md says: the same logits, and
+    ``-inf`` initial logits outside the architecture's reset nodes (entries no computation reads)."""
+    from fsc.model.policy import Policy
+
+    policy = Policy.load(source)  # refuses what is not a policy file
+    spec = json.dumps(policy.architecture.to_dict())
+    logits = policy.logits.detach().numpy()
+    init_logits = np.where(policy.architecture.reset_mask, policy.init_logits.detach().numpy(), -np.inf)
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    atomic_write(path, lambda f: np.savez_compressed(f, architecture=np.array(spec), logits=logits, init_logits=init_logits))
 
 
 def _quantiles(values: Sequence[float]) -> dict[str, float]:
@@ -127,6 +148,8 @@ def _from_run(run: Path, point: Point) -> tuple[dict, tuple[np.ndarray, np.ndarr
     if is_finished(run, point.stop()):
         result = _json(run / "result.json")
         fields.update(status="done", **{k: result.get(k) for k in ("stop", "q", "t", "steps", "seconds")})
+        if (run / "policy.npz").is_file():
+            fields["policy"] = run / "policy.npz"
     elif (run / "checkpoint.json").is_file():
         meta = _json(run / "checkpoint.json")
         fields.update(status="running", t=meta.get("t"), steps=meta.get("step"), seconds=meta.get("seconds"))
@@ -193,7 +216,7 @@ def ship(
     out = Path(out)
     previous_rows, previous_curves = read_shipped(out)
     keys = sweep.keys()
-    rows, curves = [], {}
+    rows, curves, policies = [], {}, {}
     for point in sweep.points:
         sources = [_from_run(Path(s) / "runs" / point.name, point) for s in sweeps]
         sources.append(_from_shipped(previous_rows.get(point.name), previous_curves.get(point.name), point))
@@ -208,11 +231,17 @@ def ship(
         row = {"run": point.name, **{k: point.arguments.get(k) for k in keys}}
         row.update({k: fields.get(k) for k in _RUN_FIELDS})
         rows.append(row)
+        policies[point.name] = fields.get("policy") if fields["status"] == "done" else False
         if curve is not None:
             keep = log_spaced(curve[0], points)
             curves[point.name] = (curve[0][keep], curve[1][keep])
 
     out.mkdir(parents=True, exist_ok=True)
+    for name, source in policies.items():  # source: a run's policy.npz; None: as shipped; False: not finished
+        if source:
+            write_policy(source, policy_file(out, name))
+        elif source is False:
+            policy_file(out, name).unlink(missing_ok=True)  # not (or no longer) a final policy of the spec
     samples = [[name, repr(float(t)), repr(float(q))] for name, (ts, qs) in curves.items() for t, q in zip(ts, qs, strict=True)]
     write_text(out / "trajectories.csv", _csv([["run", "t", "q"], *samples]))
 
@@ -287,7 +316,9 @@ def complete(
 
     The sweep resumes where it stopped (each point is an ordinary run directory), so a ``complete`` that is
     killed and started again loses at most a checkpoint's worth of work. ``results``: the project's
-    ``results/`` by default; ``specs``: ``examples/sweeps``. Returns the provenance record.
+    ``results/`` by default; ``specs``: ``examples/sweeps``. Returns the provenance record. When the folder
+    lacks nothing, nothing runs and nothing is written: its files (the provenance of the runs that made
+    them included) stay as they are.
     """
     import time
 
@@ -302,6 +333,8 @@ def complete(
     todo = lacking(sweep, folder)
     where = Path(sweeps) / name
     log(f"  {name}: {len(sweep.points) - len(todo)} of {len(sweep.points)} runs shipped; running {len(todo)} in {where}")
+    if not todo and (folder / "provenance.json").is_file():
+        return _json(folder / "provenance.json")
     start = time.monotonic()
     report = None
     if todo:

@@ -238,3 +238,52 @@ def test_fsc_report_full_runs_what_results_lack_then_builds_the_page(tmp_path, m
     ran = sorted(p.parent.relative_to(tmp_path / "sw" / "tiny" / "runs").as_posix() for p in (tmp_path / "sw").rglob("result.json"))
     assert ran == sorted(p.name for p in sweep.points[1:])  # the shipped point was not run again
     assert (tmp_path / "page" / "index.html").is_file()
+
+
+def test_each_finished_run_ships_its_final_policy_as_the_format_says(tmp_path):
+    from fsc import Policy, evaluate
+    from fsc.report.results import policy_file
+    from tasks import TwoHypothesis
+    from tests.independent_chain import independent_q
+
+    sweep = load_spec(_spec(tmp_path, TINY))
+    _run(sweep, [0, 1, 2], tmp_path / "a")
+    ship(sweep, [tmp_path / "a"], tmp_path / "shipped", points=20)
+    shipped = {r["run"]: r for r in _rows(tmp_path / "shipped")}
+    files = sorted(p.name for p in (tmp_path / "shipped" / "policies").iterdir())
+    assert files == sorted(p.name.replace("/", "__") + ".npz" for p in sweep.points[:3])  # the unfinished one has none
+    for point in sweep.points[:3]:
+        path = policy_file(tmp_path / "shipped", point.name)
+        assert path.name == point.name.replace("/", "__") + ".npz"
+        with np.load(path, allow_pickle=False) as f:
+            assert sorted(f.files) == ["architecture", "init_logits", "logits"] and f["logits"].dtype == np.float64
+            reset_nodes = Policy.load(path).architecture.reset_mask
+            assert np.all(np.isneginf(f["init_logits"][~reset_nodes])) and np.all(np.isfinite(f["init_logits"][reset_nodes]))
+        run = Policy.load(tmp_path / "a" / "runs" / point.name / "policy.npz")
+        assert np.array_equal(Policy.load(path).logits.numpy(), run.logits.numpy())
+        q = float(shipped[point.name]["q"])
+        assert abs(float(evaluate(TwoHypothesis(0.1), Policy.load(path), reset=0.01).metrics["q"]) - q) < 1e-12
+        assert abs(independent_q(path, 0.1, 0.01, "native") - q) < 1e-12
+    ship(sweep, [], tmp_path / "shipped", points=20)  # shipped again without the run directories: kept
+    assert sorted(p.name for p in (tmp_path / "shipped" / "policies").iterdir()) == files
+
+
+def test_fsc_report_full_on_complete_results_changes_no_file(tmp_path, monkeypatch):
+    from fsc.cli import main
+    from fsc.report import results
+
+    specs = _spec(tmp_path, TINY).parent
+    sweep = load_spec(specs / "tiny.json")
+    _run(sweep, [0, 1, 2, 3], tmp_path / "earlier")
+    ship(sweep, [tmp_path / "earlier"], tmp_path / "results" / "tiny", commit="abc1234", commands=["by hand"], wall=12.5)
+    before = {p: p.read_bytes() for p in (tmp_path / "results").rglob("*") if p.is_file()}
+    assert len(before) == 9  # summary, trajectories, groups, figure, provenance and four policies
+    monkeypatch.setattr(page, "SHIPPED", tmp_path / "results")
+    monkeypatch.setattr(results, "SPECS", specs)
+    monkeypatch.setattr(results, "FULL_SIZE", ("tiny",))
+    monkeypatch.chdir(tmp_path)
+    assert main(["report", "--full", "--sweeps", "sw", "--workers", "1", "--quiet", "--out", "page"]) == 0
+    after = {p: p.read_bytes() for p in (tmp_path / "results").rglob("*") if p.is_file()}
+    assert after.keys() == before.keys() and all(after[p] == before[p] for p in before)
+    assert json.loads((tmp_path / "results" / "tiny" / "provenance.json").read_text())["commands"] == ["by hand"]
+    assert not (tmp_path / "sw").exists()  # nothing ran
