@@ -36,6 +36,7 @@ def main() -> None:
     torch.set_num_threads(1)
     torch.set_default_dtype(torch.float64)
     import fsc
+    from fsc.report.results import write_policy
     from policies import necklace_probs
     from policies.anatomy import anatomy, describe
     from policies.reference import necklace_optimum
@@ -65,7 +66,7 @@ def main() -> None:
         policy = fsc.Policy.load(Path(best["dir"]) / "policy.npz")
         a = anatomy(policy, mu=args.mu, reset=reset, convention="native")
         tag = f"m{m}-r{reset:g}"
-        policy.save(args.out / f"best-{tag}.npz")
+        write_policy(Path(best["dir"]) / "policy.npz", args.out / f"best-{tag}.npz")  # as docs/formats.md says
         record = a.to_dict()
         record["distance"] = None if math.isinf(record["distance"]) else record["distance"]
         (args.out / f"anatomy-{tag}.json").write_text(json.dumps(record, indent=1))

@@ -6,9 +6,11 @@ import csv
 import json
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from fsc.cli import main
 from fsc.train import read_trajectory
@@ -102,3 +104,94 @@ def test_the_report_shows_shipped_results(tmp_path, monkeypatch):
     assert "ram:2" in section.body and (tmp_path / "out" / "figures" / "full-size-fig4.png").is_file()
     monkeypatch.setattr(page, "SHIPPED", tmp_path / "nothing")
     assert "No results shipped" in paper.section_full_size(tmp_path / "out", lambda message: None).body
+
+
+RESULTS = ROOT / "results"
+
+
+def test_every_policy_file_under_results_follows_the_format_doc():
+    """docs/formats.md: keys architecture (JSON with a kind), logits (N, C) float64 with -inf on disallowed
+    choices, init_logits (N,) float64, -inf on the nodes a reset never starts in: a reader who follows the doc
+    gets the values the project computes."""
+    from fsc import Policy
+
+    files = sorted(RESULTS.rglob("*.npz"))
+    assert len(files) >= 9
+    for path in files:
+        with np.load(path, allow_pickle=False) as f:
+            assert sorted(f.files) == ["architecture", "init_logits", "logits"], path
+            spec = json.loads(str(f["architecture"]))
+            logits, init_logits = f["logits"], f["init_logits"]
+        assert isinstance(spec, dict) and "kind" in spec, path
+        arch = Policy.load(path).architecture
+        assert logits.dtype == init_logits.dtype == np.float64, path
+        assert logits.shape == (arch.num_nodes, arch.num_choices) and init_logits.shape == (arch.num_nodes,), path
+        assert not np.isnan(logits).any() and not np.isposinf(logits).any() and not np.isnan(init_logits).any(), path
+        assert np.all(np.isneginf(logits[~arch.allowed])), path
+        assert np.all(np.isneginf(init_logits[~arch.reset_mask])) and np.isfinite(init_logits[arch.reset_mask]).any(), path
+
+
+def _shipped_policies() -> list[tuple[Path, float, float, str, float]]:
+    """(file, mu, reset, convention, the shipped q) of every policy shipped with a q beside it."""
+    cases = []
+    for figure in ("fig2", "fig4"):
+        folder = RESULTS / figure
+        with open(folder / "summary.csv", newline="") as f:
+            rows = {r["run"].replace("/", "__"): r for r in csv.DictReader(f)}
+        for path in sorted((folder / "policies").glob("*.npz")):
+            row = rows[path.stem]  # a policy file names a run of the summary, and that run is finished
+            assert row["status"] == "done", path
+            cases.append((path, float(row["mu"]), float(row["reset"]), row["convention"], float(row["q"])))
+    ram8 = json.loads((RESULTS / "ram8" / "result.json").read_text())
+    cases.append((RESULTS / "ram8" / "policy.npz", 0.1, 1e-3, "native", ram8["q"]))
+    with open(RESULTS / "memento" / "table.csv", newline="") as f:
+        for row in csv.DictReader(f):
+            cases.append((RESULTS / "memento" / f"best-m{row['m']}-r{float(row['reset']):g}.npz", 0.1, float(row["reset"]), "native", float(row["best_learned_q"])))
+    return cases
+
+
+@pytest.mark.slow
+def test_every_shipped_policy_re_evaluates_to_the_shipped_q():
+    """By fsc's evaluator and by a chain built here with numpy from the file alone (tests/independent_chain.py)."""
+    from fsc import Policy, evaluate
+    from tasks import TwoHypothesis
+    from tests.independent_chain import independent_q
+
+    cases = _shipped_policies()
+    assert len(cases) >= 7
+    worst = 0.0
+    for path, mu, reset, convention, q in cases:
+        by_fsc = float(evaluate(TwoHypothesis(mu), Policy.load(path), reset=reset, convention=convention).metrics["q"])
+        by_numpy = independent_q(path, mu, reset, convention)
+        worst = max(worst, abs(by_fsc - q), abs(by_numpy - q))
+        assert abs(by_fsc - q) <= 1e-9 and abs(by_numpy - q) <= 1e-9, (path, q, by_fsc, by_numpy)
+    print(f"{len(cases)} shipped policies re-evaluate to their shipped q within {worst:.2g}")
+
+
+def test_the_independent_chain_agrees_with_closed_forms():
+    """The referee's chain itself, on policies whose q is known in closed form: the CCP (appendix C) on RAM
+    and, on Memento 1, a policy that plays A with probability a after A+ / B-, and else B."""
+    from fsc import RAM, Policy
+    from fsc.report.results import write_policy
+    from policies.ccp import ccp_probs
+    from policies.closed_form import ccp_q
+    from tests.independent_chain import independent_q
+
+    folder = Path(tempfile.mkdtemp())
+    for M, reset, eps in ((3, 1e-3, 0.05), (6, 1e-5, 0.01)):
+        Policy.from_probs(RAM(M), *ccp_probs(RAM(M), eps)).save(folder / "raw.npz")
+        write_policy(folder / "raw.npz", folder / "ccp.npz")
+        assert abs(independent_q(folder / "ccp.npz", 0.1, reset, "native") - ccp_q(0.1, M, reset, eps)) < 1e-12
+    # Memento 1, no reset: a two-state chain per hypothesis. Stay on an arm after a win, switch after a loss
+    # (win-stay, lose-shift): under H_A the agent leaves A with probability (1 - k_A) and B with (1 - k_B), so
+    # it plays B a fraction (1 - k_A) / ((1 - k_A) + (1 - k_B)) of the time (the start does not matter as r -> 0).
+    k_a, k_b = 0.55, 0.45
+    probs = np.array([[0.5, 0.5], [1, 0], [0, 1], [0, 1], [1, 0]], dtype=float)  # _, A+, A-, B+, B-
+    path = folder / "wsls.npz"
+    with np.errstate(divide="ignore"):
+        logits = np.log(probs)
+    np.savez(path, architecture=np.array(json.dumps({"kind": "Memento", "m": 1, "arms": 2, "observations": 2})),
+             logits=logits, init_logits=np.array([0.0, -np.inf, -np.inf, -np.inf, -np.inf]))  # fmt: skip
+    expected = (1 - k_a) / ((1 - k_a) + (1 - k_b))
+    assert abs(independent_q(path, 0.1, 1e-12, "native") - expected) < 1e-9
+    assert Policy.load(path).architecture.node_labels == ("_", "A+", "A-", "B+", "B-")
