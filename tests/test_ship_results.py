@@ -146,7 +146,8 @@ def _shipped_policies() -> list[tuple[Path, float, float, str, float]]:
     cases.append((RESULTS / "ram8" / "policy.npz", 0.1, 1e-3, "native", ram8["q"]))
     with open(RESULTS / "memento" / "table.csv", newline="") as f:
         for row in csv.DictReader(f):
-            cases.append((RESULTS / "memento" / f"best-m{row['m']}-r{float(row['reset']):g}.npz", 0.1, float(row["reset"]), "native", float(row["best_learned_q"])))
+            path = RESULTS / "memento" / f"best-m{row['m']}-r{float(row['reset']):g}.npz"
+            cases.append((path, 0.1, float(row["reset"]), "native", float(row["best_learned_q"])))
     return cases
 
 
