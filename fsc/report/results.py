@@ -46,7 +46,7 @@ from fsc.provenance import source_commit
 from fsc.report import page
 from fsc.sweep.spec import NOT_NAMING, STOP_ARGUMENTS, Point, Sweep, cap_not_reached, load_spec
 
-__all__ = ["FIGURE4_PANELS", "FULL_SIZE", "SPECS", "complete", "lacking", "log_spaced", "policy_file", "read_shipped", "ship", "write_policy"]
+__all__ = ["FIGURE4_PANELS", "FULL_SIZE", "SPECS", "complete", "lacking", "log_spaced", "policy_file", "read_shipped", "ship", "write_claims", "write_policy"]
 
 #: The published set-ups, one sweep spec each, and the folder of ``results/`` each is shipped to.
 SPECS = page.SHIPPED.parent / "examples" / "sweeps"
@@ -263,23 +263,9 @@ def ship(
     draw = _draw_figure2 if sweep.name == "fig2" else _draw_q_curves
     draw(sweep, rows, curves, out / "figure.png")
 
-    claims = None
-    if sweep.name == "fig4":  # the paper's claims about training, on what has run
-        from policies.claims import check_figure4
-
-        named = lambda key: tuple(dict(zip(group_keys, key, strict=True))[k] for k in ("memory", "reset", "init"))  # noqa: E731
-        claims = check_figure4({named(k): v for k, v in groups.items()}, expected={named(k): v for k, v in total.items()})
-    elif sweep.name == "fig2":
-        from policies.claims import check_figure2
-
-        finished = [(p.arguments, float(r["q"])) for p, r in zip(sweep.points, rows, strict=True) if r["status"] == "done"]
-        convention = sweep.points[0].arguments.get("convention", "native")
-        claims = check_figure2([(a["mu"], _size(a["memory"]), a["reset"], q) for a, q in finished], convention)
+    claims = _claims(sweep, rows, curves)
     if claims is not None:
-        write_text(out / "claims.json", json.dumps(claims, indent=1) + "\n")
-        lines = ["| panel | the paper says | numbers (final q) | verdict |", "|---|---|---|---|"]
-        lines += [f"| {c['panel']} | {c['claim']} | {c['numbers'] or '-'} | {c['verdict']} |" for c in claims]
-        write_text(out / "claims.md", "\n".join(lines) + "\n")
+        _write_claims(out, claims)
 
     finished = [r for r in rows if r["status"] == "done"]
     provenance = {
@@ -300,6 +286,74 @@ def ship(
     write_text(out / "summary.csv", _csv([list(rows[0])] + [[_cell(v) for v in r.values()] for r in rows]))
     write_text(out / "provenance.json", json.dumps(provenance, indent=1) + "\n")
     return provenance
+
+
+def _horizon(points: Sequence[Point], rows: Sequence[dict]) -> tuple[str, str]:
+    """Where runs of these points stop (the spec's bounds), and why the finished ones stopped: two texts."""
+    bounds = []
+    for key in ("until_t", "max_steps", "max_seconds"):
+        values = sorted({float(p.arguments[key]) for p in points if p.arguments.get(key) is not None})
+        if values:
+            bounds.append(f"{key} {', '.join(f'{v:g}' for v in values)}{' (a safety cap)' if key == 'max_seconds' else ''}")
+    stops = Counter(r["stop"] or "unknown" for r in rows if r["status"] == "done")
+    return ", ".join(bounds), ", ".join(f"{n} {s}" for s, n in sorted(stops.items()))
+
+
+def _claims(sweep: Sweep, rows: Sequence[dict], curves: dict) -> list[dict] | None:
+    """The paper's claims about training checked on the rows of ``sweep`` (:mod:`policies.claims`), for the
+    specs ``fig4`` and ``fig2``; None for any other."""
+    pairs = list(zip(sweep.points, rows, strict=True))
+    if sweep.name == "fig4":
+        from policies.claims import check_figure4
+
+        named: dict[tuple, list] = {}
+        for point, row in pairs:
+            a = point.arguments
+            named.setdefault((a["memory"], a["reset"], a.get("init", "random")), []).append((point, row))
+        groups = {k: [float(r["q"]) for _, r in v if r["status"] == "done"] for k, v in named.items()}
+        seeds = {k: [curves[p.name] for p, r in v if r["status"] == "done" and p.name in curves] for k, v in named.items()}
+        horizons = {k: _horizon([p for p, _ in v], [r for _, r in v]) for k, v in named.items()}
+        return check_figure4({k: v for k, v in groups.items() if v}, expected={k: len(v) for k, v in named.items()}, horizons=horizons, curves=seeds)
+    if sweep.name == "fig2":
+        from policies.claims import check_figure2
+
+        finished = [(p.arguments, r) for p, r in pairs if r["status"] == "done"]
+        convention = sweep.points[0].arguments.get("convention", "native")
+        points = [(a["mu"], _size(a["memory"]), a["reset"], float(r["q"])) for a, r in finished]
+        bounds, stops = _horizon(sweep.points, rows)
+        return check_figure2(points, convention, stops=[r["stop"] for _, r in finished], horizon=f"{bounds} (stopped: {stops})")
+    return None
+
+
+def _write_claims(out: Path, claims: list[dict]) -> None:
+    from policies.claims import SIGNIFICANCE, TOLERANCE
+
+    write_text(out / "claims.json", json.dumps(claims, indent=1) + "\n")
+    lines = [
+        f"The paper's claims about training, checked on the final q of the runs in summary.csv (`policies.claims`). Tolerance, "
+        f"for every verdict: two final values of q within a relative {TOLERANCE:g} count as equal. Significance: one-sided "
+        f"Mann-Whitney U, p < {SIGNIFICANCE:g}. Family: the groups of runs compared (memory, reset, start). Horizon: where "
+        "those runs stop, and why they stopped. Regenerate: `python examples/ship_results.py --claims`.",
+        "",
+        "| panel | the paper says | family | test | numbers (final q) | verdict | horizon |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    lines += [f"| {c['panel']} | {c['claim']} | {c['family']} | {c['test']} | {c['numbers'] or '-'} | {c['verdict']} | {c['horizon'] or '-'} |" for c in claims]
+    write_text(out / "claims.md", "\n".join(lines) + "\n")
+
+
+def write_claims(sweep: Sweep, folder: str | os.PathLike) -> list[dict] | None:
+    """Check the paper's claims again on the shipped ``folder`` of ``sweep`` (its ``summary.csv`` and
+    ``trajectories.csv``) and rewrite its ``claims.json`` and ``claims.md``; nothing else changes. Returns the
+    claims (None for a spec with no claims)."""
+    shipped, curves = read_shipped(folder)
+    missing = [p.name for p in sweep.points if p.name not in shipped]
+    if missing:
+        raise InputError(f"{str(folder)!r} is not a shipping of the spec {sweep.name!r}: no row for {missing[0]!r}")
+    claims = _claims(sweep, [shipped[p.name] for p in sweep.points], curves)
+    if claims is not None:
+        _write_claims(Path(folder), claims)
+    return claims
 
 
 def complete(

@@ -124,7 +124,7 @@ def test_a_figure2_sweep_is_shipped_and_shown(tmp_path, monkeypatch):
     _run(sweep, range(len(sweep.points)), tmp_path / "sweep")
     ship(sweep, [tmp_path / "sweep"], tmp_path / "results" / "fig2")
     claims = json.loads((tmp_path / "results" / "fig2" / "claims.json").read_text())
-    assert len(claims) == 1
+    assert len(claims) == 2 and all(c["horizon"].startswith("until_t 1000") for c in claims)
     below = sum(
         float(r["q"]) < ccp_line(0.2, int(r["memory"].split(":")[1]), float(r["reset"]), "paper") * (1 - 1e-9)
         for r in _rows(tmp_path / "results" / "fig2")
