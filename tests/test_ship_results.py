@@ -57,7 +57,8 @@ def test_the_claims_are_checked_on_hand_made_numbers():
     verdicts = {c["claim"]: c["verdict"] for c in check_figure4(groups)}
     assert verdicts["RAM M = 8: random initialisation leads to very poor results"] == "holds"  # 0.35 >= 2 x 0.11
     assert verdicts["RAM M = 8: results improve with a linear structure, and more with two columns"] == (  # 0.29 > 0.225
-        "does not hold: random -> linear: on the medians, not significantly (p = 0.1 >= 0.05); linear -> columns: the median does not go down")
+        "does not hold: random -> linear: on the medians, not significantly (p = 0.1 >= 0.05); linear -> columns: the median does not go down"
+    )
     assert verdicts["RAM M = 8: training converges to the CCP only from near it"] == "holds"
     within = "Memento m = 3: the near-necklace start (not drawn by the paper) ends within the random starts' range, below their median"
     assert verdicts[within] == "holds"  # 0.15 < 0.2, >= 0.1
