@@ -8,8 +8,20 @@ The agent takes that exit with probability ``eps1`` only when every
 remembered reward favours the side it moves to (``+`` after A and ``-``
 after B to move toward ``A^m``; the opposite toward ``B^m``), and leaves
 the end necklaces with probability ``eps0`` when every reward is ``-``.
-Necklaces off the chain lead into it deterministically, so no probability is
-trapped there.
+
+Necklaces off the chain (from m = 4: ``ABAB`` for m = 4) have no exit in
+Definition 4.1. Two variants, by name (:data:`VARIANTS`):
+
+- ``"literal"``: Definition 4.1 as written, and the published code: an
+  off-chain necklace plays its oldest arm like any other, so the agent never
+  leaves it. For m = 4, 1/8 of the resets end there (after four steps of
+  1/2 each, the words ``ABAB`` and ``BABA``), playing the worse arm half the
+  time: q stays above 1/16 however small r is, and Theorem 4.3's limit ``q*``
+  is not reached.
+- ``"exits-off-chain"`` (the default): each off-chain necklace has a word
+  that leaves it deterministically toward the chain (``feeders``), so no
+  probability is trapped there. For m = 2, 3 (no necklace off the chain) the
+  two are the same policy.
 """
 
 from __future__ import annotations
@@ -27,7 +39,10 @@ from fsc.model.policy import Policy
 from .ccp import _check_eps
 from .necklaces import exits, gray_chain, necklace, necklaces
 
-__all__ = ["NecklaceExits", "default_eps", "necklace_exits", "necklace_policy", "necklace_probs"]
+__all__ = ["VARIANTS", "NecklaceExits", "default_eps", "necklace_exits", "necklace_policy", "necklace_probs"]
+
+#: The necklace policy's two readings of the necklaces off the chain (see the module).
+VARIANTS = ("exits-off-chain", "literal")
 
 _FLIP = {"A": "B", "B": "A"}
 
@@ -98,16 +113,27 @@ def _favours(arms: str, rewards: str) -> str | None:
     return None
 
 
-def necklace_probs(arch: Memento, eps0: float, eps1: float, exits: NecklaceExits | None = None) -> tuple[np.ndarray, np.ndarray]:
+def _check_variant(variant: object) -> str:
+    if variant not in VARIANTS:
+        raise InputError(f"the necklace policy's variant is one of {VARIANTS}, got {variant!r}")
+    return variant
+
+
+def necklace_probs(
+    arch: Memento, eps0: float, eps1: float, exits: NecklaceExits | None = None, *, variant: str = "exits-off-chain"
+) -> tuple[np.ndarray, np.ndarray]:
     """Probabilities ``(probs, init_probs)`` of the necklace policy on ``arch``.
 
     Full histories play their oldest arm, except at exit words (``eps1``,
     rewards permitting), at the end necklaces (``eps0`` when every reward is
-    ``-``) and in necklaces off the chain (leave at once).  Partial histories
-    play each arm with probability 1/2; the reset starts in the empty history.
+    ``-``) and, in the variant ``"exits-off-chain"``, at the exit words of the
+    necklaces off the chain (leave at once; ``"literal"``: never).  Partial
+    histories play each arm with probability 1/2; the reset starts in the empty
+    history.
     """
     if not isinstance(arch, Memento) or arch.arms != 2 or arch.observations != 2:
         raise InputError(f"the necklace policy needs a two-arm Memento architecture, got {arch!r}")
+    literal = _check_variant(variant) == "literal"
     eps0, eps1 = _check_eps(eps0, "eps0"), _check_eps(eps1, "eps1")
     m = arch.m
     exits = necklace_exits(m) if exits is None else exits
@@ -120,7 +146,7 @@ def necklace_probs(arch: Memento, eps0: float, eps1: float, exits: NecklaceExits
         oldest, other = arms[0], _FLIP[arms[0]]
         leave = 0.0
         if arms in exits.feeders:
-            leave = 1.0
+            leave = 0.0 if literal else 1.0
         elif arms == "A" * m or arms == "B" * m:
             leave = eps0 if set(rewards) == {"-"} else 0.0
         else:
@@ -137,14 +163,15 @@ def necklace_probs(arch: Memento, eps0: float, eps1: float, exits: NecklaceExits
     return probs, init
 
 
-def necklace_policy(m: int, eps0: float, eps1: float) -> tuple[Memento, Policy]:
-    """The necklace policy with memory ``m`` (Definition 4.1) and its architecture.
+def necklace_policy(m: int, eps0: float, eps1: float, *, variant: str = "exits-off-chain") -> tuple[Memento, Policy]:
+    """The necklace policy with memory ``m`` (Definition 4.1; ``variant``: see the module) and its architecture.
 
     Theorem 4.3: its ``q`` tends to ``q* = (1 + alpha^(m (1 - n(m))))^-1``
-    when ``r << eps0 << eps1 << 1``.
+    when ``r << eps0 << eps1 << 1`` (for the variant ``"exits-off-chain"``;
+    the literal policy of m = 4 keeps 1/8 of its resets in ``ABAB``).
     """
     arch = Memento(m)
-    probs, init = necklace_probs(arch, eps0, eps1)
+    probs, init = necklace_probs(arch, eps0, eps1, variant=variant)
     return arch, Policy.from_probs(arch, probs, init)
 
 
