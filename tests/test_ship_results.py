@@ -271,3 +271,26 @@ def test_the_claims_files_regenerate_from_results_alone(tmp_path, monkeypatch):
         Path("results/fig4", name).unlink()
     write_claims(load_spec("fig4.json"), "results/fig4")
     assert {name: Path("results/fig4", name).read_bytes() for name in shipped} == shipped
+
+
+def test_the_memento_table_says_where_the_necklace_optimum_sits():
+    """Each optimised necklace q is the necklace policy's exact q at the eps the table gives; an eps at 1 is
+    reported as on the bound; distances keep their significant digits."""
+    import fsc
+    from policies.necklace import necklace_probs
+    from tasks import TwoHypothesis
+
+    with open(RESULTS / "memento" / "table.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == 6
+    for row in rows:
+        arch = fsc.Memento(int(row["m"]))
+        eps0, eps1 = float(row["necklace_eps0"]), float(row["necklace_eps1"])
+        policy = fsc.Policy.from_probs(arch, *necklace_probs(arch, eps0, eps1))
+        q = float(fsc.evaluate(TwoHypothesis(0.1), policy, reset=float(row["reset"])).metrics["q"])
+        assert abs(q - float(row["necklace_q_at_r"])) < 1e-12
+        assert row["necklace_on_bound"] == " ".join(name for name, eps in (("eps0", eps0), ("eps1", eps1)) if eps >= 1)
+        assert "at 0.00)" not in row["family_found"]
+        if row["family_found"].startswith("none"):
+            assert f"{float(row['distance_to_necklace']):.2g}" in row["family_found"]
+    assert {(r["m"], r["reset"]): r["necklace_on_bound"] for r in rows}[("4", "0.001")] == "eps1"
