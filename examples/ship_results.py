@@ -1,7 +1,7 @@
 """Turn sweep directories (finished or not) into the small set of files we commit under results/.
 
     python examples/ship_results.py SPEC SWEEP_DIR [SWEEP_DIR ...] results/NAME [--points 200]
-    python examples/ship_results.py --claims [results/NAME ...]
+    python examples/ship_results.py --claims [--figure] [results/NAME ...]
     python examples/ship_results.py --recheck [results/NAME ...]
 
 The files and their meaning: :mod:`fsc.report.results`. Nothing is trained here. A point that none of the
@@ -9,7 +9,8 @@ sweep directories has finished keeps what results/NAME already held for it, so r
 places or sessions add up. ``fsc report --full`` does the same after running what results/ lacks.
 
 ``--claims`` checks the paper's claims again on what results/NAME holds (default: results/fig4 and
-results/fig2, with the specs examples/sweeps/NAME.json) and rewrites claims.json and claims.md only.
+results/fig2, with the specs examples/sweeps/NAME.json) and rewrites claims.json and claims.md only;
+``--figure`` draws figure.png again from the same files.
 ``--recheck`` re-evaluates every shipped final policy (results/NAME/policies/*.npz) with ``fsc.evaluate`` at its
 row's mu, reset and convention and prints the largest difference from the q of summary.csv; it fails (status 1)
 beyond 1e-9.
@@ -50,6 +51,7 @@ def main() -> None:
     parser.add_argument("--command", action="append", default=[], help="a command that made the runs (repeatable)")
     parser.add_argument("--wall", type=float, default=None, help="wall time of the whole sweep, seconds, if known")
     parser.add_argument("--claims", action="store_true", help="only check the claims again on the shipped folders given (default results/fig4, results/fig2)")
+    parser.add_argument("--figure", action="store_true", help="only draw figure.png again from the shipped folders given (default results/fig4, results/fig2)")
     parser.add_argument("--recheck", action="store_true", help="only re-evaluate the shipped final policies (default results/fig4, results/fig2)")
     args = parser.parse_args()
 
@@ -57,15 +59,19 @@ def main() -> None:
 
     matplotlib.use("Agg")
 
-    from fsc.report.results import ship, write_claims
+    from fsc.report.results import draw_figure, ship, write_claims
     from fsc.sweep import load_spec
 
-    if args.claims or args.recheck:
+    if args.claims or args.figure or args.recheck:
         folders = args.paths or [ROOT / "results" / "fig4", ROOT / "results" / "fig2"]
         for folder in folders:
+            spec = ROOT / "examples" / "sweeps" / f"{folder.name}.json"
             if args.claims:
-                claims = write_claims(load_spec(ROOT / "examples" / "sweeps" / f"{folder.name}.json"), folder)
+                claims = write_claims(load_spec(spec), folder)
                 print(f"{folder}: {len(claims or [])} claims checked again; wrote claims.json, claims.md")
+            if args.figure:
+                draw_figure(load_spec(spec), folder)
+                print(f"{folder}: drew figure.png")
             if args.recheck:
                 count, worst = recheck(folder)
                 print(f"{folder}: {count} shipped policies re-evaluated; largest |q - shipped q| = {worst:.3g}")

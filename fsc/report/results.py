@@ -46,7 +46,10 @@ from fsc.provenance import source_commit
 from fsc.report import page
 from fsc.sweep.spec import NOT_NAMING, STOP_ARGUMENTS, Point, Sweep, cap_not_reached, load_spec
 
-__all__ = ["FIGURE4_PANELS", "FULL_SIZE", "SPECS", "complete", "lacking", "log_spaced", "policy_file", "read_shipped", "ship", "write_claims", "write_policy"]
+__all__ = [
+    "FIGURE4_PANELS", "FULL_SIZE", "SPECS", "complete", "draw_figure", "lacking", "log_spaced", "policy_file", "read_shipped", "ship",
+    "write_claims", "write_policy",
+]  # fmt: skip
 
 #: The published set-ups, one sweep spec each, and the folder of ``results/`` each is shipped to.
 SPECS = page.SHIPPED.parent / "examples" / "sweeps"
@@ -342,6 +345,15 @@ def _write_claims(out: Path, claims: list[dict]) -> None:
     write_text(out / "claims.md", "\n".join(lines) + "\n")
 
 
+def draw_figure(sweep: Sweep, folder: str | os.PathLike) -> None:
+    """Draw ``figure.png`` of the shipped ``folder`` of ``sweep`` again from its ``summary.csv`` and
+    ``trajectories.csv``; nothing else changes."""
+    shipped, curves = read_shipped(folder)
+    rows = [shipped.get(p.name, {"status": "absent"}) for p in sweep.points]
+    draw = _draw_figure2 if sweep.name == "fig2" else _draw_q_curves
+    draw(sweep, rows, curves, Path(folder) / "figure.png")
+
+
 def write_claims(sweep: Sweep, folder: str | os.PathLike) -> list[dict] | None:
     """Check the paper's claims again on the shipped ``folder`` of ``sweep`` (its ``summary.csv`` and
     ``trajectories.csv``) and rewrite its ``claims.json`` and ``claims.md``; nothing else changes. Returns the
@@ -454,8 +466,14 @@ def _draw_q_curves(sweep: Sweep, rows: list[dict], curves: dict, path: Path) -> 
                 drawn[init if len(pairs) == 1 else f"{memory} {init}"] = runs
             reference.update(reference_lines(memory, mu, reset, convention))
         viz.q_curves(drawn, ax=ax, reference=reference, title=title)
+        # The conventions, on every panel: the flow runs on the gain per step, whose time is eq. (4)'s (on
+        # G = gain / r) divided by r; q, curves and lines alike, is read in the spec's convention.
+        ax.set_xlabel("t of the flow on the gain per step = (eq. (4)'s t, on G = gain/r) / r", fontsize=8)
+        ax.set_ylabel(f"q, {convention} convention (docs/model.md)", fontsize=8)
     for ax in list(axes.flat)[len(layout) :]:
         ax.remove()
+    figure.suptitle(f"Figure 4 at full size: q(t) of each seed (faint) and their median (bold); dashed: reference policies, "
+                    f"exact, in the {convention} convention at the panel's r", fontsize=10)  # fmt: skip
     figure.tight_layout()
     _save(figure, path)
 
@@ -485,20 +503,23 @@ def _draw_figure2(sweep: Sweep, rows: list[dict], curves: dict, path: Path) -> N
         for memory in sorted({m for (u, m), rs in resets.items() if u == mu and len(rs) > 3}, key=_size):
             span = sorted(resets[mu, memory])
             rs = np.geomspace(span[0] / 2, span[-1], 60)
-            (h,) = left.loglog(rs, [ccp_line(mu, _size(memory), r, convention) for r in rs], lw=1, label=f"mu={mu:g}, M={_size(memory)}")
+            (h,) = left.loglog(rs, [ccp_line(mu, _size(memory), r, convention) for r in rs], lw=1, label=f"CCP ({convention}), mu={mu:g}, M={_size(memory)}")
             pts = sorted((a["reset"], q) for a, q in done if a["mu"] == mu and a["memory"] == memory)
             if pts:
                 left.loglog(*zip(*pts, strict=True), markers[k % 4], color=h.get_color(), mfc="none")
         for reset in sorted(r for (u, r), ms in sizes.items() if u == mu and len(ms) > 3):
             span = sorted(_size(m) for m in sizes[mu, reset])
             Ms = np.arange(span[0], span[-1] + 1)
-            (h,) = right.semilogy(Ms, [ccp_line(mu, int(M), reset, convention) for M in Ms], lw=1, label=f"mu={mu:g}, r={reset:g}")
+            (h,) = right.semilogy(Ms, [ccp_line(mu, int(M), reset, convention) for M in Ms], lw=1, label=f"CCP ({convention}), mu={mu:g}, r={reset:g}")
             pts = sorted((_size(a["memory"]), q) for a, q in done if a["mu"] == mu and a["reset"] == reset)
             if pts:
                 right.semilogy(*zip(*pts, strict=True), markers[k % 4], color=h.get_color(), mfc="none")
-    left.set(xlabel="reset probability r", ylabel="q after training", title="q against r")
-    right.set(xlabel="memory size M", ylabel="q after training", title="q against M")
-    figure.suptitle(f"lines: optimal CCP (closed form); symbols: trained from near-CCP ({len(done)} of {len(rows)} runs)", fontsize=10)
+    ylabel = f"q after training, {convention} convention"
+    left.set(xlabel="reset probability r", ylabel=ylabel, title="q against r")
+    right.set(xlabel="memory size M", ylabel=ylabel, title="q against M")
+    shift = " = (1 - r) q_native + r/2; the paper's own Figure 2 draws the native closed form" if convention == "paper" else ""
+    figure.suptitle(f"lines: optimal symmetric CCP, closed form in the {convention} convention{shift}\n"
+                    f"symbols: trained from near-CCP, final q in the same convention ({len(done)} of {len(rows)} runs)", fontsize=9)  # fmt: skip
     for ax in (left, right):
         if ax.lines:
             ax.legend(fontsize=6, ncol=2)
