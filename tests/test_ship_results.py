@@ -170,6 +170,11 @@ def test_every_shipped_policy_re_evaluates_to_the_shipped_q():
         worst = max(worst, abs(by_fsc - q), abs(by_numpy - q))
         assert abs(by_fsc - q) <= 1e-9 and abs(by_numpy - q) <= 1e-9, (path, q, by_fsc, by_numpy)
     print(f"{len(cases)} shipped policies re-evaluate to their shipped q within {worst:.2g}")
+    # The command a referee runs, on one policy of each folder: fsc evaluate --policy FILE ... --json
+    for path, mu, reset, convention, q in {case[0].parent: case for case in cases}.values():
+        out = subprocess.run([sys.executable, "-m", "fsc.cli", "evaluate", "--policy", str(path), "--mu", repr(mu), "--reset", repr(reset),
+                              "--convention", convention, "--json"], capture_output=True, text=True, check=True, cwd=ROOT)  # fmt: skip
+        assert abs(json.loads(out.stdout)["q"] - q) <= 1e-9, path
 
 
 def test_the_independent_chain_agrees_with_closed_forms():
