@@ -7,11 +7,9 @@ import math
 from pathlib import Path
 
 from fsc.checks import check_reset
+from fsc.console import number
 from fsc.errors import InputError
 from fsc.io.pomdp_file import pomdp_summary, read_pomdp
-from fsc.model.policy import Policy
-from fsc.train.arguments import number
-from policies.anatomy import anatomy, describe
 
 
 def cmd_pomdp(args) -> int:
@@ -37,9 +35,6 @@ def pomdp_options(p) -> None:
     p.add_argument("--require-discount", action="store_true", help="a file without 'discount:' is invalid")
 
 
-POMDP_HELP = "check a .POMDP file: sizes, discount, closed parts"
-
-
 def inspect_options(p) -> None:
     """Options of ``fsc inspect``."""
     p.add_argument("policy_file", metavar="POLICY_FILE", help="a policy .npz or .json (e.g. RUN/policy.npz of fsc train)")
@@ -52,6 +47,9 @@ def inspect_options(p) -> None:
 
 def cmd_inspect(args) -> int:
     """``fsc inspect``: the anatomy of a policy file."""
+    from fsc.model.policy import Policy
+    from policies.anatomy import anatomy, describe
+
     path = Path(args.policy_file)
     if not path.is_file():
         raise InputError(f"POLICY_FILE must be a policy .npz or .json file, got {args.policy_file!r}")
@@ -64,6 +62,3 @@ def cmd_inspect(args) -> int:
     else:
         print(describe(a))
     return 0
-
-
-INSPECT_HELP = "read a policy back as structure: skeleton, stationary mass, nearest known family"

@@ -11,13 +11,13 @@ sweep point is finished (:data:`STOP`).  A new argument of training is one more 
 from __future__ import annotations
 
 import argparse
-import math
 import os
 from collections.abc import Callable
 
 import attrs
 
 from fsc.checks import integer, nonnegative
+from fsc.console import number, positive_int
 from fsc.errors import InputError, InputTypeError
 from fsc.evaluate import CONVENTIONS
 from fsc.limits import MAX_SEED, MAX_THREADS, seed_arg, threads_arg
@@ -28,28 +28,6 @@ from policies import POLICY_NAMES
 __all__ = [
     "MAY_CHANGE", "STOP", "SWEEP_TYPES", "TRAINING", "Argument", "TrainingConfig", "add_training_options", "number", "positive_int",
 ]  # fmt: skip
-
-
-def positive_int(text: str) -> int:
-    """Command-line type: an integer >= 1."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}")
-    return value
-
-
-def number(text: str) -> float:
-    """Command-line type: a finite number."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not math.isfinite(value):
-        raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
-    return value
 
 
 @attrs.frozen
