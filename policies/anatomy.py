@@ -259,7 +259,7 @@ def anatomy(
 
 def describe(a: Anatomy, *, top: int = 12) -> str:
     """A few lines of text for :class:`Anatomy`."""
-    value = f"gain = {a.gain:.7g}" if a.q is None else f"q = {a.q:.7g}"
+    value = f"gain = {a.gain:.6g}" if a.q is None else f"q = {a.q:.6g}"
     lines = [f"{a.architecture}: {value} ({a.convention}, r = {a.reset:g})"]
     if a.family is not None:
         params = ", ".join(f"{k} = {v:.4g}" for k, v in a.parameters.items())
