@@ -4,11 +4,13 @@ Prints the seconds of ``fsc --help``, ``fsc pomdp FILE``, ``fsc closed-form ccp`
 first and a second ``fsc train`` of two steps, beside ``python -c pass`` measured in the same run (so load on
 the machine shows in both).  Each command but ``train`` is timed ``--repeats`` times and the best is kept.
 
-The first ``fsc train`` starts with an empty numba cache (``NUMBA_CACHE_DIR`` pointing to a new folder:
-what a fresh installation has before ``make install`` warms it), the second with the cache the first
-wrote.  ``--repo`` times another checkout (``--repo /work/frozen``, for a before/after comparison).
+Each checkout starts with an empty numba cache (``NUMBA_CACHE_DIR`` pointing to a new folder: a fresh
+installation).  Where its Makefile compiles the kernels at set-up (the ``.kernels`` step of ``make setup``),
+those commands run first and are timed on their own line; then the first ``fsc train`` and a second one.
+``--repo A B`` times several checkouts in the same run, one column each (a before/after comparison under
+the same load); ``python -c pass`` is the floor.
 
-    python benchmarks/bench_startup.py [--repo PATH] [--repeats 5]
+    python benchmarks/bench_startup.py [--repo PATH ...] [--repeats 5]
 """
 
 from __future__ import annotations
@@ -59,37 +61,60 @@ def seconds(command: list[str], env: dict, repeats: int) -> float:
     best = float("inf")
     for _ in range(repeats):
         start = time.perf_counter()
-        subprocess.run(command, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        done = subprocess.run(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         best = min(best, time.perf_counter() - start)
+        if done.returncode != 0:
+            raise SystemExit(f"{' '.join(command)} failed: {done.stderr.strip()}")
     return best
+
+
+def warm_up_commands(repo: Path, work: Path) -> list[list[str]]:
+    """The commands ``make setup`` of ``repo`` runs to fill numba's cache (its ``.kernels`` recipe), as
+    ``python -m fsc.cli`` lines writing under ``work``; none when its Makefile has no such step."""
+    makefile = (repo / "Makefile").read_text() if (repo / "Makefile").is_file() else ""
+    recipe = makefile.partition("$(VENV)/.kernels:")[2].split("\n\n")[0]
+    found = []
+    for line in recipe.splitlines()[1:]:
+        words = line.strip().replace("$(VENV)", str(work)).split()
+        if words[:1] == ["$(BIN)/fsc"]:
+            found.append([sys.executable, "-m", "fsc.cli", *[w for w in words[1:] if not w.startswith(">")]])
+    return found
+
+
+def measure(repo: Path, work: Path, repeats: int) -> dict[str, float]:
+    """The seconds of each command of the table, for the checkout ``repo``."""
+    work.mkdir()
+    (work / "tiger.POMDP").write_text(TIGER)
+    env = {**os.environ, "PYTHONPATH": str(repo), "NUMBA_CACHE_DIR": str(work / "numba-cache"), "OMP_NUM_THREADS": "1"}
+    fsc = [sys.executable, "-m", "fsc.cli"]
+    train = [*fsc, "train", "--mu", "0.1", "--memory", "ram:2", "--init", "uniform", "--max-steps", "2", "--quiet"]
+    rows = {
+        "python -c pass": seconds([sys.executable, "-c", "pass"], env, repeats),
+        "fsc --help": seconds([*fsc, "--help"], env, repeats),
+        "fsc pomdp FILE": seconds([*fsc, "pomdp", str(work / "tiger.POMDP")], env, repeats),
+        "fsc closed-form ccp": seconds([*fsc, "closed-form", "ccp", "--M", "4"], env, repeats),
+        "fsc evaluate": seconds([*fsc, "evaluate", "--pomdp", str(work / "tiger.POMDP"), "--memory", "ram:2"], env, repeats),
+    }
+    warm_up = warm_up_commands(repo, work)
+    rows["make setup: compiling the kernels"] = sum(seconds(command, env, 1) for command in warm_up) if warm_up else float("nan")
+    rows["first fsc train after make setup"] = seconds([*train, "--out", str(work / "run1")], env, 1)
+    rows["second fsc train"] = seconds([*train, "--out", str(work / "run2")], env, 1)
+    return rows
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repo", type=Path, default=ROOT, help="the checkout to time (default: this one)")
+    parser.add_argument("--repo", type=Path, nargs="+", default=[ROOT], help="the checkouts to time, one column each (default: this one)")
     parser.add_argument("--repeats", type=int, default=5, help="runs of each command; the best is kept (default 5)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        work = Path(tmp)
-        (work / "tiger.POMDP").write_text(TIGER)
-        env = {**os.environ, "PYTHONPATH": str(args.repo.resolve()), "NUMBA_CACHE_DIR": str(work / "numba-cache"), "OMP_NUM_THREADS": "1"}
-        fsc = [sys.executable, "-m", "fsc.cli"]
-        train = [*fsc, "train", "--mu", "0.1", "--memory", "ram:2", "--init", "uniform", "--max-steps", "2", "--quiet"]
-        rows = [
-            ("python -c pass", seconds([sys.executable, "-c", "pass"], env, args.repeats)),
-            ("fsc --help", seconds([*fsc, "--help"], env, args.repeats)),
-            ("fsc pomdp FILE", seconds([*fsc, "pomdp", str(work / "tiger.POMDP")], env, args.repeats)),
-            ("fsc closed-form ccp", seconds([*fsc, "closed-form", "ccp", "--M", "4"], env, args.repeats)),
-            ("fsc evaluate", seconds([*fsc, "evaluate", "--pomdp", str(work / "tiger.POMDP"), "--memory", "ram:2"], env, args.repeats)),
-            ("fsc train (empty numba cache)", seconds([*train, "--out", str(work / "run1")], env, 1)),
-            ("fsc train (cache warm)", seconds([*train, "--out", str(work / "run2")], env, 1)),
-        ]
-    base = rows[0][1]
-    print(f"repository: {args.repo.resolve()}")
-    print(f"{'command':32s} {'seconds':>8s} {'minus python':>13s} {'target':>7s}")
-    for name, value in rows:
+        columns = [measure(repo.resolve(), Path(tmp) / f"repo{k}", args.repeats) for k, repo in enumerate(args.repo)]
+    for k, repo in enumerate(args.repo):
+        print(f"[{k}] {repo.resolve()}")
+    print(f"{'command':36s} " + " ".join(f"{f'[{k}] s':>8s}" for k in range(len(columns))) + f" {'target':>7s}")
+    for name in columns[0]:
         target = f"{TARGETS[name]:.1f}" if name in TARGETS else ""
-        print(f"{name:32s} {value:8.3f} {value - base:13.3f} {target:>7s}")
+        print(f"{name:36s} " + " ".join(f"{column[name]:8.3f}" for column in columns) + f" {target:>7s}")
     return 0
 
 
