@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import html
 import json
+import re
 import shutil
 import sys
 import tempfile
@@ -126,7 +127,8 @@ def build_report(
         for section in sections:
             commands = "".join(f"<pre>{html.escape(c)}</pre>" for c in section.commands)
             reproduce = f"<h3>Reproduce at full size</h3>{commands}" if commands else ""
-            parts.append(f"<h2>{html.escape(section.title)}</h2>{section.body}{reproduce}")
+            anchor = re.sub(r"[^a-z0-9]+", "-", section.title.lower()).strip("-")  # index.html#figure-2-at-full-size
+            parts.append(f"<h2 id='{anchor}'>{html.escape(section.title)}</h2>{section.body}{reproduce}")
         page = (
             "<!doctype html><html><head><meta charset='utf-8'><title>fsc report</title>"
             f"<style>{_STYLE}</style>{_IMAGE_CHECK}</head><body><h1>fsc report</h1>"

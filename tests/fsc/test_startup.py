@@ -15,36 +15,13 @@ import pytest
 import fsc
 import fsc.cli
 import policies
+import tasks
+from fsc.io.pomdp_file import write_pomdp
 from tests.test_layers import ROOT_LAYERS, layer_of
 
 ROOT = Path(__file__).resolve().parents[2]
 HEAVY = ("torch", "numba", "scipy", "matplotlib")
 
-TIGER = """discount: 0.95
-values: reward
-states: 2
-actions: 3
-observations: 2
-start: uniform
-T: 0
-identity
-T: 1
-uniform
-T: 2
-uniform
-O: 0
-0.85 0.15
-0.15 0.85
-O: 1
-uniform
-O: 2
-uniform
-R: 0 : * : * : * -1
-R: 1 : 0 : * : * -100
-R: 1 : 1 : * : * 10
-R: 2 : 0 : * : * 10
-R: 2 : 1 : * : * -100
-"""
 
 
 def fresh(code: str) -> str:
@@ -63,7 +40,7 @@ def heavy_after(argv: list[str]) -> tuple[int, list[str]]:
 
 @pytest.mark.parametrize("argv", [["closed-form", "ccp", "--M", "3"], ["necklace", "--m", "3"], ["pomdp", "FILE"]])
 def test_the_commands_without_torch_import_none_of_it(argv, tmp_path):
-    (tmp_path / "tiger.POMDP").write_text(TIGER)
+    write_pomdp(tasks.Tiger(), tmp_path / "tiger.POMDP")
     argv = [str(tmp_path / "tiger.POMDP") if word == "FILE" else word for word in argv]
     assert heavy_after(argv) == (0, [])
 
