@@ -5,59 +5,30 @@ Declare a world (:class:`POMDP`), a memory architecture
 evaluate the controller exactly (:func:`evaluate`) or by Monte Carlo
 (:func:`simulate`), and train it (:func:`flow`, :func:`optimize`, and
 :func:`fsc.train.run_training` for resumable runs on disk).
+
+The names below are imported when first used (:mod:`fsc.lazy`), so ``import fsc`` and the command line's
+``fsc --help`` do not wait for torch and numba.
 """
 
-from fsc.engines.iterative import ConvergenceError
-from fsc.engines.solve import ENGINES, choose_engine
-from fsc.evaluate import CONVENTIONS, Evaluation, evaluate
-from fsc.io.pomdp_file import read_pomdp, write_pomdp
-from fsc.model.architecture import Automaton, MemoryArchitecture, architecture_kind, register_architecture
-from fsc.model.chain import JointChain, joint_chain
-from fsc.model.memory import RAM, Chain, Column, Memento, parse_memory
-from fsc.model.policy import Policy
-from fsc.model.pomdp import POMDP, Task, as_pomdp
-from fsc.model.product import product
-from fsc.objective import Objective
-from fsc.optim import Adam, Ascent, GradientFlow, Optimizer, Record, State, StopRule, flow, optimize
-from fsc.simulate import Simulation, simulate
+from fsc.lazy import export
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "CONVENTIONS",
-    "ConvergenceError",
-    "ENGINES",
-    "Adam",
-    "Automaton",
-    "Ascent",
-    "GradientFlow",
-    "Objective",
-    "Optimizer",
-    "Record",
-    "State",
-    "StopRule",
-    "POMDP",
-    "RAM",
-    "Chain",
-    "Column",
-    "Evaluation",
-    "architecture_kind",
-    "register_architecture",
-    "JointChain",
-    "Memento",
-    "MemoryArchitecture",
-    "Policy",
-    "Simulation",
-    "Task",
-    "as_pomdp",
-    "choose_engine",
-    "evaluate",
-    "flow",
-    "joint_chain",
-    "optimize",
-    "product",
-    "parse_memory",
-    "simulate",
-    "read_pomdp",
-    "write_pomdp",
-]
+__all__ = export(
+    __name__,
+    {
+        "fsc.engines.iterative": ("ConvergenceError",),
+        "fsc.engines.solve": ("ENGINES", "choose_engine"),
+        "fsc.evaluate": ("CONVENTIONS", "Evaluation", "evaluate"),
+        "fsc.io.pomdp_file": ("read_pomdp", "write_pomdp"),
+        "fsc.model.architecture": ("Automaton", "MemoryArchitecture", "architecture_kind", "register_architecture"),
+        "fsc.model.chain": ("JointChain", "joint_chain"),
+        "fsc.model.memory": ("RAM", "Chain", "Column", "Memento", "parse_memory"),
+        "fsc.model.policy": ("Policy",),
+        "fsc.model.pomdp": ("POMDP", "Task", "as_pomdp"),
+        "fsc.model.product": ("product",),
+        "fsc.objective": ("Objective",),
+        "fsc.optim": ("Adam", "Ascent", "GradientFlow", "Optimizer", "Record", "State", "StopRule", "flow", "optimize"),
+        "fsc.simulate": ("Simulation", "simulate"),
+    },
+)

@@ -12,7 +12,10 @@ import numbers
 
 from fsc.errors import InputError, InputTypeError
 
-__all__ = ["check_reset", "integer", "nonnegative", "real"]
+__all__ = ["CONVENTIONS", "check_reset", "integer", "nonnegative", "real"]
+
+#: The two conventions of q (docs/model.md): ``native`` and ``paper``, ``(1 - r) q + r / 2``.
+CONVENTIONS = ("native", "paper")
 
 
 def real(name: str, value: object, low: float = -math.inf, high: float = math.inf, *, nan: bool = False) -> float:

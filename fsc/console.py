@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from collections.abc import Callable
 
 from fsc.errors import InputError
 
-__all__ = ["Parser", "UsageError", "emit", "run_command"]
+__all__ = ["Parser", "UsageError", "emit", "number", "positive_int", "run_command"]
 
 
 class UsageError(InputError):
@@ -26,6 +27,28 @@ class UsageError(InputError):
 class Parser(argparse.ArgumentParser):
     def error(self, message: str):  # one line, status 2 (argparse prints usage too)
         raise UsageError(message)
+
+
+def positive_int(text: str) -> int:
+    """Command-line type: an integer >= 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}")
+    return value
+
+
+def number(text: str) -> float:
+    """Command-line type: a finite number."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
+    return value
 
 
 def run_command(prog: str, command: Callable[[], int]) -> int:

@@ -11,7 +11,7 @@ import attrs
 import numpy as np
 import torch
 
-from fsc.checks import check_reset
+from fsc.checks import CONVENTIONS, check_reset
 from fsc.engines import kernels
 from fsc.engines.solve import BACKENDS, ZERO_RESET_ENGINES, choose_engine
 from fsc.engines.sparse import Backend
@@ -22,8 +22,6 @@ from fsc.model.policy import Policy, check_policy
 from fsc.model.pomdp import POMDP, Task, as_pomdp, paper_read
 
 __all__ = ["CONVENTIONS", "Evaluation", "Evaluator", "Pass", "check_reset", "evaluate", "read_out", "resolve_reset"]
-
-CONVENTIONS = ("native", "paper")
 
 
 @attrs.frozen(kw_only=True, eq=False)

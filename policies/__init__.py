@@ -11,30 +11,16 @@
   paper's Figure 4 (and ``near-star``).
 """
 
-from __future__ import annotations
+from fsc.lazy import export
 
-from . import closed_form, necklaces, star
-from .ccp import ccp, ccp_probs
-from .initial import INITIALISATIONS, POLICY_NAMES, initial_policy, named_policy
-from .necklace import default_eps, necklace_exits, necklace_policy, necklace_probs
-from .star import star_architecture, star_eps_opt, star_probs, star_q
-
-__all__ = [
-    "INITIALISATIONS",
-    "POLICY_NAMES",
-    "ccp",
-    "ccp_probs",
-    "closed_form",
-    "default_eps",
-    "initial_policy",
-    "named_policy",
-    "necklace_exits",
-    "necklace_policy",
-    "necklace_probs",
-    "necklaces",
-    "star",
-    "star_architecture",
-    "star_eps_opt",
-    "star_probs",
-    "star_q",
-]
+# Imported on first use (fsc.lazy): `fsc closed-form` reads policies.closed_form without waiting for torch.
+__all__ = export(
+    __name__,
+    {
+        "policies.ccp": ("ccp", "ccp_probs"),
+        "policies.initial": ("INITIALISATIONS", "POLICY_NAMES", "initial_policy", "named_policy"),
+        "policies.necklace": ("default_eps", "necklace_exits", "necklace_policy", "necklace_probs"),
+        "policies.star": ("star_architecture", "star_eps_opt", "star_probs", "star_q"),
+    },
+    submodules=("closed_form", "necklaces", "star"),
+)

@@ -29,6 +29,11 @@
   ``mass[n] TV_n`` is largest; the policy's memory labels are taken as
   they are (a CCP with relabelled memories is not recognised).
 
+Any other controller (an :class:`fsc.Automaton`, a product, a restriction, a
+world other than the two-hypothesis one) gets its value, skeleton and mass
+and no family: :func:`describe` says so.  Nodes and choices are named by
+``node_names`` and ``choice_names`` (text, whatever the labels are).
+
 Arrays: ``probs[n, c]`` (node, choice) as in :class:`fsc.Policy`;
 ``mass[n]`` the stationary probability of node ``n``.
 """
@@ -51,7 +56,13 @@ from .asymmetric import asymmetric_ccp_probs
 from .necklace import necklace_exits, necklace_probs
 from .necklaces import necklace
 
-__all__ = ["Anatomy", "anatomy", "describe"]
+__all__ = ["KNOWN_FAMILIES", "Anatomy", "anatomy", "describe"]
+
+#: What :func:`describe` says of a controller outside every family it knows.
+KNOWN_FAMILIES = (
+    "The families known are the column of confidence policy (RAM, Chain or Column with two arms) and the "
+    "necklace policy (Memento, m >= 2), both in the two-hypothesis world; the skeleton and mass below are this policy's own."
+)
 
 
 @attrs.frozen(kw_only=True)
@@ -59,7 +70,8 @@ class Anatomy:
     """The result of :func:`anatomy` (plain numbers, JSON-able by :meth:`to_dict`).
 
     Attributes:
-        q: exact ``q`` in ``convention``.
+        q: exact ``q`` in ``convention``; ``None`` in a world without the metric ``q``.
+        gain: the exact gain (reward per step) in ``convention``.
         skeleton: node label -> its choice (``"1A"``) when near-deterministic,
             or ``{choice: probability}`` when it mixes; nodes with mass only.
         mass: node label -> stationary mass, largest first, down to ``mass_floor``.
@@ -71,7 +83,8 @@ class Anatomy:
     """
 
     architecture: str
-    q: float
+    q: float | None
+    gain: float
     convention: str
     reset: float
     skeleton: dict
@@ -86,12 +99,13 @@ class Anatomy:
         return attrs.asdict(self)
 
 
-def _node_mass(world, arch: MemoryArchitecture, policy: Policy, reset: float, convention: str) -> tuple[float, np.ndarray]:
+def _node_mass(world, policy: Policy, reset: float, convention: str) -> tuple[float | None, float, np.ndarray]:
     with torch.no_grad():
         ev = fsc.evaluate(world, policy, reset=reset, convention=convention)
     p = ev.distribution.numpy()  # (K, S, N)
     mass = np.einsum("k,ksn->n", ev.part_weights.numpy(), p)
-    return float(ev.metrics["q"]), mass
+    q = float(ev.metrics["q"]) if "q" in ev.metrics else None
+    return q, float(ev.gain), mass
 
 
 def _distance(probs: np.ndarray, family: np.ndarray, visited: np.ndarray, mass: np.ndarray) -> tuple[float, float]:
@@ -106,8 +120,8 @@ def _deviations(arch: MemoryArchitecture, probs: np.ndarray, family: np.ndarray,
     """The visited nodes where ``mass[n] * TV(probs[n], family[n])`` is largest, with both rows' main choices."""
     tv = 0.5 * np.abs(probs - family).sum(axis=1)
     order = [n for n in np.argsort(-(mass * tv)) if visited[n] and tv[n] > 1e-3][:top]
-    choices = arch.choice_labels
-    return [{"node": arch.node_labels[n], "mass": float(mass[n]), "tv": float(tv[n]),
+    choices = arch.choice_names
+    return [{"node": arch.node_names[n], "mass": float(mass[n]), "tv": float(tv[n]),
              "policy": {choices[c]: round(float(probs[n, c]), 4) for c in np.argsort(-probs[n])[:2]},
              "family": {choices[c]: round(float(family[n, c]), 4) for c in np.argsort(-family[n])[:2]}} for n in order]  # fmt: skip
 
@@ -188,7 +202,7 @@ def anatomy(
 
     Args:
         policy: a :class:`fsc.Policy`.
-        world: the task (default ``TwoHypothesis(mu)``).
+        world: the world (default ``TwoHypothesis(mu)``); the families are known in the two-hypothesis world only.
         reset, convention: where ``q`` and the stationary mass are computed.
         delta: a row is near-deterministic when its largest probability is ``>= 1 - delta``.
         mass_floor: nodes with less stationary mass are left out (and do not count in the distance).
@@ -204,9 +218,9 @@ def anatomy(
     arch = policy.architecture
     probs = policy.probs().detach().numpy()
     init = policy.init_probs().detach().numpy()
-    q, mass = _node_mass(world, arch, policy, reset, convention)
+    q, gain, mass = _node_mass(world, policy, reset, convention)
     visited = mass > mass_floor
-    labels, choices = arch.node_labels, arch.choice_labels
+    labels, choices = arch.node_names, arch.choice_names
     skeleton = {}
     for n in np.argsort(-mass):
         if not visited[n]:
@@ -220,15 +234,17 @@ def anatomy(
     mass_table = {labels[n]: float(mass[n]) for n in np.argsort(-mass) if visited[n]}
     family = nearest = None
     distance, parameters, details = math.inf, {}, {}
-    if isinstance(arch, (RAM, Chain, Column)) and arch.arms == 2 and arch.observations == 2:
+    two_hypotheses = isinstance(world, TwoHypothesis)
+    if two_hypotheses and isinstance(arch, (RAM, Chain, Column)) and arch.arms == 2 and arch.observations == 2:
         nearest, distance, parameters, details = _ccp_family(arch, probs, init, visited, mass, split_tol=0.05, eps_tol=0.02)
-    elif isinstance(arch, Memento) and arch.arms == 2 and arch.observations == 2 and arch.m >= 2:
+    elif two_hypotheses and isinstance(arch, Memento) and arch.arms == 2 and arch.observations == 2 and arch.m >= 2:
         nearest, distance, parameters, details = _necklace_family(arch, probs, init, visited, mass)
     if nearest is not None and distance < tol and details["max_distance"] < max_tol:
         family = nearest
     return Anatomy(
         architecture=repr(arch),
         q=q,
+        gain=gain,
         convention=convention,
         reset=float(reset),
         skeleton=skeleton,
@@ -243,14 +259,15 @@ def anatomy(
 
 def describe(a: Anatomy, *, top: int = 12) -> str:
     """A few lines of text for :class:`Anatomy`."""
-    lines = [f"{a.architecture}: q = {a.q:.7g} ({a.convention}, r = {a.reset:g})"]
+    value = f"gain = {a.gain:.6g}" if a.q is None else f"q = {a.q:.6g}"
+    lines = [f"{a.architecture}: {value} ({a.convention}, r = {a.reset:g})"]
     if a.family is not None:
         params = ", ".join(f"{k} = {v:.4g}" for k, v in a.parameters.items())
         lines.append(f"family: {a.family} ({params}); distance {a.distance:.3g}")
     elif a.nearest is not None:
         lines.append(f"family: none; nearest {a.nearest} at distance {a.distance:.3g} (largest row distance {a.details['max_distance']:.3g})")
     else:
-        lines.append("family: none known for this architecture")
+        lines.append(f"family: none recognised. {KNOWN_FAMILIES}")
     lines.append(f"stationary mass (top {min(top, len(a.mass))} of {len(a.mass)} visited nodes):")
     for label, value in list(a.mass.items())[:top]:
         choice = a.skeleton[label]

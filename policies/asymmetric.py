@@ -53,7 +53,7 @@ from fsc.model.memory import RAM, Chain, Column
 from fsc.model.policy import Policy
 
 from .ccp import ccp_probs
-from .closed_form import _check_r, _crossing, _open_unit, ccp_eps_best, ccp_q
+from .closed_form import _check_r, _crossing, _open_unit, ccp_eps_best, ccp_q, to_convention
 from .necklaces.words import integer_arg
 
 __all__ = [
@@ -106,15 +106,6 @@ def asymmetric_ccp(M: int, eps_A: float, eps_B: float, split: float) -> tuple[Co
     arch = Column(integer_arg("M", M, 1))
     probs, init = asymmetric_ccp_probs(arch, eps_A, eps_B, split)
     return arch, Policy.from_probs(arch, probs, init)
-
-
-def to_convention(q_native: float, r: float, convention: str) -> float:
-    """``q`` in ``convention``: ``native`` unchanged, ``paper``: ``(1 - r) q + r / 2`` (the gain carried by the next state)."""
-    if convention == "native":
-        return q_native
-    if convention == "paper":
-        return (1.0 - r) * q_native + r / 2.0
-    raise InputError(f"convention must be 'native' or 'paper', got {convention!r}")
 
 
 def asymmetric_ccp_q(mu: float, M: int, r: float, eps_A: float, eps_B: float, split: float, *, convention: str = "native") -> float:

@@ -46,6 +46,7 @@ __all__ = [
     "necklace_q_star",
     "necklace_q_star_general",
     "q_hellman_cover",
+    "to_convention",
 ]
 
 
@@ -508,3 +509,12 @@ def necklace_q_star_general(k_A: float, k_B: float, m: int, chain: GrayChain | S
     sum_a = m * len(inner) - sum_b
     log_odds = m * (math.log1p(-k_B) - math.log1p(-k_A)) + sum_b * _log_odds_ratio(k_B) - sum_a * _log_odds_ratio(k_A)
     return _q_from_log_odds(log_odds, log)
+
+
+def to_convention(q_native: float, r: float, convention: str) -> float:
+    """``q`` in ``convention``: ``native`` unchanged, ``paper``: ``(1 - r) q + r / 2`` (the gain carried by the next state)."""
+    if convention == "native":
+        return q_native
+    if convention == "paper":
+        return (1.0 - r) * q_native + r / 2.0
+    raise InputError(f"convention must be 'native' or 'paper', got {convention!r}")

@@ -5,6 +5,10 @@ fresh working directory that sees the repository's ``tests/`` and ``examples/``;
 error, so the pages show the current API.  A line ``print(...)  # 1.25 7`` states what it prints: the numbers
 printed must equal the numbers of the comment to the digits the comment shows.  Each ``fsc`` line of a page's shell blocks runs through the command
 line, in order and in one working directory per page, and must exit with status 0.  ``make`` lines are what CI itself runs and are left out here.
+
+In the prose, every name in backquotes (``fsc.engines.kernels.flow_stop``, ``viz.memory_graph``) and every file
+of the repository exists, every ``fsc COMMAND --option`` is one, and a paragraph that states a duration names
+where it was measured (a benchmark, the shipped results, a run's record) or the constant of a time limit.
 """
 
 from __future__ import annotations
@@ -138,3 +142,85 @@ def test_json_blocks_parse_and_specs_match_their_files():
                 on_disk = json.loads(shown.read_text())
                 on_disk.pop("description", None)
                 assert doc == on_disk, f"{page.name}:{start} differs from {shown.name}"
+
+
+# Names, files, options and times the pages mention in their text (outside code blocks).
+
+SPAN = re.compile(r"`([^`]+)`")
+NAME = re.compile(r"(?<![\w./])((?:fsc|viz|policies|tasks)(?:\.\w+)+)")
+REPO_PATH = re.compile(r"(?<![\w/.])((?:examples|benchmarks|docs|tests|fsc|policies|viz|tasks|results)/[\w/.*-]+)")
+#: A duration promised in prose: "0.21 s", "38 minutes", "in seconds", "a minute", "hours".
+DURATION = re.compile(r"(?<![\w.])\d[\d.,]*(?:e-?\d+)?\s?(?:ms|s|seconds?|minutes?|min|h|hours?)\b|\bin (?:seconds|a minute|minutes)\b|\bminutes\b|\bhours\b")
+#: Where a duration was measured: a benchmark, the shipped results and their provenance, or a run's own record;
+#: or, for a time limit rather than a measurement, the constant that sets it (``MEMORY_FILE_SECONDS``).
+MEASURED = re.compile(r"benchmarks/\w+\.(?:py|sh)|results/|PROVENANCE|provenance\.json|report\.json|result\.json|\b[A-Z][A-Z_]*SECONDS\b")
+
+
+def prose(page: Path) -> str:
+    """``page`` without its fenced code blocks."""
+    return re.sub(r"^```.*?^```", "", page.read_text(), flags=re.S | re.M)
+
+
+def resolves(dotted: str) -> bool:
+    """Whether ``dotted`` (``fsc.engines.kernels.flow_stop``) is a module or an attribute reached from one."""
+    import importlib
+
+    parts = dotted.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            value = importlib.import_module(".".join(parts[:cut]))
+        except ImportError:
+            continue
+        try:
+            for attribute in parts[cut:]:
+                value = getattr(value, attribute)
+        except AttributeError:
+            return False
+        return True
+    return False
+
+
+def test_every_name_and_file_the_pages_mention_exists():
+    missing = []
+    for page in PAGES:
+        for span in SPAN.findall(prose(page)):
+            missing += [f"{page.name}: {name}" for name in NAME.findall(span) if not resolves(name)]
+            missing += [f"{page.name}: {path}" for path in REPO_PATH.findall(span) if not list(ROOT.glob(path.rstrip("/")))]
+    assert not missing, missing
+
+
+def test_every_command_and_option_the_pages_mention_exists():
+    import fsc.cli
+
+    wrong = []
+    for page in PAGES:
+        for span in SPAN.findall(prose(page)):
+            words = span.split()
+            if words[:1] != ["fsc"] or len(words) < 2:
+                continue
+            if words[1] not in fsc.cli.COMMANDS:
+                wrong.append(f"{page.name}: {span!r} names no command")
+                continue
+            parser = fsc.cli.make_parser(words[1])._subparsers._group_actions[0].choices[words[1]]
+            options = {o for action in parser._actions for o in action.option_strings}
+            wrong += [f"{page.name}: {span!r}: {w}" for w in re.findall(r"--[\w-]+", span) if w not in options]
+    assert not wrong, wrong
+
+
+def test_every_time_a_page_promises_says_where_it_was_measured():
+    """A paragraph that states a duration names where it was measured: a benchmark script that prints it, the
+    shipped results and their provenance, or a run's own record."""
+    unsourced = []
+    for page in PAGES:
+        for paragraph in re.split(r"\n\s*\n", prose(page)):
+            durations = DURATION.findall(paragraph.replace("second opinion", ""))
+            if durations and not MEASURED.search(paragraph):
+                unsourced.append(f"{page.name}: {durations} in {paragraph.strip()[:80]!r}")
+    assert not unsourced, unsourced
+
+
+def test_the_checks_of_names_and_times_can_fail():
+    assert resolves("fsc.engines.kernels.flow_stop") and resolves("viz.memory_graph") and resolves("fsc.Policy.load")
+    assert not resolves("viz.build_memory_graph") and not resolves("fsc.nothing.here")
+    assert DURATION.findall("it takes 0.21 s, then 38 minutes") == ["0.21 s", "38 minutes"] and not DURATION.findall("a second opinion, 2 cores")
+    assert MEASURED.search("(benchmarks/bench_automaton.py)") and not MEASURED.search("it took 3 s here")

@@ -70,6 +70,8 @@ class NodeDisplay(abc.ABC):
     condition_name: str = "condition"
     #: Layouts this display supports besides ``free``.
     layouts: tuple[str, ...] = ()
+    #: What the caption says of the start nodes when there are several ('' for nothing).
+    legend: str = ""
 
     def label(self, key: str) -> str:
         """Text written in the display node ``key``."""
@@ -119,6 +121,7 @@ class _RamDisplay(NodeDisplay):
     choice_implied = True
     condition_name = "last reward"
     layouts = ("columns",)
+    legend = "start i = the blank node i_: memory i before any arm is played, where a reset may start"
 
     def __init__(self, architecture: MemoryArchitecture) -> None:
         super().__init__(architecture)

@@ -300,12 +300,14 @@ def _node_names(keys: list[str]) -> dict[str, str]:
     return names
 
 
-def _caption(architecture, display, threshold, title, hidden_warmup) -> str:
+def _caption(architecture, display, threshold, title, hidden_warmup, several_starts=False) -> str:
     lines = [title if title is not None else repr(architecture)]
     if display.choice_implied:
         lines.append(f"edge label = {display.condition_name}: probability of the move (no number: 1; no label: 1 whatever the condition)")
     else:
         lines.append("edge label = choice/observation: probability of the choice (no number: 1)")
+    if display.legend and several_starts:
+        lines.append(display.legend)
     lines.append(f"edges of probability < {threshold:g} hidden; only states reached from the start through drawn edges are shown")
     if hidden_warmup:
         lines.append("partial histories of the first steps after a reset not drawn")
@@ -455,7 +457,8 @@ def memory_graph(
                 ports=display.ports(chosen, u, v) if chosen != "free" else ("", ""),
             )
         )
-    caption = _caption(architecture, display, threshold, title, hidden_warmup=any(kinds[n] == "warmup" for n in range(N)) and not warmup)
+    hidden_warmup = any(kinds[n] == "warmup" for n in range(N)) and not warmup
+    caption = _caption(architecture, display, threshold, title, hidden_warmup, several_starts=len(starts) > 1)
     return MemoryGraph(
         architecture=architecture,
         nodes=tuple(nodes),

@@ -2,51 +2,84 @@
 
 Every subcommand prints a small table, or JSON with ``--json``; errors are one line with the exit statuses
 of :func:`fsc.console.run_command` (2 for bad input, 1 for a failing machine, 130 for an interrupt).
+
+A command's module is imported only when that command runs (or shows its ``--help``), so ``fsc --help``
+and the commands that need no torch (``pomdp``, ``closed-form``, ``necklace``) start at once
+(``benchmarks/bench_startup.py``).
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
+import sys
 from collections.abc import Callable
 
-import torch
-
-from fsc.cli import controller, files, runs
 from fsc.console import Parser, run_command
-from fsc.train import command
 
-__all__ = ["COMMANDS", "main", "make_parser"]
+__all__ = ["COMMANDS", "WITHOUT_TORCH", "main", "make_parser"]
 
-#: name -> (run, add_options, help), in the order of ``fsc --help``.
-COMMANDS: dict[str, tuple[Callable[[argparse.Namespace], int], Callable[[argparse.ArgumentParser], None], str]] = {
-    "evaluate": (controller.cmd_evaluate, controller.evaluate_options, "exact evaluation of a controller"),
-    "simulate": (controller.cmd_simulate, controller.simulate_options, "Monte Carlo estimate of a controller"),
-    "closed-form": (controller.cmd_closed_form, controller.closed_form_options, "closed forms of the column of confidence policy (appendix C)"),
-    "necklace": (controller.cmd_necklace, controller.necklace_options, "binary necklaces, the longest Gray chain and Theorem 4.3's q*"),
-    "draw": (controller.cmd_draw, controller.draw_options, "draw the memory transition graph of a policy (graphviz)"),
-    "train": (command.train, command.add_options, command.HELP),
-    "report": (runs.cmd_report, runs.report_options, "the main job: check, draw, train, and write an HTML report"),
-    "sweep": (runs.cmd_sweep, runs.sweep_options, runs.SWEEP_HELP),
-    "inspect": (files.cmd_inspect, files.inspect_options, files.INSPECT_HELP),
-    "pomdp": (files.cmd_pomdp, files.pomdp_options, files.POMDP_HELP),
+#: name -> (run, add_options, help), in the order of ``fsc --help``.  ``run(args)`` runs the command and
+#: ``add_options(parser)`` declares its options; each is a function or ``"module:function"``, imported when
+#: that command is the one asked for.  A new command is one line here.
+COMMANDS: dict[str, tuple[str | Callable[[argparse.Namespace], int], str | Callable[[argparse.ArgumentParser], None], str]] = {
+    "evaluate": ("fsc.cli.controller:cmd_evaluate", "fsc.cli.controller:evaluate_options", "exact evaluation of a controller"),
+    "simulate": ("fsc.cli.controller:cmd_simulate", "fsc.cli.controller:simulate_options", "Monte Carlo estimate of a controller"),
+    "closed-form": (
+        "fsc.cli.controller:cmd_closed_form",
+        "fsc.cli.controller:closed_form_options",
+        "closed forms of the column of confidence policy (appendix C)",
+    ),
+    "necklace": ("fsc.cli.controller:cmd_necklace", "fsc.cli.controller:necklace_options", "binary necklaces, the longest Gray chain and Theorem 4.3's q*"),
+    "draw": ("fsc.cli.controller:cmd_draw", "fsc.cli.controller:draw_options", "draw the memory transition graph of a policy (graphviz)"),
+    "train": ("fsc.train.command:train", "fsc.train.command:add_options", "train a controller by gradient flow (or Adam); resumable"),
+    "report": ("fsc.cli.runs:cmd_report", "fsc.cli.runs:report_options", "the main job: check, draw, train, and write an HTML report"),
+    "sweep": ("fsc.cli.runs:cmd_sweep", "fsc.cli.runs:sweep_options", "run a sweep of fsc train points (local pool or Dask cluster); --summary collects it"),
+    "inspect": (
+        "fsc.cli.files:cmd_inspect",
+        "fsc.cli.files:inspect_options",
+        "read a policy back as structure: skeleton, stationary mass, nearest known family",
+    ),
+    "pomdp": ("fsc.cli.files:cmd_pomdp", "fsc.cli.files:pomdp_options", "check a .POMDP file: sizes, discount, closed parts"),
 }
 
+#: The commands that never compute with torch: they start without importing it.  Every other command
+#: imports it first and makes float64 its default.
+WITHOUT_TORCH = frozenset({"pomdp", "closed-form", "necklace"})
 
-def make_parser() -> argparse.ArgumentParser:
+
+def load(target: str | Callable) -> Callable:
+    """The function ``target`` names (``"module:function"``), importing its module; a function as it is."""
+    if callable(target):
+        return target
+    module, _, name = target.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def make_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser of ``fsc``; with ``command``, only that command's options are declared (and imported)."""
     parser = Parser(prog="fsc", description="Finite-state controllers: evaluate, simulate, draw, train, report.")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     sub.required = True
     for name, (_, add_options, help_text) in COMMANDS.items():
-        add_options(sub.add_parser(name, help=help_text, description=help_text))
+        subparser = sub.add_parser(name, help=help_text, description=help_text)
+        if command is None or name == command:
+            load(add_options)(subparser)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run ``fsc``; return the exit status."""
-    torch.set_default_dtype(torch.float64)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    # The only option before the command is --help, so the first word that is not an option names the command.
+    command = next((word for word in argv if not word.startswith("-")), None)
 
     def run() -> int:
-        args = make_parser().parse_args(argv)
-        return COMMANDS[args.command][0](args)
+        args = make_parser(command if command in COMMANDS else "").parse_args(argv)
+        if args.command not in WITHOUT_TORCH:
+            import torch
+
+            torch.set_default_dtype(torch.float64)
+        return load(COMMANDS[args.command][0])(args)
 
     return run_command("fsc", run)

@@ -7,17 +7,19 @@ import math
 import time
 from pathlib import Path
 
-from fsc.cli.options import add_controller_options, resolve_controller, world_record
-from fsc.console import emit
+from fsc.checks import CONVENTIONS
+from fsc.console import emit, number, positive_int
 from fsc.errors import InputError
-from fsc.evaluate import CONVENTIONS, evaluate
-from fsc.io.trajectory import metric_key
 from fsc.limits import check_necklace_work, closed_form_M_arg, walkers_arg
-from fsc.simulate import simulate
-from fsc.train.arguments import number, positive_int
+
+# closed-form and necklace run without torch: the evaluator, the simulator and the options that resolve a
+# controller are imported by the commands that use them (fsc.cli.WITHOUT_TORCH).
 
 
 def cmd_evaluate(args) -> int:
+    from fsc.cli.options import resolve_controller, world_record
+    from fsc.evaluate import evaluate
+
     controller = resolve_controller(args)
     policy = controller.policy.requires_grad_() if args.grad else controller.policy
     start = time.perf_counter()
@@ -42,6 +44,10 @@ def _description(args, controller, reset: float) -> dict:
 
 
 def cmd_simulate(args) -> int:
+    from fsc.cli.options import resolve_controller
+    from fsc.io.trajectory import metric_key
+    from fsc.simulate import simulate
+
     controller = resolve_controller(args, allow_zero=False)
     result = simulate(
         controller.world, controller.policy, reset=controller.reset, steps=args.steps, walkers=args.walkers, seed=args.seed,
@@ -64,12 +70,16 @@ def cmd_simulate(args) -> int:
 
 
 def evaluate_options(p):
+    from fsc.cli.options import add_controller_options
+
     add_controller_options(p)
     p.add_argument("--engine", default="auto", help="auto (default), dense, power, or another engine of fsc.ENGINES")
     p.add_argument("--grad", action="store_true", help="also compute the gradient of the gain w.r.t. all logits; report grad_norm")
 
 
 def simulate_options(p):
+    from fsc.cli.options import add_controller_options
+
     add_controller_options(p)
     p.add_argument("--steps", type=positive_int, default=1_000_000, help="step budget (default 1e6)")
     p.add_argument("--walkers", type=walkers_arg, default=256, help="independent walkers (default 256)")
@@ -83,12 +93,10 @@ def cmd_closed_form(args) -> int:
 
         emit(args.json, cmd_asymmetric_ccp(args))
         return 0
-    from policies.asymmetric import to_convention
-
     eps_opt = closed_form.ccp_eps_opt(args.mu, args.M, args.reset)
     eps = closed_form.ccp_eps_best(args.mu, args.M, args.reset) if args.eps is None else args.eps
     record = {
-        "q": to_convention(closed_form.ccp_q(args.mu, args.M, args.reset, eps), args.reset, args.convention),
+        "q": closed_form.to_convention(closed_form.ccp_q(args.mu, args.M, args.reset, eps), args.reset, args.convention),
         "eps": eps,
         "eps_opt": eps_opt,
         "q_limit": closed_form.ccp_q_limit(args.mu, args.M),
@@ -140,6 +148,8 @@ def necklace_options(p):
 
 def cmd_draw(args) -> int:
     import viz
+    from fsc.cli.options import resolve_controller, world_record
+    from fsc.evaluate import evaluate
 
     out = Path(args.out)
     fmt = args.format or out.suffix.lstrip(".").lower()
@@ -166,6 +176,8 @@ def cmd_draw(args) -> int:
 
 
 def draw_options(p):
+    from fsc.cli.options import add_controller_options
+
     add_controller_options(p)
     p.add_argument("--format", choices=("svg", "png", "dot"), default=None, help="output format (default: the suffix of --out)")
     p.add_argument("--out", required=True, help="file to write (.svg, .png or .dot)")

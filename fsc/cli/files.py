@@ -6,12 +6,10 @@ import json
 import math
 from pathlib import Path
 
-from fsc.checks import check_reset
+from fsc.checks import CONVENTIONS, check_reset
+from fsc.console import number
 from fsc.errors import InputError
 from fsc.io.pomdp_file import pomdp_summary, read_pomdp
-from fsc.model.policy import Policy
-from fsc.train.arguments import number
-from policies.anatomy import anatomy, describe
 
 
 def cmd_pomdp(args) -> int:
@@ -37,26 +35,33 @@ def pomdp_options(p) -> None:
     p.add_argument("--require-discount", action="store_true", help="a file without 'discount:' is invalid")
 
 
-POMDP_HELP = "check a .POMDP file: sizes, discount, closed parts"
-
-
 def inspect_options(p) -> None:
     """Options of ``fsc inspect``."""
     p.add_argument("policy_file", metavar="POLICY_FILE", help="a policy .npz or .json (e.g. RUN/policy.npz of fsc train)")
-    p.add_argument("--mu", type=number, default=0.1, help="gap between the arms, in (0, 1) (default 0.1)")
-    p.add_argument("--reset", type=number, default=1e-3, help="reset probability r (default 1e-3)")
-    p.add_argument("--convention", choices=("native", "paper"), default="native", help="convention of q (default native)")
+    p.add_argument("--mu", type=number, default=None, help="the two-hypothesis world: gap between the arms, in (0, 1) (default 0.1)")
+    p.add_argument("--pomdp", default=None, metavar="FILE", help="another world: a .POMDP file (no family is known there)")
+    p.add_argument("--reset", type=number, default=None, help="reset probability r (default: 1 - the file's discount, else 1e-3)")
+    p.add_argument("--convention", choices=CONVENTIONS, default="native", help="convention of q (default native)")
     p.add_argument("--tol", type=number, default=0.05, help="largest distance at which a family is claimed (default 0.05)")
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
 
 
 def cmd_inspect(args) -> int:
-    """``fsc inspect``: the anatomy of a policy file."""
+    """``fsc inspect``: the anatomy of a policy file, on any architecture; a known family when it is one."""
+    from fsc.evaluate import resolve_reset
+    from fsc.model.policy import Policy
+    from fsc.resolve import resolve_world
+    from policies.anatomy import anatomy, describe
+
     path = Path(args.policy_file)
+    if not path.exists():
+        raise InputError(f"POLICY_FILE: no such file: {args.policy_file!r}")
     if not path.is_file():
-        raise InputError(f"POLICY_FILE must be a policy .npz or .json file, got {args.policy_file!r}")
+        raise InputError(f"POLICY_FILE must be a policy .npz or .json file, got the directory {args.policy_file!r}")
     policy = Policy.load(path)
-    a = anatomy(policy, mu=args.mu, reset=check_reset(args.reset), convention=args.convention, tol=args.tol)
+    world = resolve_world(mu=args.mu, pomdp=args.pomdp, option="--")
+    reset = resolve_reset(world.world, args.reset, None, default=1e-3)
+    a = anatomy(policy, world.world, reset=check_reset(reset), convention=args.convention, tol=args.tol)
     if args.json:
         record = a.to_dict()
         record["distance"] = None if math.isinf(record["distance"]) else record["distance"]
@@ -64,6 +69,3 @@ def cmd_inspect(args) -> int:
     else:
         print(describe(a))
     return 0
-
-
-INSPECT_HELP = "read a policy back as structure: skeleton, stationary mass, nearest known family"

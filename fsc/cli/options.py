@@ -11,6 +11,7 @@ from fsc.evaluate import CONVENTIONS, resolve_reset
 from fsc.io.trajectory import metric_key
 from fsc.limits import seed_arg
 from fsc.model.architecture import MemoryArchitecture
+from fsc.model.memory import MEMORY_FILE_SECONDS
 from fsc.model.policy import Policy
 from fsc.model.pomdp import POMDP, Task
 from fsc.resolve import is_policy_file, resolve_memory, resolve_policy, resolve_world
@@ -31,8 +32,9 @@ def add_controller_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--memory",
         default=None,
-        help=f"ram:M, chain:M, column:M, memento:m, or FILE.py:NAME for an architecture of your own (default: the "
-        f"architecture of a --policy file, else {DEFAULT_MEMORY})",
+        help=f"ram:M, chain:M, column:M, memento:m, or FILE.py:NAME for an architecture of your own (FILE.py is imported as a "
+        f"module, for at most {MEMORY_FILE_SECONDS:g} s: what it runs as a script goes under if __name__ == '__main__') (default: the architecture of a "
+        f"--policy file, else {DEFAULT_MEMORY})",
     )
     p.add_argument(
         "--policy",

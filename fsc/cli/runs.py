@@ -35,11 +35,6 @@ def report_options(p):
     p.add_argument("--workers", type=workers_arg, default=None, metavar="N", help="with --full: processes (default: the number of CPUs)")
 
 
-
-
-SWEEP_HELP = "run a sweep of fsc train points (local pool or Dask cluster); --summary collects it"
-
-
 def sweep_options(p: argparse.ArgumentParser) -> None:
     """Add the ``fsc sweep`` options to ``p``."""
     p.add_argument("spec", help="sweep spec, a .json or .toml file (e.g. examples/sweeps/fig4-small.json)")

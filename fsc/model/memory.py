@@ -273,10 +273,11 @@ for _builtin in (RAM, Chain, Column, Memento):
 def parse_memory(text: str, *, arms: int = 2, observations: int = 2) -> MemoryArchitecture:
     """Build an architecture from ``ram:M``, ``chain:M``, ``column:M``, ``memento:m`` or ``FILE.py:NAME``.
 
-    ``FILE.py:NAME`` runs the Python file ``FILE.py`` (the user names it, so
-    running it is expected) and takes its global ``NAME``: an architecture,
-    or a function of no arguments that returns one.  ``arms`` and
-    ``observations`` size the built-in kinds only.
+    ``FILE.py:NAME`` imports the Python file ``FILE.py`` as a module (named
+    ``fsc_memory_file``, so its ``if __name__ == "__main__":`` block does not
+    run) and takes its global ``NAME``: an architecture, or a function of no
+    arguments that returns one.  The import may take :data:`MEMORY_FILE_SECONDS`.
+    ``arms`` and ``observations`` size the built-in kinds only.
     """
     path, sep, name = str(text).rpartition(":")
     if sep and path.endswith(".py"):
@@ -293,17 +294,55 @@ def parse_memory(text: str, *, arms: int = 2, observations: int = 2) -> MemoryAr
     return _KINDS[kind.lower()](value, arms=arms, observations=observations)
 
 
+#: Seconds a ``--memory FILE.py`` may take to import: it should define an architecture, not run a job.
+MEMORY_FILE_SECONDS = 60.0
+
+
+class _StillRunning(BaseException):
+    """Raised into the user's file when its import outlives :data:`MEMORY_FILE_SECONDS` (no ``except Exception`` there catches it)."""
+
+
+def _import_time_boxed(path: str) -> dict:
+    """The globals of the file ``path`` imported as the module ``fsc_memory_file``, stopped after
+    :data:`MEMORY_FILE_SECONDS` (in the main thread, where a timer signal can stop it; elsewhere unbounded)."""
+    import runpy
+    import signal
+    import threading
+    import time
+
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
+        return runpy.run_path(path, run_name="fsc_memory_file")
+
+    def stop(signum, frame):
+        raise _StillRunning
+
+    start = time.monotonic()
+    previous = signal.signal(signal.SIGALRM, stop)
+    pending, _ = signal.setitimer(signal.ITIMER_REAL, MEMORY_FILE_SECONDS)
+    try:
+        return runpy.run_path(path, run_name="fsc_memory_file")
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+        if pending:  # a timer of the caller's: what was left of it
+            signal.setitimer(signal.ITIMER_REAL, max(pending - (time.monotonic() - start), 1e-3))
+
+
 def _memory_from_file(path: str, name: str) -> MemoryArchitecture:
     """The architecture called ``name`` in the Python file ``path`` (see :func:`parse_memory`)."""
     import os
-    import runpy
 
     if not os.path.isfile(path):
         raise InputError(f"memory file {path!r} does not exist")
     if not name.isidentifier():
         raise InputError(f"memory {path}:{name} must name a Python global after the colon, got {name!r}")
     try:
-        namespace = runpy.run_path(path, run_name="fsc_memory_file")
+        namespace = _import_time_boxed(path)
+    except _StillRunning:
+        raise InputError(
+            f"memory file {path!r} was still running after {MEMORY_FILE_SECONDS:g} s: it is imported as a module, so what it "
+            'does as a script (training, plotting) belongs under `if __name__ == "__main__":`'
+        ) from None
     except Exception as error:  # the user's file failed: say where, in one line
         raise InputError(f"memory file {path!r} failed to run: {type(error).__name__}: {error}") from error
     if name not in namespace:

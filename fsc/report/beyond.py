@@ -11,12 +11,26 @@ from __future__ import annotations
 import csv
 import html
 import json
-import shutil
 from collections.abc import Callable
 from pathlib import Path
 
 from fsc.report import page
 from fsc.report.page import Section, table
+
+
+def _diagram(path: Path, reset: float, out: Path, title: str) -> str:
+    """The memory diagram of the policy file ``path`` (edges of probability >= 0.01, mass at ``reset``), drawn
+    now so that it follows the drawing code, as an SVG that opens at full size."""
+    import tasks
+    import viz
+    from fsc.evaluate import evaluate
+    from fsc.model.policy import Policy
+
+    policy = Policy.load(path)
+    graph = viz.memory_graph(policy, threshold=0.01, occupancy=evaluate(tasks.TwoHypothesis(0.1), policy, reset=reset), title=title)
+    name = path.with_suffix(".svg").name
+    viz.render(graph, out / "figures" / name)
+    return page.figure(f"figures/{name}", f"diagram of the {title} policy")
 
 
 def section(out: Path, log: Callable[[str], None]):
@@ -37,7 +51,8 @@ def section(out: Path, log: Callable[[str], None]):
         "<p>The symmetric CCP is a saddle of q: with the reset sent to one column (split j = 1) and a larger exit on that "
         "column's top, q drops to first order. The asymmetric optimum below (mu = 0.1; closed form, policies.asymmetric) "
         "is below the symmetric CCP wherever the symmetric exit is below 1.</p>",
-        table(["M", "r", "q symmetric", "q asymmetric", "gain", "relative gain", "eps_A", "eps_B", "split", "q sym (paper)", "q asym (paper)"], rows),
+        table(["M", "r", "q symmetric", "q asymmetric", "gain", "relative gain", "eps_A", "eps_B", "split", "q sym (paper)", "q asym (paper)"], rows,
+              digits=[6, 3, 6, 6, 3, 3, 4, 4, 4, 6, 6]),  # fmt: skip
     ]
     anatomies = []
     for title, path, reset in (
@@ -52,10 +67,7 @@ def section(out: Path, log: Callable[[str], None]):
         anatomies.append(title)
         numbers[f"anatomy {title}"] = {"q": a.q, "family": a.family, "nearest": a.nearest, "distance": a.distance, **a.parameters}
         body.append(f"<h3>Anatomy: {html.escape(title)}</h3><pre>{html.escape(describe(a, top=10))}</pre>")
-        diagram = path.with_suffix(".svg")
-        if diagram.is_file():  # the diagram drawn with the results (viz.memory_graph)
-            shutil.copyfile(diagram, out / "figures" / diagram.name)
-            body.append(f"<img src='figures/{html.escape(diagram.name)}' alt='diagram of the {html.escape(title)} policy'>")
+        body.append(_diagram(path, reset, out, title))
     log(f"  anatomy of {len(anatomies)} learned policies")
     memento = page.SHIPPED / "memento" / "table.csv"
     if memento.is_file():
@@ -73,7 +85,7 @@ def section(out: Path, log: Callable[[str], None]):
                 ["m", "r", "runs", "best learned q", "from", "necklace q at r", "learned - necklace", "necklace + learned after-reset rows", "family found"],
                 [[int(r["m"]), float(r["reset"]), int(r["runs"]), float(r["best_learned_q"]), r["best_init"], float(r["necklace_q_at_r"]),
                   float(r["learned_minus_necklace"]), float(r["necklace_with_learned_start_q"]), r["family_found"]] for r in records],  # fmt: skip
-                digits=7,
+                digits=[6, 3, 6, 6, 6, 6, 3, 6, 6],
             )
         )
         numbers["memento"] = records
@@ -81,7 +93,7 @@ def section(out: Path, log: Callable[[str], None]):
         if provenance.is_file():
             text = provenance.read_text()
             start = text.find("## results/memento/")
-            body.append(f"<pre>{html.escape(text[start : text.find('## results/ram8/')] if start >= 0 else text[:1500])}</pre>")
+            body.append(page.markdown(text[start : text.find("## results/ram8/")] if start >= 0 else text[:1500]))
     commands = (
         "fsc closed-form asymmetric-ccp --mu 0.1 --M 8 --reset 1e-3 --json",
         "python examples/asymmetric_ccp.py --out results/asymmetric",

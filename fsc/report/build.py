@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import html
 import json
+import re
 import shutil
 import sys
 import tempfile
@@ -28,7 +29,10 @@ body { font-family: sans-serif; max-width: 1100px; margin: 2em auto; color: #222
 table { border-collapse: collapse; margin: 1em 0; }
 th, td { border: 1px solid #ccc; padding: 0.25em 0.6em; text-align: right; }
 th { background: #f3f3f3; }
+table.grid th[colspan] { text-align: center; }
+table.grid caption { font-weight: bold; text-align: left; padding: 0.3em 0; }
 img { max-width: 100%; border: 1px solid #eee; margin: 0.5em 0; }
+a img { cursor: zoom-in; }
 pre { background: #f6f6f6; padding: 0.6em; overflow-x: auto; }
 """
 
@@ -43,6 +47,13 @@ _IMAGE_CHECK = (
 
 
 REPORT_MARKER = ".fsc-report"
+
+#: The sentence at the top of the page: what the two letters on every line of it mean.
+READING = (
+    "Throughout, <b>q</b> is the probability that the agent plays the worse arm, in the long run (lower is better), and "
+    "<b>r</b> the probability per step that the task resets to a new hypothesis and the memory to its start (the discount "
+    "is 1 - r); mu is the gap between the arms' win probabilities. Click a figure to open it at full size."
+)
 
 
 def check_report_target(out: Path) -> None:
@@ -116,12 +127,14 @@ def build_report(
         for section in sections:
             commands = "".join(f"<pre>{html.escape(c)}</pre>" for c in section.commands)
             reproduce = f"<h3>Reproduce at full size</h3>{commands}" if commands else ""
-            parts.append(f"<h2>{html.escape(section.title)}</h2>{section.body}{reproduce}")
+            anchor = re.sub(r"[^a-z0-9]+", "-", section.title.lower()).strip("-")  # index.html#figure-2-at-full-size
+            parts.append(f"<h2 id='{anchor}'>{html.escape(section.title)}</h2>{section.body}{reproduce}")
         page = (
             "<!doctype html><html><head><meta charset='utf-8'><title>fsc report</title>"
             f"<style>{_STYLE}</style>{_IMAGE_CHECK}</head><body><h1>fsc report</h1>"
             f"<p>fsc {fsc.__version__}; built in {seconds:.0f} s. Paper: <i>How memory architecture affects learning "
-            "in a simple POMDP: the two-hypothesis testing problem</i>.</p>" + "".join(parts) + "</body></html>"
+            "in a simple POMDP: the two-hypothesis testing problem</i>.</p>"
+            f"<p>{READING}</p>" + "".join(parts) + "</body></html>"
         )
         (work / "index.html").write_text(page)
         numbers = {s.title: s.numbers for s in sections}

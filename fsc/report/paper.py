@@ -45,7 +45,7 @@ def section_exact_vs_monte_carlo(out: Path, log: Callable[[str], None]) -> Secti
         f"<p>Random policies (Gaussian logits, seed 0), mu = 0.2, r = {reset}. "
         "Exact: the stationary distribution of the joint chain. Monte Carlo: 400,000 sampled steps, "
         "regenerative estimator with delta-method standard error.</p>"
-        + table(["memory", "nodes", "q exact", "q Monte Carlo", "std. error", "z", "engine"], rows)
+        + table(["memory", "nodes", "q exact", "q Monte Carlo", "std. error", "z", "engine"], rows, digits=[6, 6, 6, 4, 2, 2, 6])
     )
     commands = tuple(
         f"fsc evaluate --mu 0.2 --memory {spec} --policy random --reset {reset} && "
@@ -103,8 +103,8 @@ def section_ccp_closed_form(out: Path, log: Callable[[str], None]) -> Section:
     body = (
         f"<p>mu = {mu}; eps is the closed-form optimum at each r (capped at 1). Worst relative difference between "
         f"appendix C's closed form and the exact evaluation of the explicit policy: <b>{worst:.1e}</b>.</p>"
-        + table(["M", "r", "eps*", "q closed form", "q exact", "relative difference", "q (r -> 0)"], rows, digits=8)
-        + "<img src='figures/ccp_closed_form.png' alt='CCP q against r and M'>"
+        + table(["M", "r", "eps*", "q closed form", "q exact", "relative difference", "q (r -> 0)"], rows, digits=[6, 3, 4, 6, 6, 2, 6])
+        + page.figure("figures/ccp_closed_form.png", "CCP q against r and M")
     )
     commands = ("fsc closed-form ccp --mu 0.1 --M 8 --reset 1e-4", "fsc evaluate --mu 0.1 --memory column:8 --policy ccp --reset 1e-4")
     return Section("Column of confidence policy: closed form and exact evaluation", body, commands, {"worst_relative_difference": worst})
@@ -145,7 +145,8 @@ def section_necklaces(out: Path, log: Callable[[str], None]) -> Section:
         "from A^m to B^m (optimal = proved by exhaustive search within the time budget).</p>"
         + table(["m", "enumerated", "Polya", "longest chain n(m)", "optimal", "chain"], count_rows)
         + f"<p>Theorem 4.3: q of the necklace policy tends to q* = (1 + alpha^(m(1-n(m))))^-1 when r << eps0 << eps1 -> 0 "
-        f"(mu = {mu}, eps0 = eps1^2, r = 1e-6 eps0).</p>" + table(["m", "eps1", "eps0", "r", "q*", "q exact", "q / q*"], theorem_rows, digits=7)
+        f"(mu = {mu}, eps0 = eps1^2, r = 1e-6 eps0).</p>"
+        + table(["m", "eps1", "eps0", "r", "q*", "q exact", "q / q*"], theorem_rows, digits=[6, 3, 3, 3, 6, 6, 6])
     )
     commands = ("fsc necklace --m 7 --mu 0.1", "fsc evaluate --mu 0.1 --memory memento:5 --policy necklace --eps0 1e-10 --eps1 1e-5 --reset 1e-16")
     return Section("Necklaces and Theorem 4.3", body, commands, numbers)
@@ -166,7 +167,7 @@ def section_drawings(out: Path, log: Callable[[str], None]) -> Section:
         graph = viz.memory_graph(policy, occupancy=result)
         viz.render(graph, out / "figures" / f"{name}.svg")
         log(f"  {name}: {graph.num_nodes} nodes, {graph.num_edges} edges")
-        items.append(f"<h3>{html.escape(policy_name)} on {memory} (r = {reset:g})</h3><img src='figures/{name}.svg' alt='{name} diagram'>")
+        items.append(f"<h3>{html.escape(policy_name)} on {memory} (r = {reset:g})</h3>" + page.figure(f"figures/{name}.svg", f"{name} diagram"))
     commands = (
         "fsc draw --memory column:8 --policy ccp --reset 1e-4 --out ccp.svg",
         "fsc draw --memory memento:5 --policy necklace --reset 1e-6 --out necklace.svg",
@@ -211,7 +212,7 @@ def section_training(out: Path, log: Callable[[str], None]) -> Section:
         f"{seeds} seeds, deterministic starts once. Each seed faint, median bold, dashed: the reference lines in the curves' convention "
         "(symmetric and asymmetric CCP at r; necklace policy optimised at r, and q* for r -> 0).</p>"
         + table(["memory", "r", "initialisation", "runs", "median q", "min q", "max q"], rows)
-        + "<img src='figures/training.png' alt='q(t) during training'>"
+        + page.figure("figures/training.png", "q(t) during training")
     )
     commands = (
         "python examples/figure4.py --seeds 20 --out out/figure4",
@@ -244,8 +245,6 @@ def _shipped_section(name: str, title: str, out: Path, log: Callable[[str], None
         records = list(csv.DictReader(f))
     keys = [k for k in (records[0] if records else {}) if k not in ("finished", "of", "median_q", "q1", "q3", "min_q", "max_q")]
     shown = [k for k in keys if k == "memory" or len({r[k] for r in records}) > 1]  # what tells the groups apart
-    number = lambda text: float(text) if text else "-"  # noqa: E731
-    groups = [[*(r[k] for k in shown), f"{r['finished']} of {r['of']}", number(r["median_q"]), number(r["min_q"]), number(r["max_q"])] for r in records]
     log(f"  {name}: {provenance['done']} of {provenance['points']} runs shipped")
     body = (
         f"<p>The published set-up (examples/sweeps/{name}.json), run with this project (shipped at commit "
@@ -253,15 +252,71 @@ def _shipped_section(name: str, title: str, out: Path, log: Callable[[str], None
         f"{html.escape(provenance['machine']['cpu'])} ({provenance['machine']['cores']} cores): {provenance['done']} of "
         f"{provenance['points']} runs finished so far (the sweep resumes where it stopped). Final q per group, then the "
         "paper's claims about training on them.</p>"
-        + table([*shown, "runs", "median q", "min q", "max q"], groups)
     )
+    if name == "fig2":
+        body += _figure2_grids(records, _spec_convention(name))
+    else:
+        groups = [[*(_value(r[k]) for k in shown), f"{r['finished']} of {r['of']}", *(_value(r[k]) or "-" for k in ("median_q", "min_q", "max_q"))]
+                  for r in records]  # fmt: skip
+        body += table([*shown, "runs", "median q", "min q", "max q"], groups)
     if claims:
         rows = [[c["panel"], c["claim"], c["numbers"] or "-", c["verdict"]] for c in claims]
         body += table(["panel", "the paper says", "numbers (final q)", "verdict"], rows)
     if (shipped / "figure.png").is_file():
         shutil.copyfile(shipped / "figure.png", out / "figures" / f"full-size-{name}.png")
-        body += f"<img src='figures/full-size-{name}.png' alt='{html.escape(title)}'>"
+        body += page.figure(f"figures/full-size-{name}.png", title)
     return Section(title, body, commands, {"done": provenance["done"], "verdicts": {c["claim"]: c["verdict"] for c in claims}})
+
+
+def _value(text: str):
+    """A field of a shipped CSV: a number as a float (so that the page prints it as :func:`page.number`), else the text."""
+    try:
+        return float(text)
+    except ValueError:
+        return text
+
+
+def _spec_convention(name: str) -> str:
+    """The convention the shipped sweep ``name`` trained in (its spec in examples/sweeps/)."""
+    spec = page.SHIPPED.parent / "examples" / "sweeps" / f"{name}.json"
+    return json.loads(spec.read_text()).get("fixed", {}).get("convention", "native") if spec.is_file() else "native"
+
+
+def _figure2_grids(records: list[dict], convention: str) -> str:
+    """Figure 2 as the paper draws it: for each mu, its two panels as grids of final q, ours beside the paper's
+    line (the optimal CCP's closed form, :func:`policies.reference.ccp_line`) and the difference."""
+    from policies.reference import ccp_line
+
+    q = {(float(r["mu"]), int(r["memory"].split(":")[1]), float(r["reset"])): (float(r["median_q"]) if r["median_q"] else None) for r in records}
+
+    def cells(mu: float, M: int, r: float) -> list:
+        if (mu, M, r) not in q:
+            return [None, None, None]
+        ours, line = q[mu, M, r], ccp_line(mu, M, r, convention)
+        return [ours if ours is not None else "running", line, None if ours is None else float(page.number(ours - line, 2))]
+
+    parts = [
+        "<p>Each cell: <b>ours</b>, the final q of gradient flow from near the CCP (one run per cell); <b>paper</b>, "
+        "the line the paper draws and its trained points lie on, the optimal column of confidence policy's closed form "
+        f"at that M and r ({html.escape(convention)} convention); <b>difference</b>, ours minus paper (negative: training "
+        "ended below the CCP, toward the asymmetric CCP of the claims below).</p>"
+    ]
+    fields = ["ours", "paper", "difference"]
+    for mu in sorted({key[0] for key in q}):
+        sizes = sorted({M for m, M, _ in q if m == mu})
+        resets = sorted({r for m, _, r in q if m == mu})
+        # The paper's left panel: a few sizes over many resets; its right panel: a few resets over many sizes.
+        curves_in_r = [M for M in sizes if sum(1 for key in q if key[:2] == (mu, M)) > 3]
+        curves_in_M = [r for r in resets if sum(1 for key in q if key[0] == mu and key[2] == r) > 3]
+        left = [(page.reset_text(r), [cells(mu, M, r) for M in curves_in_r]) for r in resets]
+        right = [(str(M), [cells(mu, M, r) for r in curves_in_M]) for M in sizes]
+        for corner, columns, rows, title in (
+            ("r", [f"M = {M}" for M in curves_in_r], left, "q against r"),
+            ("M", [f"r = {page.number(r, 3)}" for r in curves_in_M], right, "q against M"),
+        ):
+            rows = [(label, row) for label, row in rows if any(v is not None for cell in row for v in cell)]
+            parts.append(page.grid(corner, columns, fields, rows, caption=f"mu = {mu:g}: {title} (the paper's {'left' if corner == 'r' else 'right'} panel)"))
+    return "".join(parts)
 
 
 def section_full_size(out: Path, log: Callable[[str], None]) -> Section:

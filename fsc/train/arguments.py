@@ -11,16 +11,17 @@ sweep point is finished (:data:`STOP`).  A new argument of training is one more 
 from __future__ import annotations
 
 import argparse
-import math
 import os
 from collections.abc import Callable
 
 import attrs
 
 from fsc.checks import integer, nonnegative
+from fsc.console import number, positive_int
 from fsc.errors import InputError, InputTypeError
 from fsc.evaluate import CONVENTIONS
 from fsc.limits import MAX_SEED, MAX_THREADS, seed_arg, threads_arg
+from fsc.model.memory import MEMORY_FILE_SECONDS
 from fsc.objective import TARGETS
 from fsc.optim import OPTIMIZERS, GradientFlow
 from policies import POLICY_NAMES
@@ -28,28 +29,6 @@ from policies import POLICY_NAMES
 __all__ = [
     "MAY_CHANGE", "STOP", "SWEEP_TYPES", "TRAINING", "Argument", "TrainingConfig", "add_training_options", "number", "positive_int",
 ]  # fmt: skip
-
-
-def positive_int(text: str) -> int:
-    """Command-line type: an integer >= 1."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}")
-    return value
-
-
-def number(text: str) -> float:
-    """Command-line type: a finite number."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not math.isfinite(value):
-        raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
-    return value
 
 
 @attrs.frozen
@@ -119,7 +98,10 @@ _INIT = f"the starting policy: {', '.join(POLICY_NAMES)} (the names of --policy)
 TRAINING: tuple[Argument, ...] = (
     Argument("mu", "number", "the two-hypothesis world: gap between the arms, in (0, 1) (default 0.1)", recorded=False),
     Argument("pomdp", "string", "another world: a .POMDP file (its action and observation counts size --memory)", metavar="FILE", recorded=False),
-    Argument("memory", "string", "ram:M, chain:M, column:M, memento:m, or FILE.py:NAME for an architecture of your own", required=True),
+    Argument(
+        "memory", "string", "ram:M, chain:M, column:M, memento:m, or FILE.py:NAME for an architecture of your own (FILE.py is imported "
+        f"as a module, for at most {MEMORY_FILE_SECONDS:g} s: what it runs as a script goes under if __name__ == '__main__')", required=True,
+    ),
     Argument("init", "string", _INIT, check=_init, required=True),
     Argument("seed", "integer", "seed of the initialisation (default 0)", default=0, check=lambda v: integer("seed", v, 0, MAX_SEED), parse=seed_arg),
     Argument("reset", "number", "reset probability r per step (default: 1 - the file's discount, else 1e-3)"),
