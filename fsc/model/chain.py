@@ -36,7 +36,7 @@ from fsc.errors import InputError
 from fsc.model.architecture import MemoryArchitecture, readonly
 from fsc.model.pomdp import POMDP
 
-__all__ = ["AfterChoice", "JointChain", "joint_chain", "require_after_choice", "successor_classes"]
+__all__ = ["AfterChoice", "ChainFrame", "JointChain", "chain_frame", "joint_chain", "require_after_choice", "successor_classes"]
 
 
 @attrs.frozen(eq=False)
@@ -441,7 +441,46 @@ def joint_chain(world: POMDP, architecture: MemoryArchitecture) -> JointChain:
     return _cached(world, architecture)
 
 
-def _build(world: POMDP, arch: MemoryArchitecture) -> JointChain:
+@attrs.frozen(eq=False)
+class ChainFrame:
+    """What the joint chain of a world and an architecture holds besides its nonzeros: the parts, the
+    reset distribution, the expected reward of each choice (no ``(S, N, C, O)`` table is built).
+
+    The engine for large worlds (:mod:`fsc.engines.large`) runs on this and the world's sparse tables; the
+    other engines read the same fields off :class:`JointChain`.  Attributes as in :class:`JointChain`.
+    """
+
+    architecture: MemoryArchitecture
+    num_parts: int
+    states_per_part: int
+    part_states: np.ndarray
+    part_weights: np.ndarray
+    step_reward: np.ndarray
+    step_metrics: dict
+    initial_world: np.ndarray
+    padding: np.ndarray
+
+    @property
+    def size(self) -> int:
+        return self.states_per_part * self.architecture.num_nodes
+
+
+_FRAMES: collections.OrderedDict[tuple[POMDP, MemoryArchitecture], ChainFrame] = collections.OrderedDict()
+
+
+def chain_frame(world: POMDP, architecture: MemoryArchitecture) -> ChainFrame:
+    """The :class:`ChainFrame` of ``world`` and ``architecture`` (the last few are kept)."""
+    key = (world, architecture)
+    frame = _FRAMES.pop(key, None)
+    if frame is None:
+        frame = _frame(world, architecture)
+    _FRAMES[key] = frame
+    while len(_FRAMES) > 4:
+        _FRAMES.popitem(last=False)
+    return frame
+
+
+def _frame(world: POMDP, arch: MemoryArchitecture) -> ChainFrame:
     parts = world.parts
     K, S_part = len(parts), max(len(p) for p in parts)
     N, C = arch.num_nodes, arch.num_choices
@@ -450,6 +489,37 @@ def _build(world: POMDP, arch: MemoryArchitecture) -> JointChain:
         part_states[k, : len(members)] = members
     valid = part_states >= 0
     weights = np.array([world.initial[list(p)].sum() for p in parts])
+    action = arch.choice_action
+
+    # Expected reward (and metrics) of each choice from each world state:
+    # rbar[s, a] = sum_{s2, o} T[s, a, s2] O[a, s2, o] reward[s, a, s2, o].
+    def per_step(table: np.ndarray) -> np.ndarray:
+        rbar = world.expected_step(table)
+        out = np.zeros((K, S_part, C))
+        out[valid] = rbar[part_states[valid]][:, action]
+        return readonly(out)
+
+    initial_world = np.zeros((K, S_part))
+    initial_world[valid] = world.initial[part_states[valid]]
+    initial_world /= initial_world.sum(axis=1, keepdims=True)
+    return ChainFrame(
+        architecture=arch,
+        num_parts=K,
+        states_per_part=S_part,
+        part_states=readonly(part_states),
+        part_weights=readonly(weights / weights.sum()),
+        step_reward=per_step(world.reward),
+        step_metrics={name: per_step(table) for name, table in world.metrics.items()},
+        initial_world=readonly(initial_world),
+        padding=readonly(np.repeat(~valid, N, axis=1)),
+    )
+
+
+def _build(world: POMDP, arch: MemoryArchitecture) -> JointChain:
+    frame = chain_frame(world, arch)
+    K, S_part, part_states = frame.num_parts, frame.states_per_part, frame.part_states
+    N = arch.num_nodes
+    valid = part_states >= 0
     index = np.int32 if S_part * N < 2**31 - 1 else np.int64
 
     action = arch.choice_action
@@ -457,6 +527,7 @@ def _build(world: POMDP, arch: MemoryArchitecture) -> JointChain:
     allowed_n = allowed_n.astype(index)
     allowed_c = allowed_c.astype(index)
     nxt = arch.next_node[allowed_n, allowed_c].astype(index)  # (E, O)
+    transition, observation = world.dense_transition, world.dense_observation
     rows, cols, kk, nn, cc, ww = [], [], [], [], [], []
     for k in range(K):
         local = np.flatnonzero(valid[k])
@@ -465,7 +536,7 @@ def _build(world: POMDP, arch: MemoryArchitecture) -> JointChain:
             s = part_states[k, i]
             # w[e, j, o] = T[s, a(c_e), s2_j] O[a(c_e), s2_j, o]: arrays laid out (E, J, O) so that,
             # flattened, the nonzeros come sorted by column i * N + n.
-            w = world.transition[s, action][:, targets][allowed_c][:, :, None] * world.observation[action][:, targets, :][allowed_c]
+            w = transition[s, action][:, targets][allowed_c][:, :, None] * observation[action][:, targets, :][allowed_c]
             keep = w != 0
             e_idx = np.broadcast_to(np.arange(len(allowed_n))[:, None, None], w.shape)[keep]
             j_idx = np.broadcast_to(local[None, :, None].astype(index), w.shape)[keep]
@@ -480,32 +551,20 @@ def _build(world: POMDP, arch: MemoryArchitecture) -> JointChain:
     def cat(chunks, dtype):
         return readonly(np.concatenate(chunks).astype(dtype, copy=False) if chunks else np.zeros(0, dtype=dtype))
 
-    # Expected reward (and metrics) of each choice from each world state:
-    # rbar[s, a] = sum_{s2, o} T[s, a, s2] O[a, s2, o] reward[s, a, s2, o].
-    def per_step(table: np.ndarray) -> np.ndarray:
-        rbar = np.einsum("sat,ato,sato->sa", world.transition, world.observation, table)
-        out = np.zeros((K, S_part, C))
-        out[valid] = rbar[part_states[valid]][:, action]
-        return readonly(out)
-
-    initial_world = np.zeros((K, S_part))
-    initial_world[valid] = world.initial[part_states[valid]]
-    initial_world /= initial_world.sum(axis=1, keepdims=True)
-    padding = np.repeat(~valid, N, axis=1)
     return JointChain(
         architecture=arch,
         num_parts=K,
         states_per_part=S_part,
-        part_states=readonly(part_states),
-        part_weights=readonly(weights / weights.sum()),
+        part_states=part_states,
+        part_weights=frame.part_weights,
         rows=cat(rows, index),
         cols=cat(cols, index),
         parts=cat(kk, index),
         node=cat(nn, index),
         choice=cat(cc, index),
         weight=cat(ww, np.float64),
-        step_reward=per_step(world.reward),
-        step_metrics={name: per_step(table) for name, table in world.metrics.items()},
-        initial_world=readonly(initial_world),
-        padding=readonly(padding),
+        step_reward=frame.step_reward,
+        step_metrics=frame.step_metrics,
+        initial_world=frame.initial_world,
+        padding=frame.padding,
     )

@@ -1,0 +1,275 @@
+"""The engine for large worlds: the joint chain solved through the chain after each choice, from the
+world's sparse tables, without ever listing the chain's own nonzeros.
+
+The joint chain over ``(s, n)`` factors as ``P = G Pi`` (:class:`fsc.model.chain.AfterChoice` has the
+details): ``Pi`` takes ``(s, n)`` to ``(s, q)``, the class ``q`` of the choice made, with probability
+``W[n, q] = sum_{c in q} pi[n, c]``; ``G`` takes ``(s, q)`` to ``(s2, nxt[q, o])`` with probability
+``T[s, a_q, s2] O[a_q, s2, o]``.  With ``a = 1 - r`` and ``B = I - a Pi G`` over ``Y = S Q`` states,
+
+.. math::
+
+    p = r \\, (p_0 + a \\, G B^{-1} \\Pi p_0), \\qquad
+    \\lambda = A^{-T} g = g + a \\, \\Pi^T B^{-T} G^T g, \\qquad
+    \\frac{\\partial L}{\\partial \\pi[n, c]} = a \\sum_s p[s, n] \\, (G^T \\lambda)[s, q(n, c)] .
+
+The observation is summed out of ``B``: its entry ``(s2, q2) <- (s, q)`` is
+``a T[s, a_q, s2] sum_o O[a_q, s2, o] W[nxt[q, o], q2]``, so ``B`` has ``nnz(T_a) |Q_a| Q`` entries per
+action ``a`` (RAM ``M``: ``Q = M A`` classes, one per choice, against ``N = M (1 + A O)`` nodes).  One
+sparse LU of ``B`` per part (scipy's SuperLU) serves the value and, transposed, the adjoint.  The
+products with ``G`` and ``G^T`` run per (action, observation) block of the world's tables, in
+``O(nnz(T) Q + S Q O)``.  :mod:`fsc.engines.estimate` says up front what this costs.
+"""
+
+from __future__ import annotations
+
+import collections
+import time
+
+import attrs
+import numpy as np
+import scipy.sparse as sp
+import scipy.sparse.linalg as spla
+
+from fsc.engines.sparse import Backend
+from fsc.model.architecture import MemoryArchitecture, readonly
+from fsc.model.chain import ChainFrame, chain_frame, successor_classes
+from fsc.model.pomdp import POMDP
+
+__all__ = ["Block", "LargeChain", "LargeLU", "large_chain"]
+
+
+@attrs.frozen(eq=False)
+class Block:
+    """One (part, action) block of the world's tables, in the part's local state numbering.
+
+    Attributes:
+        part: ``k``.
+        classes: ``(Q_a,)`` the classes whose choices play this action.
+        transition: ``T[:, a, :]`` among the part's states, CSR ``(S_part, S_part)``.
+        observation: ``O[a, s2, :]`` of the part's states, ``(S_part, O)`` (zero rows for padding).
+        targets: ``(Q_a, O)`` the node after each class of ``classes`` and observation.
+        unique_targets: whether ``targets`` has no repeated node (then scatters are plain assignments).
+        rows, cols: the states ``s2 * Q + q2`` and ``s * Q + q`` of each entry of ``B`` the block makes,
+            laid out ``(transition entry, class of classes, q2 of mask)``.
+        mask: ``(Q_a, Q)`` the classes ``q2`` one can choose after each class of ``classes``.
+    """
+
+    part: int
+    classes: np.ndarray
+    transition: sp.csr_matrix
+    observation: np.ndarray
+    targets: np.ndarray
+    unique_targets: bool
+    mask: np.ndarray
+
+
+@attrs.frozen(eq=False)
+class LargeChain:
+    """The structure of :class:`LargeLU`: per (world, architecture), no policy.
+
+    Attributes:
+        frame: parts, reset distribution and expected rewards (:class:`fsc.model.chain.ChainFrame`).
+        num_classes: ``Q``.
+        class_of: ``(N, C)`` the class of each allowed choice (-1 elsewhere).
+        blocks: the (part, action) blocks, by part then action.
+        pattern: per part, the CSC pattern of ``B``: ``(indptr, indices, slot, diag_slot, nnz)``; ``slot``
+            maps the entries of the part's blocks, in order, to ``B.data``.
+        choice_is_class: ``class_of[n, c] = c`` everywhere (RAM): then ``W`` is ``pi`` itself.
+    """
+
+    frame: ChainFrame
+    num_classes: int
+    class_of: np.ndarray
+    blocks: tuple[Block, ...]
+    pattern: tuple[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int], ...]
+    choice_is_class: bool
+
+    @property
+    def architecture(self) -> MemoryArchitecture:
+        return self.frame.architecture
+
+    @property
+    def size(self) -> int:
+        """``Y = S_part Q``, the states of each part's ``B``."""
+        return self.frame.states_per_part * self.num_classes
+
+    @property
+    def nnz(self) -> int:
+        """Entries of ``B`` over all parts."""
+        return int(sum(entry[4] for entry in self.pattern))
+
+    def class_weights(self, probs: np.ndarray) -> np.ndarray:
+        """``W[n, q] = sum_{c: class_of[n, c] = q} pi[n, c]``, ``(N, Q)``."""
+        if self.choice_is_class:
+            return probs
+        N = probs.shape[0]
+        n, c = np.nonzero(self.class_of >= 0)
+        return np.bincount(n * self.num_classes + self.class_of[n, c], weights=probs[n, c], minlength=N * self.num_classes).reshape(N, -1)
+
+    def block_values(self, block: Block, W: np.ndarray) -> np.ndarray:
+        """The entries of ``Pi G`` the block makes, in its layout: ``T[s, s2] sum_o O[s2, o] W[targets[i, o], q2]``."""
+        V = np.einsum("so,iop->sip", block.observation, W[block.targets])  # (S_part, Q_a, Q)
+        t = block.transition
+        return (t.data[:, None] * V[t.indices][:, block.mask]).reshape(-1)
+
+    def apply_g(self, z: np.ndarray, out: np.ndarray) -> None:
+        """``out += G z`` for ``z`` ``(K, S, Q)``, ``out`` ``(K, S, N)``."""
+        for b in self.blocks:
+            Z = b.transition.T @ z[b.part][:, b.classes]  # (S, Q_a): sum_s T[s, s2] z[s, q]
+            contribution = b.observation[:, None, :] * Z[:, :, None]  # (S, Q_a, O)
+            if b.unique_targets:
+                out[b.part][:, b.targets.reshape(-1)] += contribution.reshape(len(Z), -1)
+            else:
+                np.add.at(out[b.part].T, b.targets.reshape(-1), contribution.reshape(len(Z), -1).T)
+
+    def apply_g_t(self, g: np.ndarray) -> np.ndarray:
+        """``G^T g`` for ``g`` ``(K, S, N)``: ``(K, S, Q)``."""
+        K, S = g.shape[0], g.shape[1]
+        u = np.zeros((K, S, self.num_classes))
+        for b in self.blocks:
+            H = np.einsum("so,sio->si", b.observation, g[b.part][:, b.targets])  # sum_o O[s2, o] g[s2, nxt]
+            u[b.part][:, b.classes] += b.transition @ H
+        return u
+
+
+def _block(part: int, a: int, states: np.ndarray, world: POMDP, classes: np.ndarray, nxt: np.ndarray, allowed_q: np.ndarray, S: int) -> Block:
+    valid = states >= 0
+    index = -np.ones(world.num_states, dtype=np.int64)
+    index[states[valid]] = np.flatnonzero(valid)
+    full = world.sparse_transition[a]
+    local = full[states[valid]].tocoo()
+    transition = sp.csr_matrix((local.data, (np.flatnonzero(valid)[local.row], index[local.col])), shape=(S, S))
+    transition.sort_indices()
+    observation = np.zeros((S, world.num_observations))
+    observation[valid] = world.dense_observation[a][states[valid]]
+    targets = nxt[classes]
+    mask = allowed_q[targets].any(axis=1)  # (Q_a, Q): some node after the class allows q2
+    unique = len(np.unique(targets)) == targets.size
+    return Block(part, readonly(classes), transition, readonly(observation), readonly(targets), unique, readonly(mask))
+
+
+def _pattern(blocks: list[Block], S: int, Q: int) -> tuple:
+    """The CSC pattern of one part's ``B`` (as :attr:`fsc.model.chain.JointChain.system_pattern`)."""
+    Y = S * Q
+    keys = []
+    for b in blocks:
+        t = b.transition
+        s = np.repeat(np.arange(S), np.diff(t.indptr))
+        qi, q2 = np.nonzero(b.mask)
+        rows = t.indices[:, None] * Q + q2[None, :]
+        cols = s[:, None] * Q + b.classes[qi][None, :]
+        keys.append((cols * Y + rows).reshape(-1))
+    diag = np.arange(Y, dtype=np.int64)
+    keys = np.concatenate([*keys, diag * Y + diag])
+    unique, inverse = np.unique(keys, return_inverse=True)
+    indptr = np.zeros(Y + 1, dtype=np.int64)
+    np.cumsum(np.bincount(unique // Y, minlength=Y), out=indptr[1:])
+    n = len(keys) - Y
+    index = np.int32 if len(unique) < 2**31 - 1 else np.int64
+    return (readonly(indptr.astype(index)), readonly((unique % Y).astype(index)), readonly(inverse[:n]), readonly(inverse[n:]), len(unique))
+
+
+def build_large_chain(world: POMDP, arch: MemoryArchitecture) -> LargeChain:
+    """The :class:`LargeChain` of a world and an architecture (see :func:`large_chain`, which caches it)."""
+    frame = chain_frame(world, arch)
+    class_of, nxt = successor_classes(arch)
+    Q = len(nxt)
+    allowed_q = np.zeros((arch.num_nodes, Q), dtype=bool)
+    n, c = np.nonzero(class_of >= 0)
+    allowed_q[n, class_of[n, c]] = True
+    first_choice = np.full(Q, -1, dtype=np.int64)
+    first_choice[class_of[n, c]] = c
+    q_action = arch.choice_action[first_choice]
+    S = frame.states_per_part
+    blocks, pattern = [], []
+    for k in range(frame.num_parts):
+        part = [
+            _block(k, a, frame.part_states[k], world, np.flatnonzero(q_action == a), nxt, allowed_q, S)
+            for a in range(world.num_actions)
+            if np.any(q_action == a)
+        ]
+        blocks.extend(part)
+        pattern.append(_pattern(part, S, Q))
+    choice_is_class = bool(np.array_equal(class_of, np.broadcast_to(np.arange(arch.num_choices), class_of.shape)))
+    return LargeChain(frame, Q, class_of, tuple(blocks), tuple(pattern), choice_is_class)
+
+
+_LARGE: collections.OrderedDict[tuple[POMDP, MemoryArchitecture], LargeChain] = collections.OrderedDict()
+
+
+def large_chain(world: POMDP, architecture: MemoryArchitecture) -> LargeChain:
+    """The :class:`LargeChain` of ``world`` and ``architecture`` (the last two are kept)."""
+    key = (world, architecture)
+    chain = _LARGE.pop(key, None)
+    if chain is None:
+        chain = build_large_chain(world, architecture)
+    _LARGE[key] = chain
+    while len(_LARGE) > 2:
+        _LARGE.popitem(last=False)
+    return chain
+
+
+class LargeLU(Backend):
+    """A :class:`fsc.engines.sparse.Backend` on :class:`LargeChain`: one SuperLU of ``B`` per part (module
+    docstring), reused for the adjoint; :meth:`transition_gradient` gives ``dL/dpi`` through ``P``."""
+
+    needs_probs = True
+
+    def __init__(self, chain: LargeChain, values: object, p0: np.ndarray, reset: float, *, probs: np.ndarray):
+        start = time.perf_counter()
+        self.chain, self.p0, self.reset = chain, p0, reset
+        frame = chain.frame
+        self.K, self.S, self.N = frame.num_parts, frame.states_per_part, frame.architecture.num_nodes
+        self.W = chain.class_weights(np.ascontiguousarray(probs, dtype=np.float64))
+        a = 1 - reset
+        Y = chain.size
+        self.factors = []
+        blocks = collections.defaultdict(list)
+        for b in chain.blocks:
+            blocks[b.part].append(b)
+        for k, (indptr, indices, slot, diag_slot, nnz) in enumerate(chain.pattern):
+            values_k = np.concatenate([chain.block_values(b, self.W) for b in blocks[k]]) if blocks[k] else np.zeros(0)
+            data = np.bincount(slot, weights=values_k, minlength=nnz) * -a
+            data[diag_slot] += 1.0
+            B = sp.csc_matrix((data, indices, indptr), shape=(Y, Y), copy=False)
+            B.has_canonical_format = True
+            self.factors.append(spla.splu(B, permc_spec="COLAMD", diag_pivot_thresh=0.0))
+        fill = sum(f.L.nnz + f.U.nnz for f in self.factors)
+        self.info = {"states": int(Y), "nonzeros": chain.nnz, "fill": int(fill), "factor_seconds": time.perf_counter() - start}
+
+    def _b_solve(self, rhs: np.ndarray, trans: str) -> np.ndarray:
+        return np.stack([f.solve(np.ascontiguousarray(b.reshape(-1)), trans=trans) for f, b in zip(self.factors, rhs, strict=True)]).reshape(rhs.shape)
+
+    def solve(self) -> np.ndarray:
+        K, S, N, r = self.K, self.S, self.N, self.reset
+        p0 = self.p0.reshape(K, S, N)
+        z = self._b_solve(p0 @ self.W, "N")
+        p = p0.copy()
+        self.chain.apply_g((1 - r) * z, p)
+        return (r * p).reshape(K, S * N)
+
+    def solve_adjoint(self, g: np.ndarray) -> np.ndarray:
+        K, S, N, r = self.K, self.S, self.N, self.reset
+        g3 = np.ascontiguousarray(g).reshape(K, S, N)
+        v = self._b_solve(self.chain.apply_g_t(g3), "T")
+        lam = g3 + (1 - r) * (v @ self.W.T)
+        padding = self.chain.frame.padding.reshape(K, S, N)
+        lam[padding] = g3[padding] / r  # a padding state loops on itself: (1 - (1 - r)) lambda = g
+        return lam.reshape(K, S * N)
+
+    def transition_gradient(self, lam: np.ndarray, p: np.ndarray) -> np.ndarray:
+        """``dL/dpi[n, c] = a sum_{k, s} p[k, (s, n)] (G^T lambda)[k, (s, q(n, c))]``, ``(N, C)`` (0 where not allowed)."""
+        K, S, N = self.K, self.S, self.N
+        u = self.chain.apply_g_t(lam.reshape(K, S, N))
+        D = p.reshape(K * S, N).T @ u.reshape(K * S, -1)  # (N, Q)
+        class_of = self.chain.class_of
+        d = np.where(class_of >= 0, D[np.arange(N)[:, None], np.maximum(class_of, 0)], 0.0)
+        return (1 - self.reset) * d
+
+    def residual(self, p: np.ndarray) -> float:
+        K, S, N, r = self.K, self.S, self.N, self.reset
+        p3 = p.reshape(K, S, N)
+        Pp = np.zeros_like(p3)
+        self.chain.apply_g(p3 @ self.W, Pp)
+        Pp += self.chain.frame.padding.reshape(K, S, N) * p3
+        return float(np.abs(p3 - (1 - r) * Pp - r * self.p0.reshape(K, S, N)).max(initial=0.0))
