@@ -61,7 +61,8 @@ class Sizes:
         transitions: nonzeros of ``T`` over all actions.
         chain_nonzeros: nonzeros the joint chain stores, ``sum_a nnz(T_a O_a) E_a`` (``E_a`` allowed
             choices of action ``a`` over all nodes).
-        large_nonzeros: entries of the chain after each choice, ``sum_a nnz(T_a) |Q_a| Q + S Q``.
+        large_nonzeros: entries of the chain after each choice, at most ``sum_a (nnz(T_a) + K S_part) |Q_a| Q``
+            (the diagonal is always in the pattern).
     """
 
     states: int
@@ -125,7 +126,7 @@ def world_sizes(world: POMDP, arch: MemoryArchitecture) -> Sizes:
         classes=Q,
         transitions=int(nnz_t.sum()),
         chain_nonzeros=int((nnz_to * allowed_per_action).sum()),
-        large_nonzeros=int((nnz_t * per_action).sum() + len(parts) * S_part * Q),
+        large_nonzeros=int(((nnz_t + len(parts) * S_part) * per_action).sum()),
     )
 
 

@@ -23,6 +23,7 @@ products with ``G`` and ``G^T`` run per (action, observation) block of the world
 from __future__ import annotations
 
 import collections
+import functools
 import time
 
 import attrs
@@ -93,6 +94,11 @@ class LargeChain:
         """``Y = S_part Q``, the states of each part's ``B``."""
         return self.frame.states_per_part * self.num_classes
 
+    @functools.cached_property
+    def unique_slots(self) -> tuple[bool, ...]:
+        """Per part, whether each entry of ``B`` comes from one entry of the blocks (no sum needed)."""
+        return tuple(bool(np.bincount(slot, minlength=nnz).max(initial=0) <= 1) for _, _, slot, _, nnz in self.pattern)
+
     @property
     def nnz(self) -> int:
         """Entries of ``B`` over all parts."""
@@ -138,7 +144,12 @@ def _block(part: int, a: int, states: np.ndarray, world: POMDP, classes: np.ndar
     index[states[valid]] = np.flatnonzero(valid)
     full = world.sparse_transition[a]
     local = full[states[valid]].tocoo()
-    transition = sp.csr_matrix((local.data, (np.flatnonzero(valid)[local.row], index[local.col])), shape=(S, S))
+    # Every state keeps its diagonal entry, zero when it cannot stay: then each column of B has its diagonal
+    # in the pattern the blocks lay out (see _pattern).
+    rows = np.concatenate([np.flatnonzero(valid)[local.row], np.arange(S)])
+    cols = np.concatenate([index[local.col], np.arange(S)])
+    data = np.concatenate([local.data, np.zeros(S)])
+    transition = sp.coo_matrix((data, (rows, cols)), shape=(S, S)).tocsr()  # duplicates summed: sorted, one per (s, s2)
     transition.sort_indices()
     observation = np.zeros((S, world.num_observations))
     observation[valid] = world.dense_observation[a][states[valid]]
@@ -149,7 +160,44 @@ def _block(part: int, a: int, states: np.ndarray, world: POMDP, classes: np.ndar
 
 
 def _pattern(blocks: list[Block], S: int, Q: int) -> tuple:
-    """The CSC pattern of one part's ``B`` (as :attr:`fsc.model.chain.JointChain.system_pattern`)."""
+    """The CSC pattern of one part's ``B`` (as :attr:`fsc.model.chain.JointChain.system_pattern`), laid out
+    without a sort: the column ``(s, q)`` holds, in order, the rows ``(s2, q2)`` for ``s2`` along row ``s`` of
+    ``T_a`` (sorted, the diagonal always there) and ``q2`` along the class's mask."""
+    Y = S * Q
+    if not all(b.mask[np.arange(len(b.classes)), b.classes].all() for b in blocks):
+        return _pattern_by_sort(blocks, S, Q)
+    count = np.zeros((S, Q), dtype=np.int64)
+    for b in blocks:
+        count[:, b.classes] = np.diff(b.transition.indptr)[:, None] * b.mask.sum(axis=1)[None, :]
+    indptr = np.zeros(Y + 1, dtype=np.int64)
+    np.cumsum(count.reshape(-1), out=indptr[1:])
+    nnz = int(indptr[-1])
+    index = np.int32 if nnz < 2**31 - 1 else np.int64
+    indices = np.empty(nnz, dtype=index)
+    diag_slot = np.empty(Y, dtype=np.int64)
+    slots = []
+    for b in blocks:
+        t = b.transition
+        s_of_e = np.repeat(np.arange(S), np.diff(t.indptr))
+        local_e = np.arange(t.nnz) - t.indptr[s_of_e]
+        qi, q2 = np.nonzero(b.mask)  # the mask's entries in the order block_values lays them out
+        width = b.mask.sum(axis=1)
+        rank = np.cumsum(b.mask, axis=1) - 1  # rank[i, q2]: place of q2 among the class's mask
+        start = indptr[:-1].reshape(S, Q)[:, b.classes]  # (S, Q_a)
+        slot = start[s_of_e[:, None], qi[None, :]] + local_e[:, None] * width[qi][None, :] + rank[qi, q2][None, :]
+        indices[slot] = t.indices[:, None] * Q + q2[None, :]
+        slots.append(slot.reshape(-1))
+        on_diagonal = np.flatnonzero(t.indices == s_of_e)  # one per state
+        i = np.arange(len(b.classes))
+        diag_slot[(s_of_e[on_diagonal][:, None] * Q + b.classes[None, :]).reshape(-1)] = (
+            start[s_of_e[on_diagonal]] + local_e[on_diagonal][:, None] * width[None, :] + rank[i, b.classes][None, :]
+        ).reshape(-1)
+    slot = np.concatenate(slots) if slots else np.zeros(0, dtype=np.int64)
+    return (readonly(indptr.astype(index)), readonly(indices), readonly(slot), readonly(diag_slot), nnz)
+
+
+def _pattern_by_sort(blocks: list[Block], S: int, Q: int) -> tuple:
+    """:func:`_pattern` for classes that cannot follow themselves (their diagonal is not in the blocks)."""
     Y = S * Q
     keys = []
     for b in blocks:
@@ -229,7 +277,12 @@ class LargeLU(Backend):
             blocks[b.part].append(b)
         for k, (indptr, indices, slot, diag_slot, nnz) in enumerate(chain.pattern):
             values_k = np.concatenate([chain.block_values(b, self.W) for b in blocks[k]]) if blocks[k] else np.zeros(0)
-            data = np.bincount(slot, weights=values_k, minlength=nnz) * -a
+            if chain.unique_slots[k]:  # each entry of B made once: placed, not summed
+                data = np.zeros(nnz)
+                data[slot] = values_k
+            else:
+                data = np.bincount(slot, weights=values_k, minlength=nnz)
+            data *= -a
             data[diag_slot] += 1.0
             B = sp.csc_matrix((data, indices, indptr), shape=(Y, Y), copy=False)
             B.has_canonical_format = True
