@@ -186,14 +186,16 @@ def _gb(n: float) -> str:
 
 def check_sizes(world: POMDP, arch: MemoryArchitecture) -> None:
     """Refuse, before anything is allocated, a world and memory whose smallest evaluation (the joint
-    chain's vectors alone) does not fit the machine."""
-    X = sum(len(p) for p in world.parts) * arch.num_nodes
-    need = 8 * 12 * X + 32 * arch.num_nodes * arch.num_choices
+    chain's vectors and the architecture's table of next nodes, ``N x C x O`` integers) does not fit the machine."""
+    N, C, O = arch.num_nodes, arch.num_choices, world.num_observations
+    X = sum(len(p) for p in world.parts) * N
+    need = 8 * 12 * X + 32 * N * C + 8 * N * C * O
     limit = MEMORY_SHARE * available_bytes()
     if need > limit:
         raise InputError(
-            f"memory (--memory) {arch!r} on a world of {world.num_states} states needs at least {_gb(need)} "
-            f"({X:,} joint states), over the {_gb(limit)} this machine has available; choose a smaller memory"
+            f"memory (--memory) {arch!r} on a world of {world.num_states} states and {O} observations needs at least "
+            f"{_gb(need)} ({X:,} joint states, {N * C * O:,} next nodes), over the {_gb(limit)} this machine has available; "
+            "choose a smaller memory"
         )
 
 

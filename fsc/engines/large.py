@@ -271,7 +271,7 @@ class LargeLU(Backend):
         self.W = chain.class_weights(np.ascontiguousarray(probs, dtype=np.float64))
         a = 1 - reset
         Y = chain.size
-        self.factors = []
+        self.matrices, self.factors = [], []
         blocks = collections.defaultdict(list)
         for b in chain.blocks:
             blocks[b.part].append(b)
@@ -286,8 +286,9 @@ class LargeLU(Backend):
             data[diag_slot] += 1.0
             B = sp.csc_matrix((data, indices, indptr), shape=(Y, Y), copy=False)
             B.has_canonical_format = True
+            self.matrices.append(B)
             self.factors.append(spla.splu(B, permc_spec="COLAMD", diag_pivot_thresh=0.0))
-        fill = sum(f.L.nnz + f.U.nnz for f in self.factors)
+        fill = sum(f.nnz for f in self.factors)
         self.info = {"states": int(Y), "nonzeros": chain.nnz, "fill": int(fill), "factor_seconds": time.perf_counter() - start}
 
     def _b_solve(self, rhs: np.ndarray, trans: str) -> np.ndarray:
