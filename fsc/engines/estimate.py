@@ -23,7 +23,7 @@ from fsc.model.architecture import MemoryArchitecture
 from fsc.model.chain import successor_classes
 from fsc.model.pomdp import POMDP
 
-__all__ = ["Estimate", "Sizes", "available_bytes", "check_sizes", "estimate", "plan_engine", "set_up_seconds", "world_sizes"]
+__all__ = ["Estimate", "Sizes", "available_bytes", "check_sizes", "estimate", "factor_fits", "plan_engine", "set_up_seconds", "world_sizes"]
 
 #: Bytes per stored nonzero of :class:`fsc.model.chain.JointChain` (five int32 index arrays and the weight,
 #: then the int64 tables the engines derive from them) and during its construction.
@@ -42,6 +42,8 @@ LARGE_SECONDS_PER_NONZERO = 5e-7
 DENSE_SECONDS_PER_FLOP = 1e-9
 SPARSE_SECONDS_PER_FLOP = 3e-10
 SPARSE_SECONDS_PER_NONZERO = 1e-7
+#: Products with ``B`` (and solves with its incomplete LU) a GMRES solve of the large engine takes, for the estimate.
+KRYLOV_PRODUCTS = 100
 #: Above this many nonzeros of the joint chain, ``auto`` runs the large-world engine (when the architecture
 #: has classes of choices): building the chain's list would take longer than the whole large-world
 #: evaluation (benchmarks/bench_large.py).
@@ -141,6 +143,8 @@ def estimate(engine: str, sizes: Sizes) -> Estimate:
         nnz = sizes.large_nonzeros
         fill = LARGE_FILL * nnz
         seconds = SPARSE_SECONDS_PER_FLOP * fill**2 / max(Y, 1) + SPARSE_SECONDS_PER_NONZERO * (nnz + K * X * C)
+        if not factor_fits(nnz):  # GMRES on an incomplete LU of at most 3 times the entries (LargeLU)
+            fill, seconds = 3 * nnz, SPARSE_SECONDS_PER_NONZERO * (KRYLOV_PRODUCTS * nnz + K * X * C)
         return Estimate(engine, vectors + LARGE_BYTES_PER_NONZERO * nnz + 12 * fill, seconds)
     if engine in ("dense", "accurate", "power"):
         copies = 3 if engine == "power" else 1
@@ -152,6 +156,12 @@ def estimate(engine: str, sizes: Sizes) -> Estimate:
     # sparse and iterative: the chain's list, a CSC copy, and the factor or the preconditioner
     factor = 12 * LARGE_FILL * sizes.chain_nonzeros if engine == "sparse" else 24 * sizes.chain_nonzeros
     return Estimate(engine, vectors + chain_bytes + factor, chain_seconds + SPARSE_SECONDS_PER_NONZERO * LARGE_FILL * sizes.chain_nonzeros)
+
+
+def factor_fits(nonzeros: int) -> bool:
+    """Whether the complete sparse LU of a matrix with ``nonzeros`` entries (about ``LARGE_FILL`` times as many in
+    its factors, 12 bytes each) fits in ``MEMORY_SHARE`` of the available memory."""
+    return 12 * LARGE_FILL * nonzeros <= MEMORY_SHARE * available_bytes()
 
 
 def set_up_seconds(world: POMDP, arch: MemoryArchitecture, reset: float, engine: str) -> float:

@@ -31,6 +31,8 @@ import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
+from fsc.engines.estimate import factor_fits
+from fsc.engines.iterative import ConvergenceError
 from fsc.engines.sparse import Backend
 from fsc.model.architecture import MemoryArchitecture, readonly
 from fsc.model.chain import ChainFrame, chain_frame, successor_classes
@@ -257,14 +259,47 @@ def large_chain(world: POMDP, architecture: MemoryArchitecture) -> LargeChain:
     return chain
 
 
+class _Krylov:
+    """GMRES on ``B`` (or ``B^T``) preconditioned by an incomplete LU of ``B``: the solver of :class:`LargeLU`
+    when the complete factor would not fit.  Solves to a relative residual of ``tol`` or raises."""
+
+    def __init__(self, B: sp.csc_matrix, *, tol: float = 1e-14, restart: int = 60, maxiter: int = 50):
+        self.B, self.tol, self.restart, self.maxiter = B, tol, restart, maxiter
+        self.ilu = spla.spilu(B, drop_tol=1e-6, fill_factor=3.0, permc_spec="COLAMD", diag_pivot_thresh=0.0)
+        self.nnz = self.ilu.nnz
+        self.iterations = 0
+
+    def solve(self, b: np.ndarray, trans: str = "N") -> np.ndarray:
+        B = self.B if trans == "N" else self.B.T.tocsr()
+        shape = self.B.shape
+        M = spla.LinearOperator(shape, matvec=lambda v: self.ilu.solve(np.ascontiguousarray(v), trans=trans), dtype=np.float64)
+        count = [0]
+
+        def note(_):
+            count[0] += 1
+
+        x, _ = spla.gmres(B, b, M=M, rtol=self.tol, atol=0.0, restart=self.restart, maxiter=self.maxiter, callback=note, callback_type="pr_norm")
+        self.iterations += count[0]
+        residual = float(np.abs(B @ x - b).max(initial=0.0))
+        if not residual <= 1e3 * self.tol * max(float(np.abs(b).max(initial=0.0)), 1e-300):
+            raise ConvergenceError(f"large engine: GMRES left a residual of {residual:.3g} after {count[0]} iterations")
+        return x
+
+
 class LargeLU(Backend):
     """A :class:`fsc.engines.sparse.Backend` on :class:`LargeChain`: one SuperLU of ``B`` per part (module
-    docstring), reused for the adjoint; :meth:`transition_gradient` gives ``dL/dpi`` through ``P``."""
+    docstring), reused for the adjoint; :meth:`transition_gradient` gives ``dL/dpi`` through ``P``.
+
+    ``krylov``: instead of the complete LU, GMRES preconditioned by an incomplete one (:class:`_Krylov`);
+    ``None`` (the default) takes it when the complete factor's estimated size (:data:`fsc.engines.estimate.LARGE_FILL`
+    times the entries of ``B``) is over the machine's available memory (:func:`fsc.engines.estimate.factor_fits`).
+    """
 
     needs_probs = True
 
-    def __init__(self, chain: LargeChain, values: object, p0: np.ndarray, reset: float, *, probs: np.ndarray):
+    def __init__(self, chain: LargeChain, values: object, p0: np.ndarray, reset: float, *, probs: np.ndarray, krylov: bool | None = None):
         start = time.perf_counter()
+        krylov = not factor_fits(chain.nnz) if krylov is None else krylov
         self.chain, self.p0, self.reset = chain, p0, reset
         frame = chain.frame
         self.K, self.S, self.N = frame.num_parts, frame.states_per_part, frame.architecture.num_nodes
@@ -287,12 +322,19 @@ class LargeLU(Backend):
             B = sp.csc_matrix((data, indices, indptr), shape=(Y, Y), copy=False)
             B.has_canonical_format = True
             self.matrices.append(B)
-            self.factors.append(spla.splu(B, permc_spec="COLAMD", diag_pivot_thresh=0.0))
+            self.factors.append(_Krylov(B) if krylov else spla.splu(B, permc_spec="COLAMD", diag_pivot_thresh=0.0))
         fill = sum(f.nnz for f in self.factors)
-        self.info = {"states": int(Y), "nonzeros": chain.nnz, "fill": int(fill), "factor_seconds": time.perf_counter() - start}
+        seconds = time.perf_counter() - start
+        self.info = {"states": int(Y), "nonzeros": chain.nnz, "fill": int(fill), "factor_seconds": seconds, "solver": "gmres" if krylov else "lu"}
 
     def _b_solve(self, rhs: np.ndarray, trans: str) -> np.ndarray:
-        return np.stack([f.solve(np.ascontiguousarray(b.reshape(-1)), trans=trans) for f, b in zip(self.factors, rhs, strict=True)]).reshape(rhs.shape)
+        out = np.stack([f.solve(np.ascontiguousarray(b.reshape(-1)), trans=trans) for f, b in zip(self.factors, rhs, strict=True)]).reshape(rhs.shape)
+        self._note_iterations()
+        return out
+
+    def _note_iterations(self) -> None:
+        if self.info["solver"] == "gmres":
+            self.info["iterations"] = int(sum(f.iterations for f in self.factors))
 
     def solve(self) -> np.ndarray:
         K, S, N, r = self.K, self.S, self.N, self.reset

@@ -187,3 +187,25 @@ def test_sparse_bounds_are_the_dense_iterations(world):
         Q = rbar + gamma * (step @ Q).max(axis=3).sum(axis=2)
     assert mdp_bound(world, gamma, tolerance=1e-13) == pytest.approx(float(pomdp.initial @ V), abs=1e-11)
     assert informed_bound(world, gamma, tolerance=1e-13) == pytest.approx(float((pomdp.initial @ Q).max()), abs=1e-11)
+
+
+@pytest.mark.parametrize("arch", [fsc.RAM(3), fsc.Memento(3)], ids=ids)
+def test_gmres_on_an_incomplete_lu_agrees_with_the_complete_lu(arch):
+    """Where the complete factor would not fit, the large engine solves by GMRES on an incomplete LU: the
+    same value, distribution and gradient."""
+    from fsc.engines import large
+
+    world = tasks.TwoHypothesis(0.2, arms=arch.arms).pomdp
+    chain = large.large_chain(world, arch)
+    policy = fsc.Policy.random(arch, 2)
+    probs, init = policy.probs().detach().numpy(), policy.init_probs().detach().numpy()
+    frame = chain.frame
+    p0 = (frame.initial_world[:, :, None] * init).reshape(frame.num_parts, -1)
+    lu = large.LargeLU(chain, None, p0, 0.01, probs=probs, krylov=False)
+    krylov = large.LargeLU(chain, None, p0, 0.01, probs=probs, krylov=True)
+    assert krylov.info["solver"] == "gmres" and lu.info["solver"] == "lu"
+    p, q = lu.solve(), krylov.solve()
+    np.testing.assert_allclose(q, p, rtol=0, atol=1e-12)
+    g = np.random.default_rng(0).normal(size=p.shape)
+    np.testing.assert_allclose(krylov.solve_adjoint(g), lu.solve_adjoint(g), rtol=0, atol=1e-10)
+    assert krylov.residual(q) < 1e-12
