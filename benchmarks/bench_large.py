@@ -201,8 +201,9 @@ def plot(rows: list[dict], path: Path) -> None:
         if not mine:
             continue
         x = [row["SN"] for row in mine]
-        left.loglog(x, [row["seconds"] for row in mine], marker=marker, label=f"{name}: value + gradient")
-        left.loglog(x, [row.get("floor", np.nan) for row in mine], marker=marker, linestyle=":", label=f"{name}: floor (splu + 2 solves)")
+        (line,) = left.loglog(x, [row["seconds"] for row in mine], marker=marker, label=f"{name}: value + gradient")
+        floor = [row.get("floor", np.nan) for row in mine]
+        left.loglog(x, floor, marker=marker, linestyle=":", color=line.get_color(), label=f"{name}: floor (splu + 2 solves)")
         right.loglog(x, [row["peak_mb"] for row in mine], marker=marker, label=name)
     left.set_xlabel("S * N (joint states)")
     left.set_ylabel("seconds")
