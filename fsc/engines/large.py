@@ -35,7 +35,7 @@ from fsc.engines.estimate import factor_fits
 from fsc.engines.iterative import ConvergenceError
 from fsc.engines.sparse import Backend
 from fsc.model.architecture import MemoryArchitecture, readonly
-from fsc.model.chain import ChainFrame, chain_frame, successor_classes
+from fsc.model.chain import ChainFrame, RecentTables, chain_frame, successor_classes
 from fsc.model.pomdp import POMDP
 
 __all__ = ["Block", "LargeChain", "LargeLU", "large_chain"]
@@ -244,19 +244,8 @@ def build_large_chain(world: POMDP, arch: MemoryArchitecture) -> LargeChain:
     return LargeChain(frame, Q, class_of, tuple(blocks), tuple(pattern), choice_is_class)
 
 
-_LARGE: collections.OrderedDict[tuple[POMDP, MemoryArchitecture], LargeChain] = collections.OrderedDict()
-
-
-def large_chain(world: POMDP, architecture: MemoryArchitecture) -> LargeChain:
-    """The :class:`LargeChain` of ``world`` and ``architecture`` (the last two are kept)."""
-    key = (world, architecture)
-    chain = _LARGE.pop(key, None)
-    if chain is None:
-        chain = build_large_chain(world, architecture)
-    _LARGE[key] = chain
-    while len(_LARGE) > 2:
-        _LARGE.popitem(last=False)
-    return chain
+#: The large chains last built (two: each holds the pattern of ``B``).
+large_chain = RecentTables(lambda world, arch: build_large_chain(world, arch), lambda: 2)
 
 
 class _Krylov:

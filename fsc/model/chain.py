@@ -36,25 +36,22 @@ from fsc.errors import InputError
 from fsc.model.architecture import MemoryArchitecture, readonly
 from fsc.model.pomdp import POMDP
 
-__all__ = ["AfterChoice", "ChainFrame", "JointChain", "chain_frame", "joint_chain", "require_after_choice", "successor_classes"]
+__all__ = ["AfterChoice", "ChainFrame", "JointChain", "RecentTables", "chain_frame", "joint_chain", "require_after_choice", "successor_classes"]
 
 
 @attrs.frozen(eq=False)
-class JointChain:
-    """Index tables of the joint chain (pure structure, no policy).
+class ChainFrame:
+    """What the joint chain of a world and an architecture holds besides its nonzeros: the parts, the
+    reset distribution, the expected reward of each choice (no ``(S, N, C, O)`` table is built).
 
-    The arrays are read-only; derived tables (torch indices, CSC pointers)
-    are computed once, on first use.
+    The engine for large worlds (:mod:`fsc.engines.large`) runs on this and the world's sparse tables; the
+    other engines read the same fields off :class:`JointChain`, which adds the nonzeros.
 
     Attributes:
         num_parts: ``K``.
         size: ``X``, joint states per part.
         part_states: ``(K, S_part)`` world state of each local state (-1: padding).
         part_weights: ``(K,)`` initial mass of each part (sums to 1).
-        rows, cols, parts: COO coordinates of each nonzero of ``P`` (int32 or
-            int64), sorted by ``(parts, cols)``.
-        node, choice: the ``(n, c)`` whose probability scales each nonzero.
-        weight: ``T * O`` of each nonzero (float64).
         step_reward: ``(K, S_part, C)`` expected reward of choice ``c`` in world state s.
         step_metrics: name -> ``(K, S_part, C)`` expected metric of the step.
         initial_world: ``(K, S_part)`` world part of the reset distribution (per part, sums to 1).
@@ -66,12 +63,6 @@ class JointChain:
     states_per_part: int
     part_states: np.ndarray
     part_weights: np.ndarray
-    rows: np.ndarray
-    cols: np.ndarray
-    parts: np.ndarray
-    node: np.ndarray
-    choice: np.ndarray
-    weight: np.ndarray
     step_reward: np.ndarray
     step_metrics: dict
     initial_world: np.ndarray
@@ -80,6 +71,28 @@ class JointChain:
     @property
     def size(self) -> int:
         return self.states_per_part * self.architecture.num_nodes
+
+
+@attrs.frozen(eq=False)
+class JointChain(ChainFrame):
+    """Index tables of the joint chain (pure structure, no policy): the :class:`ChainFrame` and the nonzeros.
+
+    The arrays are read-only; derived tables (torch indices, CSC pointers)
+    are computed once, on first use.
+
+    Attributes:
+        rows, cols, parts: COO coordinates of each nonzero of ``P`` (int32 or
+            int64), sorted by ``(parts, cols)``.
+        node, choice: the ``(n, c)`` whose probability scales each nonzero.
+        weight: ``T * O`` of each nonzero (float64).
+    """
+
+    rows: np.ndarray
+    cols: np.ndarray
+    parts: np.ndarray
+    node: np.ndarray
+    choice: np.ndarray
+    weight: np.ndarray
 
     @property
     def nnz(self) -> int:
@@ -412,24 +425,32 @@ def _upstream_of_cycles(graph: sp.csr_matrix) -> np.ndarray:
     return rest[np.array(order, dtype=np.int64)]
 
 
+class RecentTables:
+    """The tables last built per (world, architecture), most recent last, kept while their weights add up to
+    at most ``limit()`` (the latest always): ``recent(world, architecture)`` returns the kept ones or builds them."""
+
+    def __init__(self, build, limit, weight=lambda tables: 1):
+        self.build, self.limit, self.weight = build, limit, weight
+        self.kept: collections.OrderedDict = collections.OrderedDict()
+
+    def __call__(self, world: POMDP, architecture: MemoryArchitecture):
+        key = (world, architecture)
+        tables = self.kept.pop(key, None)
+        if tables is None:
+            tables = self.build(world, architecture)
+        self.kept[key] = tables
+        total = sum(self.weight(t) for t in self.kept.values())
+        while len(self.kept) > 1 and total > self.limit():
+            _, dropped = self.kept.popitem(last=False)
+            total -= self.weight(dropped)
+        return tables
+
+
 #: The joint chains kept for reuse, most recent last, while their nonzeros add up to at most
 #: ``MAX_CACHED_NONZEROS`` (the latest is always kept): a few large chains are not held alive for nothing
 #: (Memento 10's alone is 11 M nonzeros, about 300 MB), many small ones are.
 MAX_CACHED_NONZEROS = 4_000_000
-_CHAINS: collections.OrderedDict[tuple[POMDP, MemoryArchitecture], JointChain] = collections.OrderedDict()
-
-
-def _cached(world: POMDP, architecture: MemoryArchitecture) -> JointChain:
-    key = (world, architecture)
-    chain = _CHAINS.pop(key, None)
-    if chain is None:
-        chain = _build(world, architecture)
-    _CHAINS[key] = chain
-    total = sum(c.nnz for c in _CHAINS.values())
-    while len(_CHAINS) > 1 and total > MAX_CACHED_NONZEROS:
-        _, dropped = _CHAINS.popitem(last=False)
-        total -= dropped.nnz
-    return chain
+_cached = RecentTables(lambda world, arch: _build(world, arch), lambda: MAX_CACHED_NONZEROS, lambda chain: chain.nnz)
 
 
 def joint_chain(world: POMDP, architecture: MemoryArchitecture) -> JointChain:
@@ -441,43 +462,8 @@ def joint_chain(world: POMDP, architecture: MemoryArchitecture) -> JointChain:
     return _cached(world, architecture)
 
 
-@attrs.frozen(eq=False)
-class ChainFrame:
-    """What the joint chain of a world and an architecture holds besides its nonzeros: the parts, the
-    reset distribution, the expected reward of each choice (no ``(S, N, C, O)`` table is built).
-
-    The engine for large worlds (:mod:`fsc.engines.large`) runs on this and the world's sparse tables; the
-    other engines read the same fields off :class:`JointChain`.  Attributes as in :class:`JointChain`.
-    """
-
-    architecture: MemoryArchitecture
-    num_parts: int
-    states_per_part: int
-    part_states: np.ndarray
-    part_weights: np.ndarray
-    step_reward: np.ndarray
-    step_metrics: dict
-    initial_world: np.ndarray
-    padding: np.ndarray
-
-    @property
-    def size(self) -> int:
-        return self.states_per_part * self.architecture.num_nodes
-
-
-_FRAMES: collections.OrderedDict[tuple[POMDP, MemoryArchitecture], ChainFrame] = collections.OrderedDict()
-
-
-def chain_frame(world: POMDP, architecture: MemoryArchitecture) -> ChainFrame:
-    """The :class:`ChainFrame` of ``world`` and ``architecture`` (the last few are kept)."""
-    key = (world, architecture)
-    frame = _FRAMES.pop(key, None)
-    if frame is None:
-        frame = _frame(world, architecture)
-    _FRAMES[key] = frame
-    while len(_FRAMES) > 4:
-        _FRAMES.popitem(last=False)
-    return frame
+#: The frames last built (a few: each holds ``S x C`` tables).
+chain_frame = RecentTables(lambda world, arch: _frame(world, arch), lambda: 4)
 
 
 def _frame(world: POMDP, arch: MemoryArchitecture) -> ChainFrame:
