@@ -17,10 +17,11 @@ import os
 
 import attrs
 import numpy as np
+import scipy.sparse as sp
 
 from fsc.errors import InputError
 from fsc.model.architecture import MemoryArchitecture
-from fsc.model.chain import successor_classes
+from fsc.model.chain import check_plays, successor_classes
 from fsc.model.pomdp import POMDP
 
 __all__ = ["Estimate", "Sizes", "available_bytes", "check_sizes", "estimate", "factor_fits", "plan_engine", "set_up_seconds", "world_sizes"]
@@ -61,6 +62,7 @@ class Sizes:
         parts, states_per_part: ``K`` and ``S_part`` of the joint chain.
         nodes, choices, classes: ``N``, ``C`` and ``Q`` (classes of choices with the same next nodes).
         transitions: nonzeros of ``T`` over all actions.
+        largest_action_classes: the most classes that play one action (``max_a |Q_a|``).
         chain_nonzeros: nonzeros the joint chain stores, ``sum_a nnz(T_a O_a) E_a`` (``E_a`` allowed
             choices of action ``a`` over all nodes).
         large_nonzeros: entries of the chain after each choice, at most ``sum_a (nnz(T_a) + K S_part) |Q_a| Q``
@@ -76,6 +78,7 @@ class Sizes:
     choices: int
     classes: int
     transitions: int
+    largest_action_classes: int
     chain_nonzeros: int
     large_nonzeros: int
 
@@ -109,12 +112,14 @@ def world_sizes(world: POMDP, arch: MemoryArchitecture) -> Sizes:
     class_of, nxt = successor_classes(arch)
     Q = len(nxt)
     n, c = np.nonzero(class_of >= 0)
-    allowed_q = np.zeros((arch.num_nodes, Q), dtype=bool)
-    allowed_q[n, class_of[n, c]] = True
+    allowed_q = sp.csr_matrix((np.ones(len(n)), (n, class_of[n, c])), shape=(arch.num_nodes, Q))
     q_action = np.full(Q, -1, dtype=np.int64)
     q_action[class_of[n, c]] = arch.choice_action[c]
-    after = allowed_q[nxt].any(axis=1).sum(axis=1)  # (Q,): classes reachable after each class
+    # The classes one can choose after each class (at any of the nodes it leads to), counted sparsely.
+    leads = sp.csr_matrix((np.ones(nxt.size), (np.repeat(np.arange(Q), nxt.shape[1]), nxt.reshape(-1))), shape=(Q, arch.num_nodes))
+    after = np.diff((leads @ allowed_q).indptr)  # (Q,)
     per_action = np.bincount(q_action, weights=after, minlength=world.num_actions)
+    classes_per_action = np.bincount(q_action, minlength=world.num_actions)
     parts = world.parts
     S_part = max(len(p) for p in parts)
     return Sizes(
@@ -127,6 +132,7 @@ def world_sizes(world: POMDP, arch: MemoryArchitecture) -> Sizes:
         choices=arch.num_choices,
         classes=Q,
         transitions=int(nnz_t.sum()),
+        largest_action_classes=int(classes_per_action.max(initial=0)),
         chain_nonzeros=int((nnz_to * allowed_per_action).sum()),
         large_nonzeros=int(((nnz_t + len(parts) * S_part) * per_action).sum()),
     )
@@ -142,6 +148,9 @@ def estimate(engine: str, sizes: Sizes) -> Estimate:
         Y = K * sizes.states_per_part * sizes.classes
         nnz = sizes.large_nonzeros
         fill = LARGE_FILL * nnz
+        # Per block, the dense (S_part, Q_a, Q) table of sum_o O W and the (Q_a, Q) masks of the classes that follow.
+        vectors += 8 * sizes.states_per_part * sizes.largest_action_classes * sizes.classes
+        vectors += (9 + sizes.observations) * K * sizes.actions * sizes.largest_action_classes * sizes.classes
         seconds = SPARSE_SECONDS_PER_FLOP * fill**2 / max(Y, 1) + SPARSE_SECONDS_PER_NONZERO * (nnz + K * X * C)
         if not factor_fits(nnz):  # GMRES on an incomplete LU of at most 3 times the entries (LargeLU)
             fill, seconds = 3 * nnz, SPARSE_SECONDS_PER_NONZERO * (KRYLOV_PRODUCTS * nnz + K * X * C)
@@ -196,7 +205,9 @@ def _gb(n: float) -> str:
 
 def check_sizes(world: POMDP, arch: MemoryArchitecture) -> None:
     """Refuse, before anything is allocated, a world and memory whose smallest evaluation (the joint
-    chain's vectors and the architecture's table of next nodes, ``N x C x O`` integers) does not fit the machine."""
+    chain's vectors and the architecture's table of next nodes, ``N x C x O`` integers) does not fit the machine,
+    or an architecture that does not play the world's actions and observations."""
+    check_plays(world, arch)
     N, C, O = arch.num_nodes, arch.num_choices, world.num_observations
     X = sum(len(p) for p in world.parts) * N
     need = 8 * 12 * X + 32 * N * C + 8 * N * C * O
@@ -210,9 +221,9 @@ def check_sizes(world: POMDP, arch: MemoryArchitecture) -> None:
 
 
 def plan_engine(world: POMDP, arch: MemoryArchitecture, reset: float, engine: str) -> str:
-    """The engine to run: ``engine`` itself, or for ``auto`` ``large`` when the joint chain would hold more
-    than ``LARGE_CHAIN_NONZEROS`` nonzeros (else ``auto``, which :func:`fsc.engines.solve.choose_engine`
-    resolves on the chain).
+    """The engine to run: ``engine`` itself, or for ``auto`` ``large`` when it fits and the joint chain would
+    hold more than ``LARGE_CHAIN_NONZEROS`` nonzeros (or its engines would not fit); else ``auto``, which
+    :func:`fsc.engines.solve.choose_engine` resolves on the chain.
 
     Raises:
         ValueError: the engine's estimated peak memory is over ``MEMORY_SHARE`` of the available memory
@@ -223,10 +234,16 @@ def plan_engine(world: POMDP, arch: MemoryArchitecture, reset: float, engine: st
     if engine == "auto":
         if reset == 0:
             engine = "accurate"
-        elif sizes.chain_nonzeros > LARGE_CHAIN_NONZEROS or estimate("choices", sizes).bytes > limit:
-            engine = "large"
         else:
-            return "auto"
+            large_fits = estimate("large", sizes).bytes <= limit
+            chain_fits = estimate("iterative", sizes).bytes <= limit  # the lightest engine on the joint chain
+            wants_large = sizes.chain_nonzeros > LARGE_CHAIN_NONZEROS or estimate("choices", sizes).bytes > limit
+            if large_fits and (wants_large or not chain_fits):
+                engine = "large"
+            elif chain_fits:
+                return "auto"  # the joint chain's engines (fsc.engines.solve.choose_engine)
+            else:
+                engine = "large"  # nothing fits: refused below, with the large engine's estimate
     cost = estimate(engine, sizes)
     if cost.bytes > limit:
         better = [name for name in ("large", "sparse", "iterative") if name != engine and reset > 0 and estimate(name, sizes).bytes <= limit]

@@ -36,7 +36,7 @@ from fsc.errors import InputError
 from fsc.model.architecture import MemoryArchitecture, readonly
 from fsc.model.pomdp import POMDP
 
-__all__ = ["AfterChoice", "ChainFrame", "JointChain", "RecentTables", "chain_frame", "joint_chain", "require_after_choice", "successor_classes"]
+__all__ = ["AfterChoice", "ChainFrame", "JointChain", "RecentTables", "check_plays", "chain_frame", "joint_chain", "require_after_choice", "successor_classes"]
 
 
 @attrs.frozen(eq=False)
@@ -455,11 +455,16 @@ _cached = RecentTables(lambda world, arch: _build(world, arch), lambda: MAX_CACH
 
 def joint_chain(world: POMDP, architecture: MemoryArchitecture) -> JointChain:
     """The index tables of the joint chain of ``world`` and ``architecture`` (cached)."""
+    check_plays(world, architecture)
+    return _cached(world, architecture)
+
+
+def check_plays(world: POMDP, architecture: MemoryArchitecture) -> None:
+    """Raise ``ValueError`` unless ``architecture`` plays the world's actions and reads its observations."""
     if architecture.num_actions != world.num_actions:
         raise InputError(f"{architecture!r} plays {architecture.num_actions} actions but the world has {world.num_actions}")
     if architecture.num_observations != world.num_observations:
         raise InputError(f"{architecture!r} reads {architecture.num_observations} observations but the world has {world.num_observations}")
-    return _cached(world, architecture)
 
 
 #: The frames last built (a few: each holds ``S x C`` tables).
