@@ -13,6 +13,8 @@ import torch
 
 from fsc.checks import CONVENTIONS, check_reset
 from fsc.engines import kernels
+from fsc.engines.estimate import check_sizes, plan_engine
+from fsc.engines.large import large_chain
 from fsc.engines.solve import BACKENDS, ZERO_RESET_ENGINES, choose_engine
 from fsc.engines.sparse import Backend
 from fsc.errors import InputError, InputTypeError
@@ -152,14 +154,22 @@ class Evaluator:
     def __init__(self, world: POMDP | Task, architecture: MemoryArchitecture, reset: float, engine: str = "auto", convention: str = "native"):
         if convention not in CONVENTIONS:
             raise InputError(f"convention must be one of {CONVENTIONS}, got {convention!r}")
-        chain = joint_chain(as_pomdp(world), architecture)
-        name = choose_engine(chain, reset) if engine == "auto" else engine
-        if not isinstance(name, str) or name not in BACKENDS:
+        if not isinstance(engine, str) or (engine != "auto" and engine not in BACKENDS):
             raise InputError(f"engine must be 'auto' or one of {sorted(BACKENDS)}, got {engine!r}")
-        if name == "choices":
-            require_after_choice(chain)
+        pomdp = as_pomdp(world)
+        check_sizes(pomdp, architecture)
+        name = plan_engine(pomdp, architecture, reset, engine)
         if reset == 0 and name not in ZERO_RESET_ENGINES:
             raise InputError(f"reset = 0 (a chain with a single recurrent class) needs one of the engines {sorted(ZERO_RESET_ENGINES)}, got {name!r}")
+        if name == "large":  # the chain's frame, and the world's own tables: no list of the chain's nonzeros
+            self.large = large_chain(pomdp, architecture)
+            chain = self.large.frame
+        else:
+            chain = joint_chain(pomdp, architecture)
+            if engine == "auto":
+                name = choose_engine(chain, reset)
+            if name == "choices":
+                require_after_choice(chain)
         self.world, self.architecture, self.chain, self.reset, self.engine, self.convention = world, architecture, chain, reset, name, convention
         self.key = (reset, engine, convention)
         self.make_backend = BACKENDS[name]
@@ -167,7 +177,7 @@ class Evaluator:
         self.shape = (K, S, N, C)
         self.step_reward = np.ascontiguousarray(chain.step_reward, dtype=np.float64).reshape(K * S, C)
         self.step_metrics = {name_: np.ascontiguousarray(table, dtype=np.float64).reshape(K * S, C) for name_, table in chain.step_metrics.items()}
-        self.scaled_weight = (1 - reset) * chain.weight
+        self.scaled_weight = None if name == "large" else (1 - reset) * chain.weight
         # The read-out's slope: the gain reported is ``factor`` times the native one; a world with
         # its own paper read-out derives its metrics from that gain, the others scale theirs alike.
         self.factor = 1.0 if convention == "native" else 1 - reset
@@ -198,9 +208,12 @@ class Evaluator:
         """:meth:`forward` from the probabilities ``(N, C)`` and ``(N,)`` themselves (checked by the caller)."""
         chain, r = self.chain, self.reset
         K, S, N, C = self.shape
-        values = probs.reshape(-1)[chain.node_choice] * chain.weight
         p0 = (chain.initial_world[:, :, None] * init_probs).reshape(K, S * N)
-        backend = self.make_backend(chain, values, p0, r, probs=probs) if self.make_backend.needs_probs else self.make_backend(chain, values, p0, r)
+        if self.engine == "large":
+            backend = self.make_backend(self.large, None, p0, r, probs=probs)
+        else:
+            values = probs.reshape(-1)[chain.node_choice] * chain.weight
+            backend = self.make_backend(chain, values, p0, r, probs=probs) if self.make_backend.needs_probs else self.make_backend(chain, values, p0, r)
         p = backend.solve()
         # Each part's exact p sums to 1.  Near r = 0, A is nearly singular (condition ~ 1/r) and LU's
         # error lies almost entirely along its near-null vector, which is p itself: a scale error,
@@ -256,7 +269,9 @@ class Evaluator:
             table, scale = self.step_reward, self.factor * seed
         none = _NO_SEED if distribution is None else np.ascontiguousarray(distribution, dtype=np.float64).reshape(K, S * N)
         lam = run.backend.solve_adjoint(kernels.adjoint_seed(run.p_hat, run.total, chain.part_weights, run.probs, table, none, S, N))
-        if self.engine == "choices":  # P = G Pi: through G, in O(K S N C)
+        if self.engine == "large":  # P = G Pi, G from the world's tables
+            d_probs = run.backend.transition_gradient(lam, run.p)
+        elif self.engine == "choices":  # P = G Pi: through G, in O(K S N C)
             t = chain.after_choice
             d_probs = kernels.after_choice_transition_gradient(lam, run.p, t.kernel_tables, t.valid, 1 - r, S, N)
         else:

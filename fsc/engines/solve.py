@@ -37,6 +37,7 @@ import torch
 
 from fsc.engines.accurate import Accurate, solve_accurate
 from fsc.engines.iterative import ConvergenceError, Iterative, solve_iterative
+from fsc.engines.large import LargeLU
 from fsc.engines.sparse import AfterChoiceLU, Backend, DenseLU, Solution, SparseLU, solve_sparse, solve_with, stationary_residual
 from fsc.model.chain import JointChain
 
@@ -170,6 +171,7 @@ BACKENDS: dict[str, Callable[..., Backend]] = {
     "sparse": SparseLU,
     "iterative": Iterative,
     "accurate": Accurate,
+    "large": LargeLU,
 }
 
 ENGINES: dict[str, Engine] = {

@@ -227,17 +227,17 @@ class _Reader:
         if self.require_discount and self.discount is None:
             raise self.err(line, "expected 'discount:' in the preamble before start, T, O and R entries")
         S, A, O = self.sizes["states"], self.sizes["actions"], self.sizes["observations"]
-        need = 8 * (S * A * S * O + S * A * S + A * S * O + S)
+        need = 8 * (S * A * S + A * S * O + S * A + S)  # the reward grows further axes only when entries need them
         if need > MAX_TABLE_BYTES:
             raise self.err(
                 line,
                 f"states={S}, actions={A}, observations={O} need {need / 1024**3:.3g} GiB of dense tables "
-                f"(reward alone is S*A*S*O = {S * A * S * O} numbers), over the limit of {MAX_TABLE_BYTES / 1024**3:g} GiB",
+                f"(transition alone is S*A*S = {S * A * S} numbers), over the limit of {MAX_TABLE_BYTES / 1024**3:g} GiB",
             )
         self.S, self.A, self.O = S, A, O
         self.transition = np.zeros((S, A, S))
         self.observation = np.zeros((A, S, O))
-        # Kept compact, (S, A, 1, 1), until an entry depends on the end state or the observation.
+        # Kept compact, (S, A, 1, 1), until an entry depends on the end state or the observation (grow_reward).
         self.reward = np.zeros((S, A, 1, 1))
         self.initial = np.full(S, 1.0 / S)
         self.start_line = 0
@@ -389,11 +389,8 @@ class _Reader:
         s = s if isinstance(s, slice) else slice(s, s + 1)
         sign = -1.0 if self.cost else 1.0
         everything = slice(None)
-        if len(rest) == 2 and rest[0] == everything and rest[1] == everything and self.reward.shape[2:] == (1, 1):
-            self.reward[s, a, :, :] = sign * self.data(st, data, lines, (1,), probability=False, entry=True)[0]
-            return
-        if self.reward.shape[2:] == (1, 1):
-            self.reward = np.broadcast_to(self.reward, (S, self.A, S, O)).copy()
+        # The reward grows an end-state or observation axis only when an entry depends on it.
+        self.grow_reward(st.line, end_state=len(rest) < 2 or rest[0] != everything, observation=len(rest) < 2 or rest[1] != everything)
         if len(rest) == 2:
             s2, o = rest
             self.reward[s, a, s2, o] = sign * self.data(st, data, lines, (1,), probability=False, entry=True)[0]
@@ -402,6 +399,23 @@ class _Reader:
             self.reward[s, a, s2, :] = sign * self.data(st, data, lines, (O,), probability=False, what="a row over observations")
         else:
             self.reward[s, a, :, :] = sign * self.data(st, data, lines, (S, O), probability=False, what=f"a {S}x{O} matrix, end state by observation")
+
+    def grow_reward(self, line: int, *, end_state: bool, observation: bool) -> None:
+        """Give the reward table its end-state axis (size ``S``) and its observation axis (size ``O``) when
+        asked and not there yet; refuse when the tables would pass ``MAX_TABLE_BYTES``."""
+        shape = (self.S, self.A, self.S if end_state else self.reward.shape[2], self.O if observation else self.reward.shape[3])
+        if shape == self.reward.shape:
+            return
+        need = 8 * (self.S * self.A * self.S + self.A * self.S * self.O + self.S + int(np.prod(shape)))
+        if need > MAX_TABLE_BYTES:
+            axes = "end state and the observation" if shape[2:] == (self.S, self.O) else "end state" if end_state else "observation"
+            raise self.err(
+                line,
+                f"a reward that depends on the {axes} "
+                f"needs {need / 1024**3:.3g} GiB of dense tables with states={self.S}, actions={self.A}, observations={self.O}, "
+                f"over the limit of {MAX_TABLE_BYTES / 1024**3:g} GiB",
+            )
+        self.reward = np.broadcast_to(self.reward, shape).copy()
 
     # -- the end ----------------------------------------------------------
 

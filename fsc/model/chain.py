@@ -36,25 +36,22 @@ from fsc.errors import InputError
 from fsc.model.architecture import MemoryArchitecture, readonly
 from fsc.model.pomdp import POMDP
 
-__all__ = ["AfterChoice", "JointChain", "joint_chain", "require_after_choice", "successor_classes"]
+__all__ = ["AfterChoice", "ChainFrame", "JointChain", "RecentTables", "check_plays", "chain_frame", "joint_chain", "require_after_choice", "successor_classes"]
 
 
 @attrs.frozen(eq=False)
-class JointChain:
-    """Index tables of the joint chain (pure structure, no policy).
+class ChainFrame:
+    """What the joint chain of a world and an architecture holds besides its nonzeros: the parts, the
+    reset distribution, the expected reward of each choice (no ``(S, N, C, O)`` table is built).
 
-    The arrays are read-only; derived tables (torch indices, CSC pointers)
-    are computed once, on first use.
+    The engine for large worlds (:mod:`fsc.engines.large`) runs on this and the world's sparse tables; the
+    other engines read the same fields off :class:`JointChain`, which adds the nonzeros.
 
     Attributes:
         num_parts: ``K``.
         size: ``X``, joint states per part.
         part_states: ``(K, S_part)`` world state of each local state (-1: padding).
         part_weights: ``(K,)`` initial mass of each part (sums to 1).
-        rows, cols, parts: COO coordinates of each nonzero of ``P`` (int32 or
-            int64), sorted by ``(parts, cols)``.
-        node, choice: the ``(n, c)`` whose probability scales each nonzero.
-        weight: ``T * O`` of each nonzero (float64).
         step_reward: ``(K, S_part, C)`` expected reward of choice ``c`` in world state s.
         step_metrics: name -> ``(K, S_part, C)`` expected metric of the step.
         initial_world: ``(K, S_part)`` world part of the reset distribution (per part, sums to 1).
@@ -66,12 +63,6 @@ class JointChain:
     states_per_part: int
     part_states: np.ndarray
     part_weights: np.ndarray
-    rows: np.ndarray
-    cols: np.ndarray
-    parts: np.ndarray
-    node: np.ndarray
-    choice: np.ndarray
-    weight: np.ndarray
     step_reward: np.ndarray
     step_metrics: dict
     initial_world: np.ndarray
@@ -80,6 +71,28 @@ class JointChain:
     @property
     def size(self) -> int:
         return self.states_per_part * self.architecture.num_nodes
+
+
+@attrs.frozen(eq=False)
+class JointChain(ChainFrame):
+    """Index tables of the joint chain (pure structure, no policy): the :class:`ChainFrame` and the nonzeros.
+
+    The arrays are read-only; derived tables (torch indices, CSC pointers)
+    are computed once, on first use.
+
+    Attributes:
+        rows, cols, parts: COO coordinates of each nonzero of ``P`` (int32 or
+            int64), sorted by ``(parts, cols)``.
+        node, choice: the ``(n, c)`` whose probability scales each nonzero.
+        weight: ``T * O`` of each nonzero (float64).
+    """
+
+    rows: np.ndarray
+    cols: np.ndarray
+    parts: np.ndarray
+    node: np.ndarray
+    choice: np.ndarray
+    weight: np.ndarray
 
     @property
     def nnz(self) -> int:
@@ -412,36 +425,53 @@ def _upstream_of_cycles(graph: sp.csr_matrix) -> np.ndarray:
     return rest[np.array(order, dtype=np.int64)]
 
 
+class RecentTables:
+    """The tables last built per (world, architecture), most recent last, kept while their weights add up to
+    at most ``limit()`` (the latest always): ``recent(world, architecture)`` returns the kept ones or builds them."""
+
+    def __init__(self, build, limit, weight=lambda tables: 1):
+        self.build, self.limit, self.weight = build, limit, weight
+        self.kept: collections.OrderedDict = collections.OrderedDict()
+
+    def __call__(self, world: POMDP, architecture: MemoryArchitecture):
+        key = (world, architecture)
+        tables = self.kept.pop(key, None)
+        if tables is None:
+            tables = self.build(world, architecture)
+        self.kept[key] = tables
+        total = sum(self.weight(t) for t in self.kept.values())
+        while len(self.kept) > 1 and total > self.limit():
+            _, dropped = self.kept.popitem(last=False)
+            total -= self.weight(dropped)
+        return tables
+
+
 #: The joint chains kept for reuse, most recent last, while their nonzeros add up to at most
 #: ``MAX_CACHED_NONZEROS`` (the latest is always kept): a few large chains are not held alive for nothing
 #: (Memento 10's alone is 11 M nonzeros, about 300 MB), many small ones are.
 MAX_CACHED_NONZEROS = 4_000_000
-_CHAINS: collections.OrderedDict[tuple[POMDP, MemoryArchitecture], JointChain] = collections.OrderedDict()
-
-
-def _cached(world: POMDP, architecture: MemoryArchitecture) -> JointChain:
-    key = (world, architecture)
-    chain = _CHAINS.pop(key, None)
-    if chain is None:
-        chain = _build(world, architecture)
-    _CHAINS[key] = chain
-    total = sum(c.nnz for c in _CHAINS.values())
-    while len(_CHAINS) > 1 and total > MAX_CACHED_NONZEROS:
-        _, dropped = _CHAINS.popitem(last=False)
-        total -= dropped.nnz
-    return chain
+_cached = RecentTables(lambda world, arch: _build(world, arch), lambda: MAX_CACHED_NONZEROS, lambda chain: chain.nnz)
 
 
 def joint_chain(world: POMDP, architecture: MemoryArchitecture) -> JointChain:
     """The index tables of the joint chain of ``world`` and ``architecture`` (cached)."""
+    check_plays(world, architecture)
+    return _cached(world, architecture)
+
+
+def check_plays(world: POMDP, architecture: MemoryArchitecture) -> None:
+    """Raise ``ValueError`` unless ``architecture`` plays the world's actions and reads its observations."""
     if architecture.num_actions != world.num_actions:
         raise InputError(f"{architecture!r} plays {architecture.num_actions} actions but the world has {world.num_actions}")
     if architecture.num_observations != world.num_observations:
         raise InputError(f"{architecture!r} reads {architecture.num_observations} observations but the world has {world.num_observations}")
-    return _cached(world, architecture)
 
 
-def _build(world: POMDP, arch: MemoryArchitecture) -> JointChain:
+#: The frames last built (a few: each holds ``S x C`` tables).
+chain_frame = RecentTables(lambda world, arch: _frame(world, arch), lambda: 4)
+
+
+def _frame(world: POMDP, arch: MemoryArchitecture) -> ChainFrame:
     parts = world.parts
     K, S_part = len(parts), max(len(p) for p in parts)
     N, C = arch.num_nodes, arch.num_choices
@@ -450,6 +480,37 @@ def _build(world: POMDP, arch: MemoryArchitecture) -> JointChain:
         part_states[k, : len(members)] = members
     valid = part_states >= 0
     weights = np.array([world.initial[list(p)].sum() for p in parts])
+    action = arch.choice_action
+
+    # Expected reward (and metrics) of each choice from each world state:
+    # rbar[s, a] = sum_{s2, o} T[s, a, s2] O[a, s2, o] reward[s, a, s2, o].
+    def per_step(table: np.ndarray) -> np.ndarray:
+        rbar = world.expected_step(table)
+        out = np.zeros((K, S_part, C))
+        out[valid] = rbar[part_states[valid]][:, action]
+        return readonly(out)
+
+    initial_world = np.zeros((K, S_part))
+    initial_world[valid] = world.initial[part_states[valid]]
+    initial_world /= initial_world.sum(axis=1, keepdims=True)
+    return ChainFrame(
+        architecture=arch,
+        num_parts=K,
+        states_per_part=S_part,
+        part_states=readonly(part_states),
+        part_weights=readonly(weights / weights.sum()),
+        step_reward=per_step(world.reward),
+        step_metrics={name: per_step(table) for name, table in world.metrics.items()},
+        initial_world=readonly(initial_world),
+        padding=readonly(np.repeat(~valid, N, axis=1)),
+    )
+
+
+def _build(world: POMDP, arch: MemoryArchitecture) -> JointChain:
+    frame = chain_frame(world, arch)
+    K, S_part, part_states = frame.num_parts, frame.states_per_part, frame.part_states
+    N = arch.num_nodes
+    valid = part_states >= 0
     index = np.int32 if S_part * N < 2**31 - 1 else np.int64
 
     action = arch.choice_action
@@ -457,6 +518,7 @@ def _build(world: POMDP, arch: MemoryArchitecture) -> JointChain:
     allowed_n = allowed_n.astype(index)
     allowed_c = allowed_c.astype(index)
     nxt = arch.next_node[allowed_n, allowed_c].astype(index)  # (E, O)
+    transition, observation = world.dense_transition, world.dense_observation
     rows, cols, kk, nn, cc, ww = [], [], [], [], [], []
     for k in range(K):
         local = np.flatnonzero(valid[k])
@@ -465,7 +527,7 @@ def _build(world: POMDP, arch: MemoryArchitecture) -> JointChain:
             s = part_states[k, i]
             # w[e, j, o] = T[s, a(c_e), s2_j] O[a(c_e), s2_j, o]: arrays laid out (E, J, O) so that,
             # flattened, the nonzeros come sorted by column i * N + n.
-            w = world.transition[s, action][:, targets][allowed_c][:, :, None] * world.observation[action][:, targets, :][allowed_c]
+            w = transition[s, action][:, targets][allowed_c][:, :, None] * observation[action][:, targets, :][allowed_c]
             keep = w != 0
             e_idx = np.broadcast_to(np.arange(len(allowed_n))[:, None, None], w.shape)[keep]
             j_idx = np.broadcast_to(local[None, :, None].astype(index), w.shape)[keep]
@@ -480,32 +542,20 @@ def _build(world: POMDP, arch: MemoryArchitecture) -> JointChain:
     def cat(chunks, dtype):
         return readonly(np.concatenate(chunks).astype(dtype, copy=False) if chunks else np.zeros(0, dtype=dtype))
 
-    # Expected reward (and metrics) of each choice from each world state:
-    # rbar[s, a] = sum_{s2, o} T[s, a, s2] O[a, s2, o] reward[s, a, s2, o].
-    def per_step(table: np.ndarray) -> np.ndarray:
-        rbar = np.einsum("sat,ato,sato->sa", world.transition, world.observation, table)
-        out = np.zeros((K, S_part, C))
-        out[valid] = rbar[part_states[valid]][:, action]
-        return readonly(out)
-
-    initial_world = np.zeros((K, S_part))
-    initial_world[valid] = world.initial[part_states[valid]]
-    initial_world /= initial_world.sum(axis=1, keepdims=True)
-    padding = np.repeat(~valid, N, axis=1)
     return JointChain(
         architecture=arch,
         num_parts=K,
         states_per_part=S_part,
-        part_states=readonly(part_states),
-        part_weights=readonly(weights / weights.sum()),
+        part_states=part_states,
+        part_weights=frame.part_weights,
         rows=cat(rows, index),
         cols=cat(cols, index),
         parts=cat(kk, index),
         node=cat(nn, index),
         choice=cat(cc, index),
         weight=cat(ww, np.float64),
-        step_reward=per_step(world.reward),
-        step_metrics={name: per_step(table) for name, table in world.metrics.items()},
-        initial_world=readonly(initial_world),
-        padding=readonly(padding),
+        step_reward=frame.step_reward,
+        step_metrics=frame.step_metrics,
+        initial_world=frame.initial_world,
+        padding=frame.padding,
     )

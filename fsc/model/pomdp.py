@@ -11,6 +11,8 @@ from collections.abc import Mapping
 
 import attrs
 import numpy as np
+import scipy.sparse as sp
+import scipy.sparse.csgraph as csgraph
 
 from fsc.errors import InputError, InputTypeError
 
@@ -150,6 +152,46 @@ class POMDP:
     def num_observations(self) -> int:
         return self.observation.shape[2]
 
+    @property
+    def dense_transition(self) -> np.ndarray:
+        """``transition`` as a dense ``(S, A, S)`` array."""
+        return self.transition
+
+    @property
+    def dense_observation(self) -> np.ndarray:
+        """``observation`` as a dense ``(A, S, O)`` array."""
+        return self.observation
+
+    @functools.cached_property
+    def sparse_transition(self) -> tuple[sp.csr_matrix, ...]:
+        """Per action ``a``, ``T[:, a, :]`` as a read-only CSR matrix ``(S, S)`` (sorted indices, no zeros)."""
+        out = []
+        for a in range(self.num_actions):
+            matrix = sp.csr_matrix(self.transition[:, a, :])
+            matrix.eliminate_zeros()
+            matrix.sort_indices()
+            out.append(matrix)
+        return tuple(out)
+
+    def expected_step(self, table: np.ndarray) -> np.ndarray:
+        """``sum_{s2, o} T[s, a, s2] O[a, s2, o] table[s, a, s2, o]``, shape ``(S, A)``: the expected value of a
+        per-step table (the reward, a metric) when action ``a`` is played in state ``s``.
+
+        A table that does not depend on ``s2`` and ``o`` (stored compact) is its own expectation; otherwise
+        the sum runs over the transitions that can happen, never over a dense ``(S, A, S, O)`` product.
+        """
+        table = np.asarray(table)
+        if table.strides[2] == 0 and table.strides[3] == 0:
+            return np.array(table[:, :, 0, 0], dtype=np.float64)
+        out = np.zeros((self.num_states, self.num_actions))
+        for a, matrix in enumerate(self.sparse_transition):
+            rows = np.repeat(np.arange(self.num_states), np.diff(matrix.indptr))
+            cols = matrix.indices
+            # sum_o O[a, s2, o] table[s, a, s2, o] on each transition (s, s2) that can happen.
+            seen = np.einsum("eo,eo->e", self.observation[a][cols], table[rows, a, cols])
+            out[:, a] = np.bincount(rows, weights=matrix.data * seen, minlength=self.num_states)
+        return out
+
     @functools.cached_property
     def parts(self) -> tuple[tuple[int, ...], ...]:
         """The closed parts of the world that the reset can start in.
@@ -160,24 +202,17 @@ class POMDP:
         Parts with no initial mass are dropped.
         """
         S = self.num_states
-        linked = (self.transition.sum(axis=1) > 0) | (self.transition.sum(axis=1).T > 0) | np.eye(S, dtype=bool)
-        label = -np.ones(S, dtype=int)
-        for start in range(S):
-            if label[start] >= 0:
-                continue
-            stack = [start]
-            label[start] = start
-            while stack:
-                s = stack.pop()
-                for s2 in np.flatnonzero(linked[s]):
-                    if label[s2] < 0:
-                        label[s2] = start
-                        stack.append(s2)
+        linked = sum(self.sparse_transition, sp.csr_matrix((S, S)))
+        count, label = csgraph.connected_components(linked, directed=True, connection="weak")
+        # Parts numbered by their smallest state, as they always were.
+        first = np.full(count, S, dtype=np.int64)
+        np.minimum.at(first, label, np.arange(S))
+        groups = np.split(np.argsort(label, kind="stable"), np.cumsum(np.bincount(label, minlength=count))[:-1])
         parts = []
-        for root in sorted(set(label.tolist())):
-            members = tuple(int(s) for s in np.flatnonzero(label == root))
-            if self.initial[list(members)].sum() > 0:
-                parts.append(members)
+        for part in np.argsort(first, kind="stable"):
+            members = groups[part]
+            if self.initial[members].sum() > 0:
+                parts.append(tuple(int(s) for s in members))
         return tuple(parts)
 
 

@@ -14,6 +14,7 @@ import hashlib
 import json
 import math
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -22,14 +23,13 @@ import numpy as np
 import torch
 from threadpoolctl import threadpool_limits
 
-from fsc.engines.solve import choose_engine
+from fsc.engines.estimate import set_up_seconds
 from fsc.errors import InputError
-from fsc.evaluate import resolve_reset
+from fsc.evaluate import Evaluator, resolve_reset
 from fsc.io.checkpoint import CHECKPOINT, PREVIOUS_CHECKPOINT, load_checkpoint
 from fsc.io.rundir import RunLock, read_run_json
 from fsc.io.trajectory import Trajectory
 from fsc.model.architecture import MemoryArchitecture
-from fsc.model.chain import joint_chain
 from fsc.model.policy import Policy, check_policy
 from fsc.model.pomdp import POMDP, Task, as_pomdp
 from fsc.optim import Optimizer, State, make_optimizer, optimize
@@ -174,20 +174,47 @@ def run_training(config: TrainingConfig | None = None, /, *, world: POMDP | Task
         ValueError, TypeError: a bad argument (naming it), or ``out`` holding a run with other arguments;
             raised before anything is written.
     """
+    started = time.perf_counter()
     if config is None:
         config = TrainingConfig(**arguments)
     elif arguments:
         raise InputError(f"give the arguments in the configuration or as keywords, not both (got {sorted(arguments)})")
     inputs = resolve_inputs(config, world, policy)
     run = open_run(config, inputs)
+    engine = _set_up(config, inputs)
+    stops = config.stop_conditions()
+    budget = stops.get("max_seconds")
+    if isinstance(budget, (int, float)) and budget > 0:  # the budget counts the set-up (reading the world, building the chain)
+        stops["max_seconds"] = max(budget - (time.perf_counter() - started), _NO_TIME_LEFT)
     records = optimize(
         inputs.world, inputs.policy, reset=inputs.reset, optimizer=inputs.optimizer, convention=config.convention, engine=config.engine,
-        target=config.target, state=run.state, **_record_plan(config, run), **config.stop_conditions(),
+        target=config.target, state=run.state, **_record_plan(config, run), **stops,
     )  # fmt: skip
-    meta = {**run.meta, "engine": choose_engine(joint_chain(as_pomdp(inputs.world), inputs.arch), inputs.reset) if config.engine == "auto" else config.engine}
+    meta = {**run.meta, "engine": engine}
     with _threads(config.threads), RunLock(run.out):  # one owner; then check again what another owner may have written meanwhile
         _check_directory(run.out, run.meta["arguments"], inputs.policy)
         return train_loop(records, attrs.evolve(run, meta=meta), config)
+
+
+#: The time budget left when the set-up took it all: the run stops after its first evaluation.
+_NO_TIME_LEFT = 1e-9
+#: A set-up estimated to take longer than this many seconds says so on stderr (unless ``quiet``).
+_LONG_SET_UP = 2.0
+
+
+def _set_up(config: TrainingConfig, inputs: Inputs) -> str:
+    """Build the evaluator the run will use (the chain is cached for the objective), saying so on stderr
+    first when it is estimated to take long; return the engine's name."""
+    world = as_pomdp(inputs.world)
+    seconds = set_up_seconds(world, inputs.arch, inputs.reset, config.engine)
+    talk = not config.quiet and seconds > _LONG_SET_UP
+    if talk:
+        print(f"fsc train: setting up the joint chain of {inputs.arch!r} on {world.num_states} states (about {seconds:.0f} s) ...", file=sys.stderr, flush=True)
+    start = time.perf_counter()
+    evaluator = Evaluator.of(inputs.world, inputs.arch, inputs.reset, config.engine, config.convention)
+    if talk:
+        print(f"fsc train: set up ({evaluator.engine} engine) in {time.perf_counter() - start:.1f} s", file=sys.stderr, flush=True)
+    return evaluator.engine
 
 
 def _record_plan(config: TrainingConfig, run: Run) -> dict[str, Any]:

@@ -392,11 +392,21 @@ def test_missing_discount_where_required(tmp_path):
     assert fsc.read_pomdp(path).discount is None
 
 
-def test_the_size_limit_counts_the_reward_table():
-    # 100 states, 100 actions, 300 observations: reward alone is 3e8 floats = 2.2 GiB.
-    text = "states: 100\nactions: 100\nobservations: 300\nT: *\nidentity\n"
-    with pytest.raises(ValueError, match=r"^x:4: states=100, actions=100, observations=300 need .* GiB"):
-        parse_pomdp(text, source="x")
+def test_the_size_limit_counts_the_reward_table_as_it_grows():
+    # 100 states, 100 actions, 300 observations: a reward of every (s, a, s2, o) is 3e8 floats = 2.2 GiB, one of
+    # (s, a) 80 KB. The file is read while its rewards need no more; the entry that would grow them is refused.
+    head = "states: 100\nactions: 100\nobservations: 300\nT: *\nidentity\nO: *\nuniform\nR: 3 : * : * : * 2.5\n"
+    world = parse_pomdp(head, source="x")
+    assert world.reward.strides[2:] == (0, 0) and world.reward[0, 3, 7, 9] == 2.5
+    with pytest.raises(ValueError, match=r"^x:9: a reward that depends on the end state and the observation needs 2.2\d* GiB"):
+        parse_pomdp(head + "R: * : * : 4 : 5 1\n", source="x")
+    # One that depends on the end state alone grows that axis alone.
+    world = parse_pomdp(head + "R: * : * : 4 : * 1\n", source="x")
+    assert world.reward.shape == (100, 100, 100, 300) and world.reward.strides[3] == 0
+    assert world.reward[0, 0, 4, 299] == 1 and world.reward[0, 3, 5, 0] == 2.5
+    # The transition table is counted up front.
+    with pytest.raises(ValueError, match=r"^x:4: states=20000, actions=1000, observations=1 need .* GiB"):
+        parse_pomdp("states: 20000\nactions: 1000\nobservations: 1\nT: *\nidentity\n", source="x")
     assert MAX_TABLE_BYTES == 2 * 1024**3
 
 
