@@ -135,7 +135,9 @@ def test_a_figure2_sweep_is_shipped_and_shown(tmp_path, monkeypatch):
     monkeypatch.setattr(page, "SHIPPED", tmp_path / "results")
     (tmp_path / "out" / "figures").mkdir(parents=True)
     section = paper.section_figure2_full_size(tmp_path / "out", lambda message: None)
-    assert section.numbers["done"] == len(sweep.points) and "reset" in section.body
+    assert section.numbers["done"] == len(sweep.points)
+    # The paper's two panels as grids: final q over resets (left) and over sizes (right), mu = 0.2 only.
+    assert "mu = 0.2: " in section.body and "left panel" in section.body and "right panel" in section.body
     assert (tmp_path / "out" / "figures" / "full-size-fig2.png").is_file()
 
 
