@@ -296,7 +296,9 @@ def _figure2_grids(records: list[dict], convention: str) -> str:
         return [ours if ours is not None else "running", line, None if ours is None else float(page.number(ours - line, 2))]
 
     parts = [
-        "<p>Each cell: <b>ours</b>, the final q of gradient flow from near the CCP (one run per cell); <b>paper</b>, "
+        "<p>Rows: the reset probability r (the paper's left panel, one column per memory size M) or the memory size "
+        "(its right panel, one column per reset). Each cell: <b>ours</b>, the final q of gradient flow from near the CCP "
+        "(one run per cell); <b>paper</b>, "
         "the line the paper draws and its trained points lie on, the optimal column of confidence policy's closed form "
         f"at that M and r ({html.escape(convention)} convention); <b>difference</b>, ours minus paper (negative: training "
         "ended below the CCP, toward the asymmetric CCP of the claims below).</p>"
