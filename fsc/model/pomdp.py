@@ -8,13 +8,15 @@ from __future__ import annotations
 import abc
 import functools
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 import attrs
 import numpy as np
-import scipy.sparse as sp
-import scipy.sparse.csgraph as csgraph
 
 from fsc.errors import InputError, InputTypeError
+
+if TYPE_CHECKING:  # scipy is imported where it is used: `fsc pomdp` and the torch-free commands never need it
+    import scipy.sparse as sp
 
 __all__ = ["POMDP", "Task", "as_pomdp"]
 
@@ -165,6 +167,8 @@ class POMDP:
     @functools.cached_property
     def sparse_transition(self) -> tuple[sp.csr_matrix, ...]:
         """Per action ``a``, ``T[:, a, :]`` as a read-only CSR matrix ``(S, S)`` (sorted indices, no zeros)."""
+        import scipy.sparse as sp
+
         out = []
         for a in range(self.num_actions):
             matrix = sp.csr_matrix(self.transition[:, a, :])
@@ -202,8 +206,20 @@ class POMDP:
         Parts with no initial mass are dropped.
         """
         S = self.num_states
-        linked = sum(self.sparse_transition, sp.csr_matrix((S, S)))
-        count, label = csgraph.connected_components(linked, directed=True, connection="weak")
+        # Weakly connected components by the smallest state reachable either way: min-label propagation over
+        # the edges with pointer jumping (numpy only, so `fsc pomdp` needs no scipy).
+        rows, cols = np.nonzero(np.asarray(self.transition).any(axis=1))
+        label = np.arange(S)
+        while True:
+            new = label.copy()
+            np.minimum.at(new, rows, label[cols])
+            np.minimum.at(new, cols, label[rows])
+            new = new[new]
+            if np.array_equal(new, label):
+                break
+            label = new
+        roots, label = np.unique(label, return_inverse=True)
+        count = len(roots)
         # Parts numbered by their smallest state, as they always were.
         first = np.full(count, S, dtype=np.int64)
         np.minimum.at(first, label, np.arange(S))

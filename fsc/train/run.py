@@ -199,7 +199,7 @@ def run_training(config: TrainingConfig | None = None, /, *, world: POMDP | Task
 #: The time budget left when the set-up took it all: the run stops after its first evaluation.
 _NO_TIME_LEFT = 1e-9
 #: A set-up estimated to take longer than this many seconds says so on stderr (unless ``quiet``).
-_LONG_SET_UP = 2.0
+LONG_SET_UP_SECONDS = 2.0
 
 
 def _set_up(config: TrainingConfig, inputs: Inputs) -> str:
@@ -207,7 +207,7 @@ def _set_up(config: TrainingConfig, inputs: Inputs) -> str:
     first when it is estimated to take long; return the engine's name."""
     world = as_pomdp(inputs.world)
     seconds = set_up_seconds(world, inputs.arch, inputs.reset, config.engine)
-    talk = not config.quiet and seconds > _LONG_SET_UP
+    talk = not config.quiet and seconds > LONG_SET_UP_SECONDS
     if talk:
         print(f"fsc train: setting up the joint chain of {inputs.arch!r} on {world.num_states} states (about {seconds:.0f} s) ...", file=sys.stderr, flush=True)
     start = time.perf_counter()
