@@ -20,6 +20,7 @@ from fsc.model.product import product
 from fsc.objective import Objective
 from fsc.optim import Adam, Ascent, GradientFlow, Optimizer, Record, State, StopRule, flow, optimize
 from fsc.simulate import Simulation, simulate
+from fsc.solver import Solution, solve
 
 __version__ = "0.1.0"
 
@@ -58,6 +59,8 @@ __all__ = [
     "product",
     "parse_memory",
     "simulate",
+    "Solution",
+    "solve",
     "read_pomdp",
     "write_pomdp",
 ]

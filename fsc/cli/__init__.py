@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import torch
 
-from fsc.cli import controller, files, runs
+from fsc.cli import controller, files, runs, solve
 from fsc.console import Parser, run_command
 from fsc.train import command
 
@@ -25,6 +25,7 @@ COMMANDS: dict[str, tuple[Callable[[argparse.Namespace], int], Callable[[argpars
     "necklace": (controller.cmd_necklace, controller.necklace_options, "binary necklaces, the longest Gray chain and Theorem 4.3's q*"),
     "draw": (controller.cmd_draw, controller.draw_options, "draw the memory transition graph of a policy (graphviz)"),
     "train": (command.train, command.add_options, command.HELP),
+    "solve": (solve.cmd_solve, solve.solve_options, solve.HELP),
     "report": (runs.cmd_report, runs.report_options, "the main job: check, draw, train, and write an HTML report"),
     "sweep": (runs.cmd_sweep, runs.sweep_options, runs.SWEEP_HELP),
     "inspect": (files.cmd_inspect, files.inspect_options, files.INSPECT_HELP),
