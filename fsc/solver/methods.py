@@ -208,4 +208,4 @@ def greedy(problem: Problem, start: Policy, budget: Budget, rng: np.random.Gener
 
 
 #: name -> method, in the order the portfolio runs them.
-METHODS = {"ascent": ascent, "mirror": mirror, "em": em, "greedy": greedy}
+METHODS = {"mirror": mirror, "ascent": ascent, "em": em, "greedy": greedy}

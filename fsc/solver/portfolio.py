@@ -34,7 +34,7 @@ from fsc.solver.starts import can_embed, embed, random_start
 __all__ = ["solve"]
 
 #: Steps of each method per round (each step one or two solves); the deadline cuts a round short.
-STEPS = {"ascent": 300, "mirror": 100, "em": 200, "greedy": 300}
+STEPS = {"ascent": 300, "mirror": 2000, "em": 200, "greedy": 300}
 #: Rounds without a better controller after which a smaller size of the ladder gives way to the next.
 PATIENCE = 3
 
