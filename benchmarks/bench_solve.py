@@ -147,7 +147,8 @@ def report(out: Path) -> None:
                     cells.append("failed" if "error" in row else "none")
                 else:
                     cells.append(f"{row['value']:.4g} ({row['seconds']:.0f} s)")
-            print(f"| {name} | {memory} | {bound:.4g} | " + " | ".join(cells) + " |" if bound is not None else f"| {name} | {memory} | | " + " | ".join(cells) + " |")
+            shown = "" if bound is None else f"{bound:.4g}"
+            print(f"| {name} | {memory} | {shown} | " + " | ".join(cells) + " |")
     plot(out, rows, files)
 
 

@@ -46,7 +46,8 @@ def cmd_solve(args: argparse.Namespace) -> int:
         raise InputError(f"--out {args.out!r} exists and is not a directory")
 
     def progress(record: dict) -> None:
-        print(f"{record['seconds']:8.1f} s  {record['memory']}  best {record['value']:.6g}  bound {record['upper_bound']:.6g}  ({record['method']})", file=sys.stderr, flush=True)
+        line = f"{record['seconds']:8.1f} s  {record['memory']}  best {record['value']:.6g}  bound {record['upper_bound']:.6g}  ({record['method']})"
+        print(line, file=sys.stderr, flush=True)
 
     solution = solve(
         world.world, arch, seconds=args.max_seconds, seed=args.seed, reset=reset, methods=args.methods, start=start,

@@ -48,7 +48,10 @@ def _architecture(world: POMDP | Task, memory: object) -> MemoryArchitecture:
     else:
         raise InputTypeError(f"memory must be a string like 'ram:4' or a fsc.MemoryArchitecture, got {memory!r}")
     if arch.num_actions != pomdp.num_actions or arch.num_observations != pomdp.num_observations:
-        raise InputError(f"memory {memory!r} has {arch.num_actions} actions and {arch.num_observations} observations, the world {pomdp.num_actions} and {pomdp.num_observations}")
+        raise InputError(
+            f"memory {memory!r} has {arch.num_actions} actions and {arch.num_observations} observations, "
+            f"the world {pomdp.num_actions} and {pomdp.num_observations}"
+        )
     return arch
 
 

@@ -42,7 +42,9 @@ def embed(policy: Policy, architecture: MemoryArchitecture) -> Policy:
     if not isinstance(architecture, MemoryArchitecture):
         raise InputTypeError(f"architecture must be a fsc.MemoryArchitecture, got {architecture!r}")
     if not can_embed(small, architecture):
-        raise InputError(f"cannot embed a policy on {small!r} into {architecture!r}: both must be RAM of the same actions and observations, the second not smaller")
+        raise InputError(
+            f"cannot embed a policy on {small!r} into {architecture!r}: both must be RAM of the same actions and observations, the second not smaller"
+        )
     K, M, A, O = small.M, architecture.M, small.arms, small.observations
     old, old_init = policy.probs().detach().numpy(), policy.init_probs().detach().numpy()
     probs = np.zeros((architecture.num_nodes, architecture.num_choices))

@@ -96,6 +96,7 @@ def test_solve_reaches_the_best_deterministic_controller_found_by_enumeration_an
     assert solution.value == pytest.approx(value(world, solution.policy), abs=1e-12)
 
 
+@pytest.mark.slow
 def test_the_two_state_bound_of_tiger_is_its_optimum_and_solve_reaches_it():
     tiger = tasks.Tiger()
     bound = upper_bound(tiger, 0.95, seconds=5)
@@ -104,6 +105,24 @@ def test_the_two_state_bound_of_tiger_is_its_optimum_and_solve_reaches_it():
     assert solution.value >= 0.98 * bound
     assert solution.value <= bound + 1e-9
     assert solution.method in METHODS
+
+
+def test_solve_reaches_tigers_optimum_from_a_deterministic_enumeration():
+    tiger = tasks.Tiger()
+    arch = fsc.RAM(1, arms=3, observations=2)  # 7 nodes, 3 choices: 2187 deterministic controllers
+    reference = best_deterministic(tiger, arch)
+    solution = solve(tiger, arch, seconds=20, seed=0, rounds=2)
+    assert solution.value >= reference - 1e-9
+    assert solution.value <= solution.upper_bound + 1e-9
+
+
+@pytest.mark.slow
+def test_on_the_papers_world_solve_from_random_starts_is_at_least_as_good_as_the_column_of_confidence():
+    from policies.closed_form import ccp_eps_opt, ccp_q
+
+    mu, M, r = 0.1, 8, 1e-3
+    solution = solve(tasks.TwoHypothesis(mu), f"ram:{M}", seconds=60, seed=0, reset=r)
+    assert solution.metrics["q"] <= ccp_q(mu, M, r, ccp_eps_opt(mu, M, r)) + 1e-9
 
 
 def test_embedding_keeps_the_value_so_solving_a_larger_memory_never_ends_worse():
