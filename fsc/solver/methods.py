@@ -189,17 +189,18 @@ def greedy(problem: Problem, start: Policy, budget: Budget, rng: np.random.Gener
                 new_initial = c
             else:
                 new_choice[n] = c
-            candidate, step = look_at(new_choice, new_initial), step + 1
-            if _better(candidate.value, look.value):
-                look, choice, initial = candidate, new_choice, new_initial
+            step += 1
+            if _better(problem.value(_one_hot(new_choice, C), _one_hot(np.array([new_initial]), arch.num_nodes)[0]), look.value):
+                look, choice, initial = look_at(new_choice, new_initial), new_choice, new_initial
                 break
             if budget.over(step):
                 break
-        else:  # a local optimum: keep it if best, and kick the best one
+        else:  # a local optimum: keep it if best, and kick the best one at one to three nodes it visits
             if _better(look.value, best[0].value):
                 best = (look, choice.copy(), initial)
             choice, initial = best[1].copy(), best[2]
-            for n in rng.choice(arch.num_nodes, size=min(arch.num_nodes, 1 + int(rng.integers(3))), replace=False):
+            visited = np.flatnonzero(best[0].occupancy > 0)
+            for n in rng.choice(visited, size=min(len(visited), 1 + int(rng.integers(3))), replace=False):
                 choice[n] = rng.choice(np.flatnonzero(allowed[n]))
             look, step = look_at(choice, initial), step + 1
     if _better(look.value, best[0].value):
