@@ -21,7 +21,7 @@ def solve_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=seed_arg, default=0, help="seed of the random starts and kicks (default 0)")
     p.add_argument("--reset", type=number, default=None, help="reset probability r per step (default: 1 - the file's discount, else 1e-3)")
     p.add_argument("--discount", type=number, default=None, help="discount gamma: the same parameter as --reset, r = 1 - gamma")
-    p.add_argument("--methods", default=None, help="comma-separated methods among ascent, mirror, em, greedy (default all)")
+    p.add_argument("--methods", default=None, help="comma-separated methods among mirror, ascent, em, greedy (default all)")
     p.add_argument("--rounds", type=positive_int, default=None, help="at most this many rounds per memory size (default: until the time limit)")
     p.add_argument("--start", default=None, metavar="FILE", help="a policy file to start from (on --memory, or a smaller RAM)")
     p.add_argument("--out", default=None, metavar="DIR", help="write policy.npz and solution.json into DIR")
@@ -31,18 +31,19 @@ def solve_options(p: argparse.ArgumentParser) -> None:
 
 def cmd_solve(args: argparse.Namespace) -> int:
     from fsc.console import emit
+    from fsc.errors import InputError
     from fsc.evaluate import resolve_reset
     from fsc.resolve import resolve_memory, resolve_policy, resolve_world
     from fsc.solver import solve
 
+    if not args.max_seconds > 0:
+        raise InputError(f"--max-seconds must be > 0, got {args.max_seconds!r}")
     world = resolve_world(mu=args.mu, pomdp=args.pomdp, option="--")
     reset = resolve_reset(world.world, args.reset, args.discount, allow_zero=False, default=1e-3)
     arch = resolve_memory(args.memory, world.world, option="--memory")
     start = None if args.start is None else resolve_policy(args.start, None, world=world.world, option="--start")
     out = None if args.out is None else Path(args.out)
     if out is not None and out.exists() and not out.is_dir():
-        from fsc.errors import InputError
-
         raise InputError(f"--out {args.out!r} exists and is not a directory")
 
     def progress(record: dict) -> None:
