@@ -149,7 +149,20 @@ def report(out: Path) -> None:
                     cells.append(f"{row['value']:.4g} ({row['seconds']:.0f} s)")
             shown = "" if bound is None else f"{bound:.4g}"
             print(f"| {name} | {memory} | {shown} | " + " | ".join(cells) + " |")
+    checks(rows)
     plot(out, rows, files)
+
+
+def checks(rows: list) -> None:
+    """Print every row above its upper bound, and every method whose value decreases with the memory."""
+    ours = [r for r in rows if r["method"] != "paynt" and r.get("value") is not None]
+    above = [r for r in ours if r["value"] > r["upper_bound"] + 1e-9 * max(1.0, abs(r["upper_bound"]))]
+    falls = [
+        (a["file"], a["method"], a["memory"], b["memory"])
+        for a in ours for b in ours
+        if (a["file"], a["method"]) == (b["file"], b["method"]) and a["memory"] < b["memory"] and b["value"] < a["value"] - 1e-9 * max(1.0, abs(a["value"]))
+    ]  # fmt: skip
+    print(f"\n{len(ours)} rows of ours: {len(above)} above the upper bound, {len(falls)} values falling with the memory {falls}")
 
 
 def plot(out: Path, rows: list, files: list) -> None:

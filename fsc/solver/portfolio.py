@@ -70,7 +70,7 @@ def _ladder(arch: MemoryArchitecture, start: Policy | None) -> list[MemoryArchit
     if start is not None or type(arch) is not RAM:
         return [arch]
     sizes = sorted({arch.M >> k for k in range(arch.M.bit_length())} - {0})
-    return [RAM(m, arms=arch.arms, observations=arch.observations) for m in sizes]
+    return [RAM(m, arms=arch.arms, observations=arch.observations) if m != arch.M else arch for m in sizes]
 
 
 class _Run:
@@ -82,6 +82,7 @@ class _Run:
         self.best: tuple[float, Policy, str] | None = None
         self.history: list[dict] = []
         self.evaluations = 0
+        self.final: Problem | None = None  # the problem of the memory asked for, built first (it may be refused)
 
     def offer(self, problem: Problem, policy: Policy, method: str) -> bool:
         """Keep ``policy`` if it beats the best of this size; True if it did."""
@@ -101,9 +102,12 @@ class _Run:
 
     def stage(self, arch: MemoryArchitecture, start: Policy | None, stage_deadline: float, rounds: int | None, last: bool, index: int) -> None:
         """Solve one size of the ladder until its deadline, ``rounds`` rounds, or (not ``last``) it stops improving."""
-        problem = Problem(world=self.world, architecture=arch, reset=self.reset, engine=self.engine)
+        problem = self.final if self.final.architecture is arch else Problem(world=self.world, architecture=arch, reset=self.reset, engine=self.engine)
         self.best = None
+        clock = time.monotonic()
         self.offer(problem, start if start is not None else Policy.uniform(arch), "start" if start is not None else "uniform")
+        if last:  # leave the time of the final evaluation (about one solve) inside the budget
+            stage_deadline -= 2 * (time.monotonic() - clock)
         stale, n = 0, 0
         while time.monotonic() < stage_deadline and (rounds is None or n < rounds) and (last or stale < PATIENCE) and not self.optimal():
             rng = np.random.default_rng([self.seed, index, n])
@@ -161,10 +165,12 @@ def solve(
     r = resolve_reset(world, reset, discount, allow_zero=False, default=1e-3)
     names = _methods(methods)
     start = _start(start, arch)
-    Problem(world=world, architecture=arch, reset=r, engine=engine).evaluator  # noqa: B018 - refuse a memory that cannot be evaluated, before the ladder
+    problem = Problem(world=world, architecture=arch, reset=r, engine=engine)
+    problem.evaluator  # noqa: B018 - refuse a memory that cannot be evaluated, before the ladder
     deadline = clock + seconds
     bound = upper_bound(world, 1 - r, seconds=min(0.1 * seconds, 10.0))
     run = _Run(world, r, engine, names, seed, deadline, progress, bound)
+    run.final = problem
     ladder = _ladder(arch, start)
     for index, size in enumerate(ladder):
         last = index == len(ladder) - 1
