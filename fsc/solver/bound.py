@@ -72,8 +72,12 @@ def upper_bound(world, discount: float, seconds: float = 10.0) -> float:
     pomdp = as_pomdp(world)
     if pomdp.num_states == 2:
         span = float(np.abs(_rbar(pomdp)).max()) / (1 - discount) + 1e-300
-        # Iterations of the grid's backup within about ``seconds`` (0.2 ms each on 2001 points), each an upper bound.
-        iterations = max(10, int(seconds / 2e-4))
-        tolerance = max(1e-12, span * discount ** (iterations - 1))
-        return two_state_bound(world, discount, points=TWO_STATE_POINTS, tolerance=tolerance)
+
+        def grid(iterations: int) -> float:  # iterations of the grid's backup from above: each an upper bound
+            return two_state_bound(world, discount, points=TWO_STATE_POINTS, tolerance=max(1e-12, span * discount ** (iterations - 1)))
+
+        clock = time.monotonic()
+        first = grid(50)
+        per_iteration = (time.monotonic() - clock) / 50
+        return min(first, grid(max(50, int(0.9 * seconds / max(per_iteration, 1e-9)))))
     return informed_from_above(pomdp, discount, seconds)
