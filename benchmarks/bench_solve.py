@@ -144,7 +144,8 @@ def report(out: Path) -> None:
                 if row is None:
                     cells.append("")
                 elif row.get("value") is None:
-                    cells.append("failed" if "error" in row else "none")
+                    refused = "unknown format" in " ".join(row.get("tail", []))
+                    cells.append("failed" if "error" in row else "refuses the file" if refused else "none in time")
                 else:
                     cells.append(f"{row['value']:.4g} ({row['seconds']:.0f} s)")
             shown = "" if bound is None else f"{bound:.4g}"
@@ -171,8 +172,12 @@ def plot(out: Path, rows: list, files: list) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, len(files), figsize=(3.2 * len(files), 3.0), squeeze=False)
-    for ax, name in zip(axes[0], files, strict=True):
+    columns = min(4, len(files))
+    rows_ = -(-len(files) // columns)
+    fig, axes = plt.subplots(rows_, columns, figsize=(3.2 * columns, 2.8 * rows_), squeeze=False)
+    for ax in axes.flat[len(files) :]:
+        ax.axis("off")
+    for ax, name in zip(axes.flat, files, strict=False):
         for r in rows:
             if r["file"] != name or r["method"] != "portfolio" or not r.get("history"):
                 continue
@@ -186,8 +191,9 @@ def plot(out: Path, rows: list, files: list) -> None:
         ax.set_title(name, fontsize=9)
         ax.set_xlabel("seconds")
         ax.tick_params(labelsize=7)
-    axes[0][0].set_ylabel("best value (portfolio)")
-    axes[0][-1].legend(fontsize=6)
+    for row in axes:
+        row[0].set_ylabel("best value (portfolio)")
+    axes.flat[len(files) - 1].legend(fontsize=6)
     fig.tight_layout()
     fig.savefig(out / "solve.png", dpi=110)
 
