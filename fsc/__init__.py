@@ -30,5 +30,6 @@ __all__ = export(
         "fsc.objective": ("Objective",),
         "fsc.optim": ("Adam", "Ascent", "GradientFlow", "Optimizer", "Record", "State", "StopRule", "flow", "optimize"),
         "fsc.simulate": ("Simulation", "simulate"),
+        "fsc.solver": ("Solution", "solve"),
     },
 )

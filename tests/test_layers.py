@@ -23,7 +23,7 @@ LAYERS = {
     0: {"fsc.errors", "fsc.checks", "fsc.limits", "fsc.files", "fsc.console", "fsc.provenance", "fsc.lazy"},
     1: {"fsc.model.*", "tasks.*"},
     2: {"fsc.engines.*"},
-    3: {"fsc.evaluate", "fsc.simulate", "fsc.objective", "fsc.optim", "fsc.bounds", "fsc.testing", "fsc.storm", "fsc.io.*"},
+    3: {"fsc.evaluate", "fsc.simulate", "fsc.objective", "fsc.optim", "fsc.bounds", "fsc.testing", "fsc.storm", "fsc.io.*", "fsc.solver.*"},
     4: {"policies.*", "viz.*", "fsc.resolve"},
     5: {"fsc.train.*", "fsc.sweep.*", "fsc.report.*"},
     6: {"fsc.cli.*", "fsc.__main__"},

@@ -33,6 +33,11 @@ COMMANDS: dict[str, tuple[str | Callable[[argparse.Namespace], int], str | Calla
     "necklace": ("fsc.cli.controller:cmd_necklace", "fsc.cli.controller:necklace_options", "binary necklaces, the longest Gray chain and Theorem 4.3's q*"),
     "draw": ("fsc.cli.controller:cmd_draw", "fsc.cli.controller:draw_options", "draw the memory transition graph of a policy (graphviz)"),
     "train": ("fsc.train.command:train", "fsc.train.command:add_options", "train a controller by gradient flow (or Adam); resumable"),
+    "solve": (
+        "fsc.cli.solve:cmd_solve",
+        "fsc.cli.solve:solve_options",
+        "find a good controller within a time limit: several methods, the best kept, its gap to an upper bound",
+    ),
     "report": ("fsc.cli.runs:cmd_report", "fsc.cli.runs:report_options", "the main job: check, draw, train, and write an HTML report"),
     "sweep": ("fsc.cli.runs:cmd_sweep", "fsc.cli.runs:sweep_options", "run a sweep of fsc train points (local pool or Dask cluster); --summary collects it"),
     "inspect": (

@@ -1,0 +1,202 @@
+"""Benchmark of ``fsc.solve`` (issue 34): file x memory x method -> value, seconds, gap to the upper bound,
+beside PAYNT on the same machine with the same time limit.
+
+Each method runs alone (``methods=[name]``) and together (``portfolio``).  Memory sizes run in increasing
+order, each started from the same method's best controller of the previous size (embedded in the larger
+memory), so the value is non-decreasing in the memory by construction.  Every row records the solution's
+exact value, the upper bound, the gap, the seconds, and the history of new bests (value against seconds:
+the plot).  PAYNT (``paynt DIR --sketch FILE --fsc-memory-size K --timeout S``) synthesises deterministic
+observation-based controllers with K memory nodes per observation (policies on ``ram:K`` that do not see
+the previous action); a file without a ``start:`` line is given ``start: uniform`` in a temporary copy, as the
+project's reader assumes.  PAYNT's value is Storm's (not exact: Tiger K=1 -19.9984 against -20).
+
+Rows are appended to ``OUT/rows.jsonl`` as they finish; a rerun skips the cases already there.  Run it niced:
+
+    nice python benchmarks/bench_solve.py [FOLDER] --files tiger.95,network --memory 1,2,4,8 --seconds 30 --out OUT
+    python benchmarks/bench_solve.py --report OUT        # the table (markdown) and OUT/solve.png
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import resource
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+import fsc
+from fsc.solver import METHODS, solve
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_FOLDER = ROOT / ".." / "shared" / "pomdp"
+METHOD_NAMES = ("portfolio", *METHODS, "paynt")
+
+
+def run_ours(world, memory: int, method: str, seconds: float, seed: int, start, out: Path, name: str) -> dict:
+    arch = fsc.RAM(memory, arms=world.num_actions, observations=world.num_observations)
+    solution = solve(world, arch, seconds=seconds, seed=seed, methods=None if method == "portfolio" else [method], start=start)
+    solution.policy.save(out / "policies" / f"{name}-{method}-{memory}.npz")
+    summary = {k: v for k, v in solution.summary().items() if k not in ("memory", "method")}
+    return {**summary, "found_by": solution.method, "history": solution.history}
+
+
+def run_paynt(path: Path, memory: int, seconds: float) -> dict:
+    """PAYNT on a copy of ``path`` (with ``start: uniform`` if it has no start line)."""
+    binary = shutil.which("paynt") or str(Path(os.sys.executable).parent / "paynt")
+    with tempfile.TemporaryDirectory() as folder:
+        text = path.read_text()
+        if not re.search(r"^\s*start", text, re.M):
+            text = re.sub(r"^(\s*observations\s*:.*)$", r"\1\nstart: uniform", text, count=1, flags=re.M)
+        (Path(folder) / path.name).write_text(text)
+        clock = time.monotonic()
+        try:
+            done = subprocess.run(
+                [binary, folder, "--sketch", path.name, "--fsc-memory-size", str(memory), "--timeout", str(int(seconds))],
+                capture_output=True, text=True, timeout=seconds * 3 + 60,
+            )  # fmt: skip
+            log = done.stdout + done.stderr
+        except subprocess.TimeoutExpired as error:
+            log = (error.stdout or b"").decode() if isinstance(error.stdout, bytes) else str(error.stdout or "")
+        elapsed = time.monotonic() - clock
+    found = re.findall(r"optimum:\s*(-?[\d.eE+-]+)", log) or re.findall(r"value\s*=?\s*(-?[\d.eE+-]+)", log)
+    explored = re.findall(r"explored:\s*([\d.]+)\s*%", log)
+    return {
+        "value": float(found[-1]) if found else None, "seconds": elapsed,
+        "explored": float(explored[-1]) if explored else None, "tail": log.strip().splitlines()[-1:] if not found else [],
+    }  # fmt: skip
+
+
+def done_cases(rows: Path) -> set:
+    if not rows.exists():
+        return set()
+    return {(r["file"], r["memory"], r["method"]) for r in map(json.loads, rows.read_text().splitlines()) if r}
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("folder", nargs="?", default=str(DEFAULT_FOLDER))
+    p.add_argument("--files", default=None, help="comma-separated names without .POMDP (default every file)")
+    p.add_argument("--memory", default="1,2,4,8")
+    p.add_argument("--methods", default=",".join(METHOD_NAMES))
+    p.add_argument("--seconds", type=float, default=30.0)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", required=False, default="solve_results")
+    p.add_argument("--max-gb", type=float, default=6.0, help="address space cap of this process (a case that needs more fails, recorded)")
+    p.add_argument("--report", default=None, metavar="OUT", help="print the table of OUT/rows.jsonl and draw OUT/solve.png")
+    args = p.parse_args()
+    if args.report:
+        report(Path(args.report))
+        return
+    torch.set_default_dtype(torch.float64)
+    resource.setrlimit(resource.RLIMIT_AS, (int(args.max_gb * 2**30), resource.RLIM_INFINITY))
+    out = Path(args.out)
+    (out / "policies").mkdir(parents=True, exist_ok=True)
+    rows = out / "rows.jsonl"
+    folder = Path(args.folder)
+    files = sorted(folder.glob("*.POMDP")) if args.files is None else [folder / f"{name}.POMDP" for name in args.files.split(",")]
+    memories = [int(m) for m in args.memory.split(",")]
+    done = done_cases(rows)
+    for path in files:
+        name = path.name.removesuffix(".POMDP")
+        world = fsc.read_pomdp(path)
+        for method in args.methods.split(","):
+            previous = None
+            for memory in memories:
+                policy_file = out / "policies" / f"{name}-{method}-{memory}.npz"
+                if (name, memory, method) in done:
+                    previous = fsc.Policy.load(policy_file) if policy_file.exists() else previous
+                    continue
+                row = {"file": name, "memory": memory, "method": method, "budget": args.seconds}
+                try:
+                    if method == "paynt":
+                        row |= run_paynt(path, memory, args.seconds)
+                    else:
+                        row |= run_ours(world, memory, method, args.seconds, args.seed, previous, out, name)
+                        previous = fsc.Policy.load(policy_file)
+                except (MemoryError, ValueError, np.linalg.LinAlgError) as error:
+                    row |= {"value": None, "error": f"{type(error).__name__}: {error}"[:300]}
+                print(json.dumps({k: v for k, v in row.items() if k != "history"}), flush=True)
+                with rows.open("a") as f:
+                    f.write(json.dumps(row) + "\n")
+
+
+def report(out: Path) -> None:
+    """The markdown table (best value per file, memory and method; the gap of the best) and the plot."""
+    rows = [json.loads(line) for line in (out / "rows.jsonl").read_text().splitlines() if line]
+    files = sorted({r["file"] for r in rows})
+    methods = [m for m in METHOD_NAMES if any(r["method"] == m for r in rows)]
+    print("| file | memory | upper bound | " + " | ".join(methods) + " |")
+    print("|---|---|---|" + "---|" * len(methods))
+    for name in files:
+        for memory in sorted({r["memory"] for r in rows if r["file"] == name}):
+            cells, bound = [], None
+            for method in methods:
+                row = next((r for r in rows if (r["file"], r["memory"], r["method"]) == (name, memory, method)), None)
+                bound = bound or (row or {}).get("upper_bound")
+                if row is None:
+                    cells.append("")
+                elif row.get("value") is None:
+                    refused = "unknown format" in " ".join(row.get("tail", []))
+                    cells.append("failed" if "error" in row else "refuses the file" if refused else "none in time")
+                else:
+                    cells.append(f"{row['value']:.4g} ({row['seconds']:.0f} s)")
+            shown = "" if bound is None else f"{bound:.4g}"
+            print(f"| {name} | {memory} | {shown} | " + " | ".join(cells) + " |")
+    checks(rows)
+    plot(out, rows, files)
+
+
+def checks(rows: list) -> None:
+    """Print every row above its upper bound, and every method whose value decreases with the memory."""
+    ours = [r for r in rows if r["method"] != "paynt" and r.get("value") is not None]
+    above = [r for r in ours if r["value"] > r["upper_bound"] + 1e-9 * max(1.0, abs(r["upper_bound"]))]
+    falls = [
+        (a["file"], a["method"], a["memory"], b["memory"])
+        for a in ours for b in ours
+        if (a["file"], a["method"]) == (b["file"], b["method"]) and a["memory"] < b["memory"] and b["value"] < a["value"] - 1e-9 * max(1.0, abs(a["value"]))
+    ]  # fmt: skip
+    print(f"\n{len(ours)} rows of ours: {len(above)} above the upper bound, {len(falls)} values falling with the memory {falls}")
+
+
+def plot(out: Path, rows: list, files: list) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    columns = min(4, len(files))
+    rows_ = -(-len(files) // columns)
+    fig, axes = plt.subplots(rows_, columns, figsize=(3.2 * columns, 2.8 * rows_), squeeze=False)
+    for ax in axes.flat[len(files) :]:
+        ax.axis("off")
+    for ax, name in zip(axes.flat, files, strict=False):
+        for r in rows:
+            if r["file"] != name or r["method"] != "portfolio" or not r.get("history"):
+                continue
+            t = [h["seconds"] for h in r["history"]] + [r["seconds"]]
+            v = [h["value"] for h in r["history"]] + [r["history"][-1]["value"]]
+            low = np.percentile([x for x in v], 25)
+            ax.step(t, np.maximum(v, low - 0.1 * abs(low)), where="post", label=f"ram:{r['memory']}")
+        bound = next((r.get("upper_bound") for r in rows if r["file"] == name and r.get("upper_bound") is not None), None)
+        if bound is not None:
+            ax.axhline(bound, color="k", lw=0.8, ls="--", label="upper bound")
+        ax.set_title(name, fontsize=9)
+        ax.set_xlabel("seconds")
+        ax.tick_params(labelsize=7)
+    for row in axes:
+        row[0].set_ylabel("best value (portfolio)")
+    axes.flat[len(files) - 1].legend(fontsize=6)
+    fig.tight_layout()
+    fig.savefig(out / "solve.png", dpi=110)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,186 @@
+"""fsc.solve and its methods: references from enumeration, the bounds and finite differences, never from the solver."""
+
+import itertools
+import json
+
+import numpy as np
+import pytest
+
+import fsc
+import tasks
+from fsc.bounds import informed_bound, mdp_bound, two_state_bound
+from fsc.cli import main
+from fsc.errors import InputError
+from fsc.solver import METHODS, Budget, Problem, embed, random_start, solve, upper_bound
+
+
+def small_world(seed: int, S: int = 3, A: int = 2, O: int = 2, discount: float = 0.9) -> fsc.POMDP:
+    rng = np.random.default_rng(seed)
+    return fsc.POMDP(
+        transition=rng.dirichlet(np.ones(S) * 0.5, size=(S, A)),
+        observation=rng.dirichlet(np.ones(O), size=(A, S)),
+        reward=np.broadcast_to(rng.normal(size=(S, A, 1, 1)), (S, A, S, O)).copy(),
+        initial=rng.dirichlet(np.ones(S)),
+        discount=discount,
+    )
+
+
+def best_deterministic(world: fsc.POMDP, arch) -> float:
+    """The best value over every deterministic policy on ``arch`` (every choice of every node), by enumeration."""
+    N, C = arch.num_nodes, arch.num_choices
+    best = -np.inf
+    for choices in itertools.product(range(C), repeat=N):
+        probs = np.eye(C)[list(choices)]
+        init = np.eye(N)[0]
+        best = max(best, float(fsc.evaluate(world, fsc.Policy.from_probs(arch, probs, init)).value))
+    return best
+
+
+def value(world, policy) -> float:
+    return float(fsc.evaluate(world, policy).value)
+
+
+def test_the_gradient_the_methods_follow_is_the_value_moved_one_probability_at_a_time():
+    world = small_world(1)
+    arch = fsc.RAM(2, arms=2, observations=2)
+    problem = Problem(world=world, architecture=arch, reset=0.1)
+    policy = fsc.Policy.random(arch, 3)
+    probs, init = policy.probs().numpy().copy(), policy.init_probs().numpy().copy()
+    look = problem.look(probs, init)
+    assert look.value == pytest.approx(value(world, policy), abs=1e-12)
+    assert look.occupancy.sum() == pytest.approx(1 / 0.1, rel=1e-12)  # discounted visits sum to 1 / r
+    h = 1e-6
+    for n, c in [(0, 1), (3, 2), (7, 0)]:
+        moved = probs.copy()
+        moved[n, c] += h
+        assert (problem.value(moved, init) - look.value) / h == pytest.approx(look.grad[n, c], rel=1e-4, abs=1e-7)
+
+
+@pytest.mark.parametrize("name", list(METHODS))
+def test_each_method_never_returns_a_worse_controller_and_climbs_from_the_uniform_one(name):
+    world = small_world(2)
+    arch = fsc.RAM(2, arms=2, observations=2)
+    problem = Problem(world=world, architecture=arch, reset=0.1)
+    rng = np.random.default_rng(0)
+    for start in (fsc.Policy.uniform(arch), random_start(arch, rng)):
+        found = METHODS[name](problem, start, Budget.of(50, 30.0), rng)
+        assert found.architecture == arch
+        assert value(world, found) >= value(world, start) - 1e-12
+    assert value(world, METHODS[name](problem, fsc.Policy.uniform(arch), Budget.of(50, 30.0), rng)) > value(world, fsc.Policy.uniform(arch)) + 1e-6
+
+
+def test_one_em_step_is_an_improvement():
+    world = small_world(4)
+    arch = fsc.RAM(2, arms=2, observations=2)
+    problem = Problem(world=world, architecture=arch, reset=0.1)
+    start = fsc.Policy.random(arch, 5)
+    values = [value(world, start)]
+    policy = start
+    for _ in range(5):
+        policy = METHODS["em"](problem, policy, Budget.of(1, 30.0), np.random.default_rng(0))
+        values.append(value(world, policy))
+    assert all(b >= a - 1e-12 for a, b in zip(values, values[1:], strict=False))
+    assert values[-1] > values[0]
+
+
+def test_solve_reaches_the_best_deterministic_controller_found_by_enumeration_and_stays_below_the_bounds():
+    world = small_world(6)
+    arch = fsc.RAM(1, arms=2, observations=2)  # 5 nodes, 2 choices: 32 deterministic policies
+    reference = best_deterministic(world, arch)
+    solution = solve(world, arch, seconds=20, seed=0, rounds=3)
+    assert solution.value >= reference - 1e-9
+    assert solution.value <= informed_bound(world, 0.9) + 1e-9
+    assert solution.upper_bound >= informed_bound(world, 0.9) - 1e-9  # computed from above: never below the converged bound
+    assert solution.upper_bound <= mdp_bound(world, 0.9) + 1e-9
+    assert solution.gap == pytest.approx(solution.upper_bound - solution.value)
+    assert solution.value == pytest.approx(value(world, solution.policy), abs=1e-12)
+
+
+@pytest.mark.slow
+def test_the_two_state_bound_of_tiger_is_its_optimum_and_solve_reaches_it():
+    tiger = tasks.Tiger()
+    bound = upper_bound(tiger, 0.95, seconds=5)
+    assert bound == pytest.approx(two_state_bound(tiger, 0.95), abs=1e-8)  # 19.3714, tight to 2e-9 with 200,001 points
+    solution = solve(tiger, "ram:3", seconds=30, seed=0)
+    assert solution.value >= 0.98 * bound
+    assert solution.value <= bound + 1e-9
+    assert solution.method in METHODS
+
+
+def test_solve_reaches_tigers_optimum_from_a_deterministic_enumeration():
+    tiger = tasks.Tiger()
+    arch = fsc.RAM(1, arms=3, observations=2)  # 7 nodes, 3 choices: 2187 deterministic controllers
+    reference = best_deterministic(tiger, arch)
+    solution = solve(tiger, arch, seconds=20, seed=0, rounds=2)
+    assert solution.value >= reference - 1e-9
+    assert solution.value <= solution.upper_bound + 1e-9
+
+
+@pytest.mark.slow
+def test_on_the_papers_world_solve_from_random_starts_is_at_least_as_good_as_the_column_of_confidence():
+    from policies.closed_form import ccp_eps_opt, ccp_q
+
+    mu, M, r = 0.1, 8, 1e-3
+    solution = solve(tasks.TwoHypothesis(mu), f"ram:{M}", seconds=60, seed=0, reset=r)
+    assert solution.metrics["q"] <= ccp_q(mu, M, r, ccp_eps_opt(mu, M, r)) + 1e-9
+
+
+def test_embedding_keeps_the_value_so_solving_a_larger_memory_never_ends_worse():
+    world = small_world(7, A=3)
+    small = fsc.RAM(2, arms=3, observations=2)
+    large = fsc.RAM(4, arms=3, observations=2)
+    policy = fsc.Policy.random(small, 1)
+    grown = embed(policy, large)
+    assert value(world, grown) == pytest.approx(value(world, policy), abs=1e-11)
+    first = solve(world, small, seconds=10, seed=0, rounds=1)
+    second = solve(world, large, seconds=10, seed=0, rounds=1, start=first)
+    assert second.value >= first.value - 1e-9
+    with pytest.raises(InputError):
+        embed(grown, small)
+
+
+def test_the_same_seed_gives_the_same_controller():
+    world = small_world(8)
+    runs = [solve(world, "ram:2", seconds=60, seed=3, rounds=2) for _ in range(2)]
+    assert runs[0].value == runs[1].value
+    assert np.array_equal(runs[0].policy.probs().numpy(), runs[1].policy.probs().numpy())
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"seconds": 0}, "seconds"),
+        ({"methods": "em,nope"}, "methods"),
+        ({"memory": "ram:2x"}, "memory|ram"),
+        ({"seed": -1}, "seed"),
+        ({"rounds": 0}, "rounds"),
+        ({"discount": 1.5}, "discount"),
+    ],
+)
+def test_bad_input_is_refused_naming_the_value(kwargs, match):
+    world = small_world(9)
+    kwargs = {"memory": "ram:1", **kwargs}
+    with pytest.raises((ValueError, TypeError), match=match):
+        solve(world, kwargs.pop("memory"), **kwargs)
+
+
+def test_fsc_solve_writes_a_policy_that_fsc_evaluate_reads_back_with_the_same_value(tmp_path, capsys):
+    path = tmp_path / "world.POMDP"
+    fsc.write_pomdp(small_world(10), path)
+    out = tmp_path / "run"
+    assert main(["solve", "--pomdp", str(path), "--memory", "ram:2", "--max-seconds", "10", "--rounds", "1", "--json", "--quiet", "--out", str(out)]) == 0
+    record = json.loads(capsys.readouterr().out)
+    assert {"value", "upper_bound", "gap", "method", "seconds"} <= record.keys()
+    assert record["value"] <= record["upper_bound"]
+    assert main(["evaluate", "--pomdp", str(path), "--policy", str(out / "policy.npz"), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["value"] == pytest.approx(record["value"], abs=1e-9)
+    assert json.loads((out / "solution.json").read_text())["history"]
+
+
+def test_fsc_solve_reports_q_on_the_two_hypothesis_world_and_refuses_bad_input_in_one_line(capsys):
+    assert main(["solve", "--mu", "0.2", "--memory", "ram:1", "--reset", "0.05", "--max-seconds", "5", "--rounds", "1", "--json", "--quiet"]) == 0
+    record = json.loads(capsys.readouterr().out)
+    assert 0 <= record["q"] <= 1
+    assert main(["solve", "--mu", "0.2", "--methods", "magic", "--quiet"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "methods" in err[0]
