@@ -8,3 +8,5 @@ cd "$(dirname "$0")/.."
 .venv/bin/python benchmarks/bench_flow_step.py
 .venv/bin/python benchmarks/bench_after_choice.py
 .venv/bin/python benchmarks/bench_sweep_points.py
+.venv/bin/python benchmarks/bench_startup.py
+.venv/bin/python benchmarks/bench_large.py ../shared/pomdp
