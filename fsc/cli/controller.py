@@ -12,7 +12,7 @@ from fsc.console import emit
 from fsc.errors import InputError
 from fsc.evaluate import CONVENTIONS, evaluate
 from fsc.io.trajectory import metric_key
-from fsc.limits import check_necklace_work, closed_form_M_arg, walkers_arg
+from fsc.limits import check_necklace_work, check_simulate_steps, closed_form_M_arg, walkers_arg
 from fsc.simulate import simulate
 from fsc.train.arguments import number, positive_int
 
@@ -43,6 +43,7 @@ def _description(args, controller, reset: float) -> dict:
 
 def cmd_simulate(args) -> int:
     controller = resolve_controller(args, allow_zero=False)
+    check_simulate_steps(args.steps, args.walkers, controller.reset, prefix="--")
     result = simulate(
         controller.world, controller.policy, reset=controller.reset, steps=args.steps, walkers=args.walkers, seed=args.seed,
         convention=args.convention,

@@ -7,7 +7,6 @@ import math
 from pathlib import Path
 
 from fsc.checks import check_reset
-from fsc.errors import InputError
 from fsc.io.pomdp_file import pomdp_summary, read_pomdp
 from fsc.model.policy import Policy
 from fsc.train.arguments import number
@@ -52,10 +51,7 @@ def inspect_options(p) -> None:
 
 def cmd_inspect(args) -> int:
     """``fsc inspect``: the anatomy of a policy file."""
-    path = Path(args.policy_file)
-    if not path.is_file():
-        raise InputError(f"POLICY_FILE must be a policy .npz or .json file, got {args.policy_file!r}")
-    policy = Policy.load(path)
+    policy = Policy.load(Path(args.policy_file))  # missing, a FIFO, a directory: said as what it is
     a = anatomy(policy, mu=args.mu, reset=check_reset(args.reset), convention=args.convention, tol=args.tol)
     if args.json:
         record = a.to_dict()

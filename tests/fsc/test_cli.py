@@ -131,7 +131,7 @@ BAD = [
     ("convention", ["evaluate", "--convention", "ours"], "argument --convention: invalid choice"),
     ("policy-file", ["evaluate", "--policy", "missing.npz"], "policy file 'missing.npz' does not exist"),
     ("policy-name", ["evaluate", "--policy", "best"], "policy must be one of"),
-    ("steps", ["simulate", "--steps", "0"], "argument --steps: expected an integer >= 1, got '0'"),
+    ("steps", ["simulate", "--steps", "0"], "argument --steps: expected an integer in \\[1, 9007199254740992\\] \\(2\\*\\*53: the largest count kept exact\\), got '0'"),
     ("unknown-flag", ["evaluate", "--bogus"], "unrecognized arguments: --bogus"),
     ("unknown-command", ["fly"], "invalid choice: 'fly'"),
     ("no-command", [], "required: COMMAND"),

@@ -20,7 +20,10 @@ def test_round_trip(tmp_path, suffix, arch):
     policy.save(path)
     back = fsc.Policy.load(path)
     assert back.architecture == arch
-    assert torch.equal(back.logits, policy.logits) and torch.equal(back.init_logits, policy.init_logits)
+    reset = torch.from_numpy(arch.reset_mask.copy())
+    assert torch.equal(back.logits, policy.logits) and torch.equal(back.init_logits[reset], policy.init_logits[reset])
+    assert torch.isneginf(back.init_logits[~reset]).all()  # written -inf where a reset never starts (docs/formats.md)
+    assert torch.equal(back.init_probs(), policy.init_probs())
 
 
 @pytest.mark.parametrize("suffix", [".npz", ".json"])
