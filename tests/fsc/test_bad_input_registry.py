@@ -664,6 +664,33 @@ def test_sigkill_cli_resumes_bit_identical(tmp_path):
     assert identical == kills
 
 
+#: ``fsc ARGV`` killed by SIGKILL at its ``AT``-th fsync: in the middle of an atomic write, its temporary written
+#: but not yet renamed (the worst moment for litter).
+_KILL_AT_FSYNC = ("import os, signal, sys\ncalls = [0]\nreal = os.fsync\n\n\ndef fsync(fd):\n    calls[0] += 1\n"
+                  "    if calls[0] == int(sys.argv[1]):\n        os.kill(os.getpid(), signal.SIGKILL)\n    real(fd)\n\n\n"
+                  "os.fsync = fsync\nfrom fsc.cli import main\nsys.exit(main(sys.argv[2:]))\n")
+
+
+@pytest.mark.parametrize("at", [pytest.param(1, marks=pytest.mark.slow), 4])
+def test_a_kill_during_a_write_leaves_a_temporary_the_next_run_removes(tmp_path, at):
+    """Killed during its first write (run.json: the directory holds nothing else) or a checkpoint's, a run leaves
+    one temporary; the next run removes it and ends bit-identical to an uninterrupted run."""
+    import signal
+
+    from fsc.train import run_training
+
+    argv = ["train", "--memory", "ram:2", "--init", "random", "--seed", "3", "--until-t", "50", "--quiet", "--checkpoint-seconds", "0"]
+    out = tmp_path / "run"
+    killed = subprocess.run([sys.executable, "-c", _KILL_AT_FSYNC, str(at), *argv, "--out", str(out)], capture_output=True, timeout=300)
+    assert killed.returncode == -signal.SIGKILL
+    assert len(_temporaries(out)) == 1, _temporaries(out)
+    done = subprocess.run([sys.executable, "-m", "fsc.cli", *argv, "--out", str(out)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert _temporaries(out) == []
+    run_training(**RUN, out=tmp_path / "whole")
+    assert _same(_final(out), _final(tmp_path / "whole"))
+
+
 def test_the_next_run_removes_only_its_own_stale_temporaries(tmp_path):
     """What a SIGKILL during a checkpoint write leaves (``.checkpoint.npz.XXXXXXXX.tmp``) is removed by the next
     run of the directory; a user's files that merely look alike stay, byte for byte."""
