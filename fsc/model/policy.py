@@ -299,15 +299,15 @@ def _architecture(spec: object) -> MemoryArchitecture:
     try:
         return MemoryArchitecture.from_dict(spec)
     except (TypeError, ValueError) as error:
-        raise InputError(f"architecture {quoted(spec.get('kind'))}: {_first_line(error)}") from None
+        raise InputError(f"architecture: {_first_line(error)}") from None
 
 
 def _first_line(error: BaseException) -> str:
     """An exception's own message: its first argument when that is text (attrs adds the attribute and the type
-    after it), cut to one short line."""
+    after it), on one line, its middle cut when long (the start says what is wrong, the end what to do)."""
     text = error.args[0] if error.args and isinstance(error.args[0], str) else str(error)
     text = " ".join(text.splitlines())
-    return text if len(text) <= 160 else f"{text[:157]}..."
+    return text if len(text) <= 600 else f"{text[:400]} ... {text[-150:]}"
 
 
 def check_policy(policy: object, name: str = "policy") -> Policy:
