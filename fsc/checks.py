@@ -10,7 +10,8 @@ from __future__ import annotations
 import math
 import numbers
 
-from fsc.errors import InputError, InputTypeError
+from fsc.errors import InputError, InputTypeError, quoted
+from fsc.limits import MIN_RESET
 
 __all__ = ["CONVENTIONS", "check_reset", "integer", "nonnegative", "real"]
 
@@ -57,12 +58,19 @@ def integer(name: str, value: object, low: int, high: int | None = None, *, opti
     return value
 
 
-def check_reset(reset: object, *, allow_zero: bool = False, name: str = "reset") -> float:
-    """``reset`` as a float in (0, 1] (or [0, 1] with ``allow_zero``)."""
+def check_reset(reset: object, *, allow_zero: bool = False, name: str = "reset", solved: bool = True) -> float:
+    """``reset`` as a float in (0, 1] (or [0, 1] with ``allow_zero``), and, where a chain is ``solved`` with it,
+    not below :data:`fsc.limits.MIN_RESET` (``2**-53``) unless 0: below it ``1 - r`` rounds to 1 in float64.
+    ``solved=False`` is for closed forms, whose formulas hold for any ``r > 0``."""
     interval = "[0, 1]" if allow_zero else "(0, 1]"
     if isinstance(reset, bool) or not isinstance(reset, numbers.Real):
-        raise InputTypeError(f"{name} must be a number in {interval}, got {reset!r}")
+        raise InputTypeError(f"{name} must be a number in {interval}, got {quoted(reset)}")
     reset = float(reset)
     if not (math.isfinite(reset) and (0 <= reset if allow_zero else 0 < reset) and reset <= 1):
         raise InputError(f"{name} must be in {interval}, got {reset!r}")
+    if solved and 0 < reset < MIN_RESET:
+        zero = " or exactly 0 (the undiscounted limit)" if allow_zero else ""
+        raise InputError(
+            f"{name} must be at least 2**-53 = {MIN_RESET:.3g}{zero}, got {reset!r}: below it 1 - {name} rounds to 1 in float64"
+        )
     return reset

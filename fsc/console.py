@@ -10,14 +10,19 @@ is a bug and keeps its traceback.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 from collections.abc import Callable
 
-from fsc.errors import InputError
+from fsc.errors import InputError, quoted
+from fsc.files import strict_json
+from fsc.limits import MAX_STEPS, bounded_int
 
-__all__ = ["Parser", "UsageError", "emit", "number", "positive_int", "run_command"]
+__all__ = ["MAX_LINE", "Parser", "UsageError", "emit", "number", "one_line", "positive_int", "run_command"]
+
+#: The longest error line a command prints (its messages quote at most about 80 characters of input,
+#: :func:`fsc.errors.quoted`; this is the net under them).
+MAX_LINE = 280
 
 
 class UsageError(InputError):
@@ -30,18 +35,14 @@ class Parser(argparse.ArgumentParser):
 
 
 def positive_int(text: str) -> int:
-    """Command-line type: an integer >= 1."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}")
-    return value
+    """Command-line type: an integer in ``[1, MAX_STEPS]`` (``2**53``: a count every reader keeps exact)."""
+    return bounded_int(text, 1, MAX_STEPS, " (2**53: the largest count kept exact)")
 
 
 def number(text: str) -> float:
     """Command-line type: a finite number."""
+    if len(text) > 40:  # no number needs more characters; float() of a long text only repeats it in the error
+        raise argparse.ArgumentTypeError(f"expected a number, got {quoted(text, 24)}")
     try:
         value = float(text)
     except ValueError:
@@ -56,21 +57,31 @@ def run_command(prog: str, command: Callable[[], int]) -> int:
     try:
         return command()
     except InputError as error:  # bad input, found where it came in: one line; anything else is a bug and keeps its traceback
-        print(f"{prog}: error: {error}", file=sys.stderr)
+        print(one_line(f"{prog}: error: {error}"), file=sys.stderr)
         return 2
     except OSError as error:  # the machine, not the input (a full disk): one line, and what was written is consistent
-        where = f"{error.filename}: " if error.filename else ""
-        print(f"{prog}: error: {where}{error.strerror or error}", file=sys.stderr)
+        where = f"{quoted(error.filename)}: " if error.filename else ""
+        print(one_line(f"{prog}: error: {where}{error.strerror or error}"), file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print(f"{prog}: interrupted", file=sys.stderr)
         return 130
 
 
+def one_line(text: str, limit: int = MAX_LINE) -> str:
+    """``text`` on one line of at most about ``limit`` characters: line breaks become spaces, and a longer text
+    keeps its start (what is wrong, naming the option) and its end (what to do), with ``...`` between."""
+    text = " ".join(text.splitlines())
+    if len(text) <= limit:
+        return text
+    return f"{text[: limit - 65]} ... {text[-60:]}"
+
+
 def emit(as_json: bool, record: dict) -> None:
-    """Print ``record``: one JSON line, or a table of ``key  value`` lines (floats to 10 digits)."""
+    """Print ``record``: one strict JSON line (:func:`fsc.files.strict_json`), or a table of ``key  value``
+    lines (floats to 10 digits)."""
     if as_json:
-        print(json.dumps(record))
+        print(strict_json(record))
         return
     width = max(len(k) for k in record)
     for key, value in record.items():

@@ -13,13 +13,25 @@ import os
 from fsc.errors import InputError
 
 __all__ = [
+    "MAX_INTEGER_DIGITS",
+    "MAX_JSON_POLICY_BYTES",
     "MAX_NODES",
+    "MAX_NPZ_BYTES",
+    "MAX_NPZ_INFLATED",
+    "MAX_POMDP_BYTES",
+    "MAX_RECORD_BYTES",
+    "MAX_SIMULATE_STEPS",
+    "MAX_STEPS",
     "MAX_TABLE_ENTRIES",
+    "MIN_RESET",
     "MAX_THREADS",
     "MAX_WALKERS",
     "MAX_WORKERS",
+    "bounded_int",
     "check_memento_nodes",
+    "check_simulate_steps",
     "check_table_entries",
+    "count_text",
     "memento_nodes",
     "seed_arg",
     "threads_arg",
@@ -69,14 +81,76 @@ def check_memento_nodes(m: int, arms: int, observations: int, *, limit: int = MA
     )
 
 
-def check_table_entries(name: str, nodes: int, choices: int, *, limit: int = MAX_TABLE_ENTRIES) -> None:
-    """Raise ``ValueError`` when the ``nodes x choices`` tables of memory ``name`` exceed ``limit`` entries."""
-    if nodes > MAX_NODES or nodes * choices > limit:
+def check_table_entries(name: str, nodes: int, choices: int, observations: int = 1, *, limit: int = MAX_TABLE_ENTRIES) -> None:
+    """Raise ``ValueError`` when a table of memory ``name`` exceeds ``limit`` entries: the ``nodes x choices``
+    logits, or the ``nodes x choices x observations`` next-node table (one int64 per entry)."""
+    entries = nodes * choices * observations
+    if nodes > MAX_NODES or entries > limit:
+        per = f" x {count_text(observations)} observations" if observations > 1 else ""
         raise InputError(
-            f"memory {name} would have {nodes:,} nodes x {choices:,} choices = {nodes * choices:,} table entries "
-            f"(estimate {8 * nodes * choices / 2**30:.3g} GiB per float64 table), over the limit of {limit:,} "
+            f"memory {name} would have {count_text(nodes)} nodes x {count_text(choices)} choices{per} = {count_text(entries)} "
+            f"table entries (estimate {_gib(8 * entries)} GiB per 8-byte table), over the limit of {limit:,} "
             f"entries; choose a smaller size"
         )
+
+
+def _gib(size: int) -> str:
+    return f"{size / 2**30:.3g}" if size < 10**18 else count_text(size // 2**30)
+
+
+def count_text(n: int) -> str:
+    """``n`` with thousands separators, or ``about 10^k`` when it has more than 40 digits (a count of
+    thousands of digits is neither readable nor cheap to print)."""
+    if n < 10**40:
+        return f"{n:,}"
+    return f"about 10^{int((n.bit_length() - 1) * 0.30103)}"
+
+
+#: The smallest reset probability ``r > 0``: ``2**-53`` (about 1.1e-16), the smallest ``r`` for which
+#: ``1 - r`` is a float64 below 1 (``1 - 2**-53`` is exact). Below it ``1 - r`` rounds to 1, ``I - (1 - r) P``
+#: is exactly singular, and the LU engines fail; ``r = 0`` itself is the undiscounted limit, which
+#: ``evaluate`` takes with the engines built for it. Down to this limit every engine computes the gain to
+#: about 15 digits (the gain depends on ``r`` only at order ``r``); the value ``gain / r`` is then large.
+MIN_RESET = 2.0**-53
+
+#: The most accepted steps of a training run (``--max-steps``, and what a run may reach): ``2**53``, the
+#: largest count every reader of the run's files keeps exact (a float64, JSON read by JavaScript), far inside
+#: the int64 counters of the compiled kernels.
+MAX_STEPS = 2**53
+
+#: The most steps ``simulate`` is expected to take: ``walkers x episodes`` episodes of ``1 / r`` steps each
+#: (``--steps`` is a budget; a small ``--reset`` makes every episode long). About a microsecond per step
+#: here (10^6 steps in 1 s, 10^7 in 9.6 s, 2.7 x 10^8 in 570 s on a loaded machine): 10^10 is about three hours.
+MAX_SIMULATE_STEPS = 10**10
+
+#: The largest files read whole: a ``.POMDP`` text, a JSON policy, a run's or a sweep's JSON.
+MAX_POMDP_BYTES = 2**26
+MAX_JSON_POLICY_BYTES = 2**26
+MAX_RECORD_BYTES = 2**24
+
+#: A ``.npz`` (a policy, a checkpoint): the file, and the bytes its members declare once inflated (the
+#: largest table is ``MAX_TABLE_ENTRIES`` float64 = 512 MiB; a checkpoint holds several).
+MAX_NPZ_BYTES = 2**32
+MAX_NPZ_INFLATED = 2**33
+
+#: Digits of an integer in a ``.POMDP`` header or index: a size of 10^12 is far past every table limit.
+MAX_INTEGER_DIGITS = 12
+
+
+def check_simulate_steps(steps: int, walkers: int, reset: float, *, prefix: str = "") -> int:
+    """The number of steps ``simulate`` is expected to take (``walkers`` walkers, each running
+    ``max(1, round(steps * reset / walkers))`` episodes of mean length ``1 / reset``), or ``ValueError`` naming
+    ``steps``, ``walkers`` and ``reset`` (after ``prefix``: ``--`` on the command line) when it is over
+    :data:`MAX_SIMULATE_STEPS`."""
+    episodes = max(1, round(steps * reset / walkers)) if steps <= MAX_SIMULATE_STEPS else steps
+    expected = walkers * episodes / reset
+    if expected > MAX_SIMULATE_STEPS:
+        raise InputError(
+            f"simulate would take about {expected:.3g} steps ({walkers} walkers x {episodes:.3g} episodes of 1/reset = "
+            f"{1 / reset:.3g} steps), over the limit of {MAX_SIMULATE_STEPS:.0e} (about 1 us each); give fewer {prefix}steps "
+            f"or {prefix}walkers, or a larger {prefix}reset"
+        )
+    return int(expected)
 
 
 def machine_memory_bytes() -> int:
@@ -87,7 +161,8 @@ def machine_memory_bytes() -> int:
         return 4 * 2**30
 
 
-def _bounded_int(text: str, low: int, high: int, why: str) -> int:
+def bounded_int(text: str, low: int, high: int, why: str = "") -> int:
+    """Command-line type: an integer in ``[low, high]``; a text of more than 40 characters is refused unread."""
     text = text.strip()
     if len(text) > 40:  # int() of a 10**5-digit string is slow and the value is out of range anyway
         raise argparse.ArgumentTypeError(f"expected an integer in [{low}, {high}], got {text[:20]!r}... ({len(text)} characters)")
@@ -102,17 +177,17 @@ def _bounded_int(text: str, low: int, high: int, why: str) -> int:
 
 def seed_arg(text: str) -> int:
     """``--seed``: an integer in ``[0, 2**63 - 1]``."""
-    return _bounded_int(text, 0, MAX_SEED, " (a signed 64-bit seed)")
+    return bounded_int(text, 0, MAX_SEED, " (a signed 64-bit seed)")
 
 
 def threads_arg(text: str) -> int:
     """``--threads``: an integer in ``[1, MAX_THREADS]``."""
-    return _bounded_int(text, 1, MAX_THREADS, f" (this machine has {os.cpu_count()} CPUs)")
+    return bounded_int(text, 1, MAX_THREADS, f" (this machine has {os.cpu_count()} CPUs)")
 
 
 def workers_arg(text: str) -> int:
     """``--workers``: an integer in ``[1, MAX_WORKERS]``."""
-    return _bounded_int(text, 1, MAX_WORKERS, f" (this machine has {os.cpu_count()} CPUs)")
+    return bounded_int(text, 1, MAX_WORKERS, f" (this machine has {os.cpu_count()} CPUs)")
 
 
 #: Most Monte Carlo walkers a simulation runs side by side (their state is allocated at once, a few hundred
@@ -122,7 +197,7 @@ MAX_WALKERS = 10**7
 
 def walkers_arg(text: str) -> int:
     """``--walkers``: an integer in ``[1, MAX_WALKERS]``."""
-    return _bounded_int(text, 1, MAX_WALKERS, " (their state is allocated at once)")
+    return bounded_int(text, 1, MAX_WALKERS, " (their state is allocated at once)")
 
 
 #: ``closed-form --M``: the closed forms sum over the ``M`` memory states; about 2.3 microseconds per state
@@ -133,7 +208,7 @@ SECONDS_PER_CLOSED_FORM_STATE = 2.3e-6
 
 def closed_form_M_arg(text: str) -> int:
     """``closed-form --M``: an integer in ``[1, MAX_CLOSED_FORM_M]``."""
-    return _bounded_int(
+    return bounded_int(
         text, 1, MAX_CLOSED_FORM_M, f" (work grows like M: about {SECONDS_PER_CLOSED_FORM_STATE * 1e6:.1f} s per million)"
     )
 

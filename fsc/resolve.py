@@ -154,11 +154,7 @@ def resolve_policy(
     if isinstance(policy, Policy):
         built, source = policy, f"the {option}"
     elif is_policy_file(policy):
-        path = Path(policy)
-        if not path.is_file():
-            what = "is not a regular file" if path.exists() else "does not exist"
-            raise InputError(f"policy file {str(policy)!r} {what}")
-        built, source = Policy.load(path), f"policy file {str(policy)!r}"
+        built, source = Policy.load(Path(policy)), f"policy file {str(policy)!r}"  # missing, a FIFO, a directory: said as what it is
     elif isinstance(policy, str) and policy:
         if arch is None:
             raise InputError(f"{option} {policy!r} names a policy: give the memory it is built on")

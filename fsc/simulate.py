@@ -26,7 +26,7 @@ import numpy as np
 from fsc.checks import check_reset
 from fsc.errors import InputError
 from fsc.evaluate import CONVENTIONS
-from fsc.limits import MAX_WALKERS
+from fsc.limits import MAX_WALKERS, check_simulate_steps
 from fsc.model.policy import Policy, check_policy
 from fsc.model.pomdp import POMDP, Task, as_pomdp, paper_read
 
@@ -109,6 +109,7 @@ def simulate(
             raise InputError(f"{name} must be an integer >= 1, got {value!r}")
     if walkers > MAX_WALKERS:  # each walker holds a few hundred bytes of state, allocated up front
         raise InputError(f"walkers must be at most {MAX_WALKERS:.0e} (fsc.limits.MAX_WALKERS), got {walkers!r}")
+    check_simulate_steps(steps, walkers, reset)  # a small reset makes every episode long
     architecture = policy.architecture
     pomdp = as_pomdp(world)
     if architecture.num_actions != pomdp.num_actions or architecture.num_observations != pomdp.num_observations:

@@ -62,7 +62,7 @@ def _open_unit(name: str, value: object) -> float:
 
 
 def _check_r(r: object, allow_zero: bool) -> float:
-    return check_reset(r, allow_zero=allow_zero, name="r")
+    return check_reset(r, allow_zero=allow_zero, name="r", solved=False)  # a formula: any r > 0
 
 
 def _check_eps(eps: object) -> float:

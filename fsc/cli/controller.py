@@ -10,7 +10,7 @@ from pathlib import Path
 from fsc.checks import CONVENTIONS
 from fsc.console import emit, number, positive_int
 from fsc.errors import InputError
-from fsc.limits import check_necklace_work, closed_form_M_arg, walkers_arg
+from fsc.limits import check_necklace_work, check_simulate_steps, closed_form_M_arg, walkers_arg
 
 # closed-form and necklace run without torch: the evaluator, the simulator and the options that resolve a
 # controller are imported by the commands that use them (fsc.cli.WITHOUT_TORCH).
@@ -49,6 +49,7 @@ def cmd_simulate(args) -> int:
     from fsc.simulate import simulate
 
     controller = resolve_controller(args, allow_zero=False)
+    check_simulate_steps(args.steps, args.walkers, controller.reset, prefix="--")
     result = simulate(
         controller.world, controller.policy, reset=controller.reset, steps=args.steps, walkers=args.walkers, seed=args.seed,
         convention=args.convention,

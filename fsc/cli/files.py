@@ -8,7 +8,6 @@ from pathlib import Path
 
 from fsc.checks import CONVENTIONS, check_reset
 from fsc.console import number
-from fsc.errors import InputError
 from fsc.io.pomdp_file import pomdp_summary, read_pomdp
 
 
@@ -53,12 +52,7 @@ def cmd_inspect(args) -> int:
     from fsc.resolve import resolve_world
     from policies.anatomy import anatomy, describe
 
-    path = Path(args.policy_file)
-    if not path.exists():
-        raise InputError(f"POLICY_FILE: no such file: {args.policy_file!r}")
-    if not path.is_file():
-        raise InputError(f"POLICY_FILE must be a policy .npz or .json file, got the directory {args.policy_file!r}")
-    policy = Policy.load(path)
+    policy = Policy.load(Path(args.policy_file))  # missing, a FIFO, a directory: said as what it is
     world = resolve_world(mu=args.mu, pomdp=args.pomdp, option="--")
     reset = resolve_reset(world.world, args.reset, None, default=1e-3)
     a = anatomy(policy, world.world, reset=check_reset(reset), convention=args.convention, tol=args.tol)

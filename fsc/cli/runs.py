@@ -55,9 +55,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     out = args.out if args.out is not None else sweep.out
     if out is None:
         raise InputError(f"no output directory: give --out DIR, or an 'out' key in {args.spec!r}")
-    if args.out is None and (Path(out).is_absolute() or ".." in Path(out).parts):  # a spec writes under the cwd only
-        raise InputError(f"the 'out' of {args.spec!r} ({out!r}) must be a relative path under the current directory "
-                         "without '..'; give --out DIR to write elsewhere")
+    if args.out is None:  # a spec writes under the cwd only
+        sweep.check_out(args.spec)
     if args.summary:
         if args.workers is not None or args.scheduler is not None:
             raise InputError("--summary trains nothing: drop --workers / --scheduler")

@@ -16,9 +16,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from fsc.errors import InputError
-from fsc.files import atomic_write
+from fsc.errors import InputError, quoted
+from fsc.files import NpzArchive, atomic_write, strict_json
 from fsc.io.trajectory import COLUMNS, Trajectory
+from fsc.limits import MAX_JSON_POLICY_BYTES, MAX_NPZ_BYTES, MAX_NPZ_INFLATED
 from fsc.model.architecture import MemoryArchitecture
 from fsc.model.memory import parse_memory
 from fsc.objective import Point
@@ -35,8 +36,8 @@ PREVIOUS_CHECKPOINT = "checkpoint.previous.npz"
 
 
 def write_json(path: Path, doc: dict) -> None:
-    """``doc`` as indented JSON in ``path``, atomically."""
-    atomic_write(path, lambda f: f.write((json.dumps(doc, indent=2, allow_nan=True) + "\n").encode()))
+    """``doc`` as indented strict JSON in ``path`` (a number that is not finite is ``null``), atomically."""
+    atomic_write(path, lambda f: f.write((strict_json(doc, indent=2) + "\n").encode()))
 
 
 def save_checkpoint(out: Path, state: State, trajectory: Trajectory, meta: dict[str, Any]) -> None:
@@ -83,14 +84,14 @@ def load_checkpoint(path: str | os.PathLike) -> tuple[State, dict[str, np.ndarra
         state, columns, meta = _load_checkpoint(path)
     except (OSError, EOFError, KeyError, IndexError, OverflowError, RecursionError, TypeError, AttributeError,
             zipfile.BadZipFile, json.JSONDecodeError) as error:
-        raise InputError(f"{str(path)!r} is not a usable checkpoint ({type(error).__name__}: {error})") from None
+        raise InputError(f"{quoted(path)} is not a usable checkpoint ({type(error).__name__}: {error})") from None
     except ValueError as error:
-        if isinstance(error, InputError) and str(path) in str(error):
+        if isinstance(error, InputError) and quoted(path) in str(error):
             raise
-        raise InputError(f"{str(path)!r} is not a usable checkpoint ({error})") from None
+        raise InputError(f"{quoted(path)} is not a usable checkpoint ({error})") from None
     lengths = {len(column) for column in columns.values()}
     if len(lengths) != 1 or (lengths and min(lengths) < 1) or not isinstance(meta.get("arguments"), dict):
-        raise InputError(f"{str(path)!r} is not a usable checkpoint (trajectory columns of unequal lengths or no arguments)")
+        raise InputError(f"{quoted(path)} is not a usable checkpoint (trajectory columns of unequal lengths or no arguments)")
     return state, columns, meta
 
 
@@ -102,13 +103,18 @@ def _architecture(meta: dict[str, Any]) -> MemoryArchitecture:
 
 
 def _load_checkpoint(path: Path) -> tuple[State, dict[str, np.ndarray], dict[str, Any]]:
-    with np.load(path, allow_pickle=False) as data:
+    with NpzArchive(path, "checkpoint", max_bytes=MAX_NPZ_BYTES, max_inflated=MAX_NPZ_INFLATED) as data:
+        data.check_shape("meta", (), kinds="U", max_nbytes=4 * MAX_JSON_POLICY_BYTES)
         meta = json.loads(str(data["meta"]))
         if meta.get("format") != _FORMAT:
-            raise InputError(f"{str(path)!r} is not a training checkpoint of this version (format {meta.get('format')!r})")
+            raise InputError(f"{quoted(path)} is not a training checkpoint of this version (format {quoted(meta.get('format'))})")
+        architecture = _architecture(meta)
+        N, C = architecture.num_nodes, architecture.num_choices
+        for name, shape in (("logits", (N, C)), ("grad_logits", (N, C)), ("init_logits", (N,)), ("grad_init", (N,))):
+            data.check_shape(name, shape)  # before any table is allocated
         tensor = lambda name: torch.from_numpy(np.array(data[name], dtype=np.float64))
         point = Point(
-            architecture=_architecture(meta),
+            architecture=architecture,
             logits=tensor("logits"),
             init_logits=tensor("init_logits"),
             gain=float(data["gain"]),
@@ -133,9 +139,9 @@ def _load_checkpoint(path: Path) -> tuple[State, dict[str, np.ndarray], dict[str
         names = [key[len("trajectory_") :] for key in data.files if key.startswith("trajectory_")]
         missing = set(COLUMNS) - set(names)
         if missing:
-            raise InputError(f"{str(path)!r} is not a usable checkpoint (no trajectory column {sorted(missing)[0]!r})")
+            raise InputError(f"{quoted(path)} is not a usable checkpoint (no trajectory column {sorted(missing)[0]!r})")
         columns = {name: np.array(data[f"trajectory_{name}"], dtype=COLUMNS.get(name, np.float64)) for name in names}
     lengths = {len(column) for column in columns.values()}
     if len(lengths) != 1 or (len(columns["step"]) and (np.any(np.diff(columns["step"]) <= 0) or columns["step"][-1] > state.step)):
-        raise InputError(f"{str(path)!r} is inconsistent (trajectory columns of lengths {sorted(lengths)}); start the run again in another --out")
+        raise InputError(f"{quoted(path)} is inconsistent (trajectory columns of lengths {sorted(lengths)}); start the run again in another --out")
     return state, columns, meta

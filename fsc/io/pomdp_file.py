@@ -22,7 +22,9 @@ from pathlib import Path
 
 import numpy as np
 
-from fsc.errors import InputError, InputTypeError
+from fsc.errors import InputError, InputTypeError, quoted
+from fsc.files import read_limited
+from fsc.limits import MAX_INTEGER_DIGITS, MAX_POMDP_BYTES
 from fsc.model.pomdp import POMDP, Task, as_pomdp
 
 __all__ = ["MAX_TABLE_BYTES", "ROW_TOLERANCE", "format_pomdp", "parse_pomdp", "pomdp_summary", "read_pomdp", "write_pomdp"]
@@ -100,9 +102,9 @@ def _tokenise(text: str, source: str) -> tuple[list[_Statement], int]:
                     i += 3
                     continue
                 if word in ("T", "O", "R") or word in _PREAMBLE or word == "start":
-                    raise InputError(f"{source}:{lineno}: expected ':' after {word!r}")
+                    raise InputError(f"{source}:{lineno}: expected ':' after {quoted(word)}")
             if current is None:
-                raise InputError(f"{source}:{lineno}: expected a keyword (discount, values, states, actions, observations, start, T, O, R), got {word!r}")
+                raise InputError(f"{source}:{lineno}: expected a keyword (discount, values, states, actions, observations, start, T, O, R), got {quoted(word)}")
             current.tokens.append(word)
             current.lines.append(lineno)
             i += 1
@@ -111,10 +113,10 @@ def _tokenise(text: str, source: str) -> tuple[list[_Statement], int]:
 
 def _number(token: str, source: str, line: int, what: str = "a number") -> float:
     if not _NUMBER.fullmatch(token):
-        raise InputError(f"{source}:{line}: expected {what}, got {token!r}")
+        raise InputError(f"{source}:{line}: expected {what}, got {quoted(token)}")
     value = float(token)
     if not math.isfinite(value):
-        raise InputError(f"{source}:{line}: expected a finite number, got {token!r}")
+        raise InputError(f"{source}:{line}: expected a finite number, got {quoted(token)}")
     return value
 
 
@@ -145,25 +147,32 @@ class _Reader:
                 return slice(None)
             raise self.err(line, f"expected a {kind} name or index, got '*'")
         if _INDEX.fullmatch(token):
-            value = int(token)
+            value = self.integer(token, line, f"a {kind} index below {size}")
             if value >= size:
-                raise self.err(line, f"expected a {kind} index below {size}, got {token!r}")
+                raise self.err(line, f"expected a {kind} index below {size}, got {quoted(token)}")
             return value
         found = self.index[kind].get(token)
         if found is None:
             known = self.names[_KIND_WORD[kind]]
             hint = f"one of {', '.join(known[:8])}{', ...' if len(known) > 8 else ''}" if known else f"an index below {size}"
-            raise self.err(line, f"expected a {kind} name or index ({hint}), got {token!r}")
+            raise self.err(line, f"expected a {kind} name or index ({hint}), got {quoted(token)}")
         return found
+
+    def integer(self, token: str, line: int, what: str) -> int:
+        """A header size or an index (``token`` is digits): refused in one line past :data:`MAX_INTEGER_DIGITS`
+        digits, before ``int`` (which refuses, or takes quadratic time over, thousands of digits)."""
+        if len(token) > MAX_INTEGER_DIGITS:
+            raise self.err(line, f"expected {what}, got a number of {len(token):,} digits (at most {MAX_INTEGER_DIGITS})")
+        return int(token)
 
     def numbers(self, tokens: list[str], lines: list[int], what: str) -> np.ndarray:
         for token, line in zip(tokens, lines, strict=True):
             if not _NUMBER.fullmatch(token):
-                raise self.err(line, f"expected {what}, got {token!r}")
+                raise self.err(line, f"expected {what}, got {quoted(token)}")
         values = np.array([float(t) for t in tokens], dtype=np.float64)
         if not np.isfinite(values).all():
             i = int(np.flatnonzero(~np.isfinite(values))[0])
-            raise self.err(lines[i], f"expected a finite number, got {tokens[i]!r}")
+            raise self.err(lines[i], f"expected a finite number, got {quoted(tokens[i])}")
         return values
 
     def probabilities(self, tokens: list[str], lines: list[int]) -> np.ndarray:
@@ -171,7 +180,7 @@ class _Reader:
         bad = np.flatnonzero((values < 0) | (values > 1 + ROW_TOLERANCE))
         if bad.size:
             i = int(bad[0])
-            raise self.err(lines[i], f"expected a probability in [0, 1], got {tokens[i]!r}")
+            raise self.err(lines[i], f"expected a probability in [0, 1], got {quoted(tokens[i])}")
         return values
 
     # -- preamble -------------------------------------------------------
@@ -187,10 +196,10 @@ class _Reader:
             raise self.err(st.line, f"expected a value after '{key}:'")
         if key == "discount":
             if len(st.tokens) != 1:
-                raise self.err(st.lines[1], f"expected one number after 'discount:', got {st.tokens[1]!r} too")
+                raise self.err(st.lines[1], f"expected one number after 'discount:', got {quoted(st.tokens[1])} too")
             value = _number(st.tokens[0], self.source, st.line, "a discount factor")
             if not 0 < value < 1:
-                raise self.err(st.line, f"expected a discount in (0, 1), got {st.tokens[0]!r}")
+                raise self.err(st.line, f"expected a discount in (0, 1), got {quoted(st.tokens[0])}")
             self.discount = value
         elif key == "values":
             if len(st.tokens) != 1 or st.tokens[0] not in ("reward", "cost"):
@@ -199,9 +208,9 @@ class _Reader:
         else:
             kind = key[:-1]
             if len(st.tokens) == 1 and _INDEX.fullmatch(st.tokens[0]):
-                size = int(st.tokens[0])
+                size = self.integer(st.tokens[0], st.line, f"a number of {key}")
                 if size < 1:
-                    raise self.err(st.line, f"expected at least one {kind}, got {st.tokens[0]!r}")
+                    raise self.err(st.line, f"expected at least one {kind}, got {quoted(st.tokens[0])}")
                 self.sizes[key] = size
                 self.names[key] = None
                 self.index[kind] = {}
@@ -209,11 +218,11 @@ class _Reader:
                 seen: dict[str, int] = {}
                 for token, line in zip(st.tokens, st.lines, strict=True):
                     if not _NAME.fullmatch(token):
-                        raise self.err(line, f"expected a {kind} name (a letter or '_' then letters, digits, '_', '-', '.'), got {token!r}")
+                        raise self.err(line, f"expected a {kind} name (a letter or '_' then letters, digits, '_', '-', '.'), got {quoted(token)}")
                     if token in _RESERVED:
-                        raise self.err(line, f"expected a {kind} name, got the keyword {token!r}")
+                        raise self.err(line, f"expected a {kind} name, got the keyword {quoted(token)}")
                     if token in seen:
-                        raise self.err(line, f"{kind} name {token!r} given twice")
+                        raise self.err(line, f"{kind} name {quoted(token)} given twice")
                     seen[token] = len(seen)
                 self.sizes[key] = len(seen)
                 self.names[key] = tuple(seen)
@@ -513,9 +522,13 @@ def read_pomdp(path, *, require_discount: bool = False) -> POMDP:
     """
     path = Path(path)
     try:
-        raw = path.read_bytes()
+        raw = read_limited(path, ".POMDP file", MAX_POMDP_BYTES)  # a regular file only (not a FIFO, a device), of bounded size
     except OSError as error:
-        raise InputError(f"cannot read {str(path)!r}: {error.strerror or error}") from None
+        raise InputError(f"cannot read {quoted(path)}: {error.strerror or error}") from None
+    nul = raw.find(b"\0")
+    if nul >= 0:  # a binary file: said at once, before decoding and tokenising it
+        line = raw.count(b"\n", 0, nul) + 1
+        raise InputError(f"{path.name}:{line}: expected text, got the byte 0x00")
     try:
         text = raw.decode("utf-8-sig")  # a byte-order mark, if any, is dropped
     except UnicodeDecodeError as error:

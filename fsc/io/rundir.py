@@ -1,4 +1,9 @@
-"""Run directories on disk: one owner at a time, readable run files, writable places.
+"""Run directories on disk: only new or ours, one owner at a time, readable run files, writable places.
+
+``fsc train --out DIR`` writes only into a directory that is new (missing, or empty) or ours (it holds the
+``run.json`` every run writes first, a JSON object with ``arguments``); anything else (a directory of the
+user's files, ``/etc`` through a symbolic link, a dangling link) is refused with one line
+(:func:`check_run_directory`). Symbolic links are resolved before that decision.
 
 ``fsc train --out DIR`` takes an exclusive, non-blocking ``flock`` on the directory ``DIR`` itself (no lock
 file is left behind) for as long as it runs: a second ``fsc train`` on the same directory is refused with one line instead of mixing two runs' files.
@@ -11,14 +16,54 @@ import json
 import os
 from pathlib import Path
 
-from fsc.errors import InputError
+from fsc.errors import InputError, quoted
+from fsc.files import read_limited, remove_stale_temporaries, temporary_target
+from fsc.limits import MAX_RECORD_BYTES
 
 try:
     import fcntl
 except ImportError:  # pragma: no cover - Windows: no ownership lock
     fcntl = None
 
-__all__ = ["RunLock", "make_directory", "read_run_json"]
+__all__ = ["RUN_FILES", "RunLock", "check_run_directory", "make_directory", "read_run_json"]
+
+#: The files a run writes in its directory: ``run.json`` first (the mark of a run directory), the others after.
+#: Their temporaries, left by a kill during a write, are removed by the next run (:class:`RunLock`).
+RUN_FILES = ("run.json", "initial_policy.npz", "checkpoint.npz", "checkpoint.previous.npz", "checkpoint.json", "trajectory.csv",
+             "policy.npz", "result.json")  # fmt: skip
+
+
+def _only_our_temporaries(directory: Path) -> bool:
+    """Whether ``directory`` holds nothing but temporaries of :data:`RUN_FILES` (a run killed before its first
+    ``run.json`` was in place)."""
+    return all(temporary_target(entry.name) in RUN_FILES for entry in os.scandir(directory))
+
+
+def check_run_directory(out: str | os.PathLike, option: str = "--out") -> Path:
+    """``out`` with its symbolic links resolved, when it is new or ours to write a run into; else ``ValueError``.
+
+    New: missing (its parents are made later), or an empty directory (or one holding only temporaries a killed
+    run left). Ours: a directory holding ``run.json`` (read and checked by :func:`read_run_json`). Refused: a
+    file, a dangling symbolic link, a directory holding anything else, whatever a link points to.
+    """
+    path = Path(out)
+    resolved = Path(os.path.realpath(path))
+    shown = f"{option} {quoted(out)}" + (f" (the link leads to {quoted(resolved)})" if resolved != path.absolute() else "")
+    if os.path.lexists(path) and not path.exists():
+        raise InputError(f"{option} {quoted(out)} is a dangling symbolic link; give a new directory")
+    if not resolved.exists():
+        return resolved
+    if not resolved.is_dir():
+        raise InputError(f"{shown} is not a directory; give a new directory")
+    if (resolved / "run.json").exists():
+        read_run_json(path / "run.json")
+        return resolved
+    try:
+        if _only_our_temporaries(resolved):
+            return resolved
+    except OSError as error:
+        raise InputError(f"{shown} cannot be listed: {error.strerror or error}") from None
+    raise InputError(f"{shown} already holds files that are not an fsc run (no run.json); give a new or empty directory")
 
 
 def make_directory(path: Path, option: str = "--out") -> None:
@@ -26,36 +71,47 @@ def make_directory(path: Path, option: str = "--out") -> None:
     try:
         path.mkdir(parents=True, exist_ok=True)
     except (OSError, ValueError) as error:
-        raise InputError(f"{option} {str(path)!r} cannot be created: {error.strerror or error}") from None
+        raise InputError(f"{option} {quoted(path)} cannot be created: {error.strerror or error}") from None
     if not path.is_dir():
-        raise InputError(f"{option} {str(path)!r} is not a directory")
+        raise InputError(f"{option} {quoted(path)} is not a directory")
     if not os.access(path, os.W_OK | os.X_OK):
-        raise InputError(f"{option} {str(path)!r} is not writable")
+        raise InputError(f"{option} {quoted(path)} is not writable")
 
 
 class RunLock:
-    """Exclusive ownership of a run directory (a context manager); refuses, never waits."""
+    """Exclusive ownership of a run directory (a context manager); refuses, never waits.
+
+    Once the lock is held the directory is checked again (:func:`check_run_directory`: new or ours), and the
+    temporaries a killed run left in it are removed: no other run can be writing them.
+    """
 
     def __init__(self, directory: Path, option: str = "--out") -> None:
         self.directory, self.option, self.fd = Path(directory), option, None
 
     def __enter__(self) -> RunLock:
+        check_run_directory(self.directory, self.option)
         make_directory(self.directory, self.option)
         if fcntl is None:  # pragma: no cover
             return self
         try:
             fd = os.open(self.directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
         except OSError as error:
-            raise InputError(f"{self.option} {str(self.directory)!r} cannot be opened: {error.strerror}") from None
+            raise InputError(f"{self.option} {quoted(self.directory)} cannot be opened: {error.strerror}") from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
             os.close(fd)
             raise InputError(
-                f"{self.option} {str(self.directory)!r} is in use by another fsc train (it holds the directory's lock); "
+                f"{self.option} {quoted(self.directory)} is in use by another fsc train (it holds the directory's lock); "
                 "wait for it or use another directory"
             ) from None
         self.fd = fd
+        try:
+            check_run_directory(self.directory, self.option)  # what another owner may have put there meanwhile
+            remove_stale_temporaries(self.directory, RUN_FILES)
+        except BaseException:
+            self.__exit__()
+            raise
         return self
 
     def __exit__(self, *exc) -> None:
@@ -67,11 +123,11 @@ class RunLock:
 def read_run_json(path: Path) -> dict:
     """Read a run's ``run.json``; ``ValueError`` naming the file when it is unreadable or not a run record."""
     try:
-        doc = json.loads(path.read_text())
+        doc = json.loads(read_limited(path, "run file", MAX_RECORD_BYTES))
     except (OSError, UnicodeDecodeError, RecursionError, json.JSONDecodeError) as error:
-        raise InputError(f"{str(path)!r} is not a readable run file ({type(error).__name__}: {error}); "
+        raise InputError(f"{quoted(path)} is not a readable run file ({type(error).__name__}: {error}); "
                          "remove the directory or use another one") from None
-    if not isinstance(doc, dict) or not isinstance(doc.get("arguments", {}), dict):
-        raise InputError(f"{str(path)!r} is not a run file (expected a JSON object with 'arguments'); "
+    if not isinstance(doc, dict) or not isinstance(doc.get("arguments"), dict):
+        raise InputError(f"{quoted(path)} is not a run file (expected a JSON object with 'arguments'); "
                          "remove the directory or use another one")
     return doc

@@ -12,8 +12,9 @@ from typing import ClassVar
 import attrs
 import numpy as np
 
-from fsc.errors import InputError, InputTypeError
-from fsc.limits import check_memento_nodes, check_table_entries
+from fsc.errors import InputError, InputTypeError, quoted
+from fsc.files import check_regular_file
+from fsc.limits import check_memento_nodes, check_table_entries, memento_nodes
 from fsc.model.architecture import MemoryArchitecture, arm_labels, observation_labels, readonly, register_architecture, rule_mask
 
 __all__ = [
@@ -64,7 +65,7 @@ class _MemoryWithLastObservation(_ArmsAndObservations):
 
     def __attrs_post_init__(self) -> None:
         name = f"{type(self).__name__.lower()}:{self.M}"
-        check_table_entries(name, self.M * (1 + self.arms * self.observations), self.M * self.arms)
+        check_table_entries(name, self.M * (1 + self.arms * self.observations), self.M * self.arms, self.observations)
 
     @functools.cached_property
     def memory_and_arm(self) -> tuple[np.ndarray, np.ndarray]:
@@ -198,6 +199,7 @@ class Memento(_ArmsAndObservations, MemoryArchitecture):
 
     def __attrs_post_init__(self) -> None:
         check_memento_nodes(self.m, self.arms, self.observations)
+        check_table_entries(f"memento:{self.m}", memento_nodes(self.m, self.arms * self.observations), self.arms, self.observations)
 
     @functools.cached_property
     def _offsets(self) -> np.ndarray:
@@ -284,13 +286,13 @@ def parse_memory(text: str, *, arms: int = 2, observations: int = 2) -> MemoryAr
         return _memory_from_file(path, name)
     kind, sep, size = str(text).partition(":")
     if not sep or kind.lower() not in _KINDS:
-        raise InputError(f"memory must be ram:M, chain:M, column:M, memento:m or FILE.py:NAME, got {text!r}")
+        raise InputError(f"memory must be ram:M, chain:M, column:M, memento:m or FILE.py:NAME, got {quoted(text)}")
     try:
         value = int(size)
     except ValueError:
-        raise InputError(f"memory size must be an integer >= 1, got {size!r} in {text!r}") from None
+        raise InputError(f"memory size must be an integer >= 1, got {quoted(size)} in {quoted(text)}") from None
     if value < 1:
-        raise InputError(f"memory size must be an integer >= 1, got {value} in {text!r}")
+        raise InputError(f"memory size must be an integer >= 1, got {value} in {quoted(text)}")
     return _KINDS[kind.lower()](value, arms=arms, observations=observations)
 
 
@@ -330,10 +332,7 @@ def _import_time_boxed(path: str) -> dict:
 
 def _memory_from_file(path: str, name: str) -> MemoryArchitecture:
     """The architecture called ``name`` in the Python file ``path`` (see :func:`parse_memory`)."""
-    import os
-
-    if not os.path.isfile(path):
-        raise InputError(f"memory file {path!r} does not exist")
+    check_regular_file(path, "memory file")  # missing, or a FIFO, a directory: said as what it is
     if not name.isidentifier():
         raise InputError(f"memory {path}:{name} must name a Python global after the colon, got {name!r}")
     try:
@@ -345,6 +344,8 @@ def _memory_from_file(path: str, name: str) -> MemoryArchitecture:
         ) from None
     except Exception as error:  # the user's file failed: say where, in one line
         raise InputError(f"memory file {path!r} failed to run: {type(error).__name__}: {error}") from error
+    except SystemExit as error:  # sys.exit() in the user's file ends its import, not the command
+        raise InputError(f"memory file {path!r} called sys.exit({error.code!r}) while it ran") from None
     if name not in namespace:
         raise InputError(f"memory file {path!r} defines no {name!r}")
     value = namespace[name]

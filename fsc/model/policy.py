@@ -15,8 +15,9 @@ import attrs
 import numpy as np
 import torch
 
-from fsc.errors import InputError, InputTypeError
-from fsc.files import atomic_write
+from fsc.errors import InputError, InputTypeError, quoted
+from fsc.files import NpzArchive, atomic_write, check_regular_file, read_limited
+from fsc.limits import MAX_JSON_POLICY_BYTES, MAX_NPZ_BYTES, MAX_NPZ_INFLATED
 from fsc.model.architecture import MemoryArchitecture
 
 __all__ = ["Policy"]
@@ -24,12 +25,16 @@ __all__ = ["Policy"]
 
 def _as_logits(name: str, value, shape: tuple[int, ...]) -> torch.Tensor:
     if isinstance(value, torch.Tensor):
+        if value.is_complex():
+            raise InputTypeError(f"{name} must be real numbers, got a complex tensor")
         tensor = value if value.dtype == torch.float64 else value.to(torch.float64)
     else:
+        if np.iscomplexobj(value) or (isinstance(value, np.ndarray) and value.dtype.kind not in "biuf"):
+            raise InputTypeError(f"{name} must be an array of real numbers, got {np.asarray(value).dtype} values")
         try:
             tensor = torch.as_tensor(np.asarray(value, dtype=np.float64))
         except (TypeError, ValueError) as error:
-            raise InputTypeError(f"{name} must be an array of numbers, got {type(value).__name__}") from error
+            raise InputTypeError(f"{name} must be an array of real numbers, got {type(value).__name__}") from error
     if tuple(tensor.shape) != shape:
         raise InputError(f"{name} must have shape {shape}, got {tuple(tensor.shape)}")
     if not tensor.detach().numpy().max(initial=-math.inf) < math.inf:  # NaN propagates through max
@@ -185,11 +190,15 @@ class Policy:
     # Files.
 
     def save(self, path: str | os.PathLike) -> None:
-        """Write to ``.npz`` or ``.json`` (by suffix), atomically; never pickle."""
+        """Write to ``.npz`` or ``.json`` (by suffix), atomically; never pickle.
+
+        ``init_logits`` is written ``-inf`` on the nodes a reset never starts in (docs/formats.md), whatever the
+        policy holds there (it is ignored).
+        """
         path = Path(path)
         spec = json.dumps(self.architecture.to_dict())
         logits = self.logits.detach().cpu().numpy()
-        init_logits = self.init_logits.detach().cpu().numpy()
+        init_logits = _reset_only(self.architecture, self.init_logits.detach().cpu().numpy())
         if path.suffix == ".npz":
             atomic_write(path, lambda f: np.savez(f, architecture=np.array(spec), logits=logits, init_logits=init_logits))
         elif path.suffix == ".json":
@@ -200,42 +209,51 @@ class Policy:
             }
             atomic_write(path, lambda f: f.write(json.dumps(doc).encode()))
         else:
-            raise InputError(f"policy files end in .npz or .json, got {str(path)!r}")
+            raise InputError(f"policy files end in .npz or .json, got {quoted(path)}")
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> Policy:
         """Read a policy written by :meth:`save`.
 
-        Any unreadable file (missing, empty, truncated, not a zip, a key missing, absurd numbers, JSON nested
-        too deep) raises ``ValueError`` naming the file.
+        Any unreadable file (missing, a FIFO, a device or a directory, too large, empty, truncated, not a zip,
+        a key missing, arrays of another shape than the architecture's or of complex numbers, absurd numbers,
+        JSON nested too deep) raises ``ValueError`` naming the file; nothing larger than the file's own
+        architecture needs is allocated. ``init_logits`` on the nodes a reset never starts in are set to ``-inf``
+        (they are ignored; docs/formats.md).
         """
         path = Path(path)
         try:
             return cls._load(path)
         except (OSError, EOFError, KeyError, IndexError, OverflowError, RecursionError, zipfile.BadZipFile,
-                json.JSONDecodeError) as error:
-            raise InputError(f"cannot read the policy file {str(path)!r}: {type(error).__name__}: {error}") from None
+                json.JSONDecodeError, UnicodeDecodeError) as error:
+            raise InputError(f"cannot read the policy file {quoted(path)}: {type(error).__name__}: {_first_line(error)}") from None
         except (ValueError, TypeError) as error:
-            if isinstance(error, InputError) and str(path) in str(error):
+            if isinstance(error, InputError) and quoted(path) in str(error):
                 raise
-            raise InputError(f"cannot read the policy file {str(path)!r}: {error}") from None
+            raise InputError(f"cannot read the policy file {quoted(path)}: {_first_line(error)}") from None
 
     @classmethod
     def _load(cls, path: Path) -> Policy:
+        check_regular_file(path, "policy file")  # what it is (missing, a directory, a FIFO) before its name's suffix
         if path.suffix == ".npz":
-            with np.load(path, allow_pickle=False) as data:
-                spec = json.loads(str(data["architecture"]))
+            with NpzArchive(path, "policy file", max_bytes=MAX_NPZ_BYTES, max_inflated=MAX_NPZ_INFLATED) as data:
+                data.check_shape("architecture", (), kinds="U", max_nbytes=4 * MAX_JSON_POLICY_BYTES)
+                architecture = _architecture(json.loads(str(data["architecture"])))
+                N, C = architecture.num_nodes, architecture.num_choices
+                data.check_shape("logits", (N, C))  # before the tables are allocated
+                data.check_shape("init_logits", (N,))
                 logits, init_logits = data["logits"], data["init_logits"]
         elif path.suffix == ".json":
-            doc = json.loads(path.read_text())
+            doc = json.loads(read_limited(path, "policy file", MAX_JSON_POLICY_BYTES))
             if not isinstance(doc, dict) or not {"architecture", "logits", "init_logits"} <= doc.keys():
-                raise InputError(f"{str(path)!r} is not a policy file (needs architecture, logits, init_logits)")
-            spec = doc["architecture"]
-            logits = _from_json_floats(doc["logits"])
-            init_logits = _from_json_floats(doc["init_logits"])
+                raise InputError(f"{quoted(path)} is not a policy file (needs architecture, logits, init_logits)")
+            architecture = _architecture(doc["architecture"])
+            logits = _from_json_floats("logits", doc["logits"])
+            init_logits = _from_json_floats("init_logits", doc["init_logits"])
         else:
-            raise InputError(f"policy files end in .npz or .json, got {str(path)!r}")
-        return cls(architecture=MemoryArchitecture.from_dict(spec), logits=logits, init_logits=init_logits)
+            raise InputError(f"policy files end in .npz or .json, got {quoted(path)}")
+        init_logits = _reset_only(architecture, _as_logits("init_logits", init_logits, (architecture.num_nodes,)).numpy())
+        return cls(architecture=architecture, logits=logits, init_logits=init_logits)
 
 
 def _as_probs(name: str, value, shape: tuple[int, ...]) -> np.ndarray:
@@ -260,9 +278,37 @@ def _json_floats(array: np.ndarray):
     return np.where(np.isneginf(array), None, array).tolist()
 
 
-def _from_json_floats(value) -> np.ndarray:
+def _from_json_floats(name: str, value) -> np.ndarray:
+    """Nested lists of numbers, ``null`` read as ``-inf``; anything else (a string, a bool, a ragged list)
+    refused naming ``name``."""
     array = np.array(value, dtype=object)
+    if array.dtype != object or any(not (item is None or (isinstance(item, (int, float)) and not isinstance(item, bool)))
+                                    for item in array.flat):
+        raise InputTypeError(f"{name} must be nested lists of numbers (null for -inf) of one shape")
     return np.where(array == None, -np.inf, array).astype(np.float64)  # noqa: E711
+
+
+def _reset_only(architecture: MemoryArchitecture, init_logits: np.ndarray) -> np.ndarray:
+    """``init_logits`` with ``-inf`` on the nodes a reset never starts in (where it is ignored)."""
+    return np.where(architecture.reset_mask, init_logits, -np.inf)
+
+
+def _architecture(spec: object) -> MemoryArchitecture:
+    """The architecture a policy file records; a bad field is said in one short line (never attrs' internals)."""
+    if not isinstance(spec, dict):
+        raise InputTypeError(f"architecture must be a JSON object with 'kind', got {type(spec).__name__}")
+    try:
+        return MemoryArchitecture.from_dict(spec)
+    except (TypeError, ValueError) as error:
+        raise InputError(f"architecture: {_first_line(error)}") from None
+
+
+def _first_line(error: BaseException) -> str:
+    """An exception's own message: its first argument when that is text (attrs adds the attribute and the type
+    after it), on one line, its middle cut when long (the start says what is wrong, the end what to do)."""
+    text = error.args[0] if error.args and isinstance(error.args[0], str) else str(error)
+    text = " ".join(text.splitlines())
+    return text if len(text) <= 600 else f"{text[:400]} ... {text[-150:]}"
 
 
 def check_policy(policy: object, name: str = "policy") -> Policy:

@@ -18,7 +18,9 @@ from typing import Any
 
 import attrs
 
-from fsc.errors import InputError, InputTypeError
+from fsc.errors import InputError, InputTypeError, quoted
+from fsc.files import read_limited
+from fsc.limits import MAX_RECORD_BYTES
 from fsc.train.arguments import MAY_CHANGE, STOP, SWEEP_TYPES
 
 #: The ``fsc train`` arguments a spec may set, with their kind, in the order of the summary's columns.
@@ -156,6 +158,10 @@ class Sweep:
         default_name = doc.get("name", name)
         return cls(name=default_name, description=doc.get("description", ""), out=doc.get("out"), points=tuple(points), spec=dict(doc))
 
+    def check_out(self, source: str) -> Path:
+        """The spec's ``out`` (:func:`check_spec_out`: under the current directory, no link leading out)."""
+        return check_spec_out(self.out, source)
+
     def keys(self) -> list[str]:
         """Every argument set by some point, in the order of :data:`ARGUMENTS`."""
         used = {key for point in self.points for key in point.arguments}
@@ -175,9 +181,11 @@ def load_spec(path: str | os.PathLike) -> Sweep:
     if not isinstance(path, (str, os.PathLike)):
         raise InputTypeError(f"spec must be a path to a .json or .toml file, got {path!r}")
     path = Path(path)
-    if not path.is_file():
-        raise InputError(f"sweep spec {str(path)!r} does not exist")
-    text = path.read_text()
+    raw = read_limited(path, "sweep spec", MAX_RECORD_BYTES)  # a regular file (not a FIFO, a directory) of bounded size
+    try:
+        text = raw.decode()
+    except UnicodeDecodeError as error:
+        raise InputError(f"sweep spec {quoted(path)} is not UTF-8 text (byte {error.start})") from None
     if path.suffix.lower() == ".toml":
         try:
             import tomllib
@@ -193,6 +201,21 @@ def load_spec(path: str | os.PathLike) -> Sweep:
         except (json.JSONDecodeError, RecursionError) as error:
             raise InputError(f"sweep spec {str(path)!r} is not valid JSON: {error}") from None
     return Sweep.from_dict(doc, name=path.stem, source=str(path))
+
+
+def check_spec_out(out: str, source: str) -> Path:
+    """A spec's ``out`` as a path under the current directory: relative, without ``..``, and not leading out
+    through a symbolic link (each existing component is resolved); else ``ValueError`` naming ``source``."""
+    path = Path(out)
+    if path.is_absolute() or ".." in path.parts:
+        raise InputError(f"the 'out' of {quoted(source)} ({quoted(out)}) must be a relative path under the current directory "
+                         "without '..'; give --out DIR to write elsewhere")
+    cwd = Path.cwd().resolve()
+    resolved = Path(os.path.realpath(path))
+    if resolved != cwd and cwd not in resolved.parents:
+        raise InputError(f"the 'out' of {quoted(source)} ({quoted(out)}) leads out of the current directory through a symbolic link "
+                         f"(to {quoted(resolved)}); give --out DIR to write elsewhere")
+    return path
 
 
 def _argument_key(key: object, source: str, where: str) -> str:

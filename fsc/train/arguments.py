@@ -20,7 +20,7 @@ from fsc.checks import integer, nonnegative
 from fsc.console import number, positive_int
 from fsc.errors import InputError, InputTypeError
 from fsc.evaluate import CONVENTIONS
-from fsc.limits import MAX_SEED, MAX_THREADS, seed_arg, threads_arg
+from fsc.limits import MAX_SEED, MAX_STEPS, MAX_THREADS, seed_arg, threads_arg
 from fsc.model.memory import MEMORY_FILE_SECONDS
 from fsc.objective import TARGETS
 from fsc.optim import OPTIMIZERS, GradientFlow
@@ -110,7 +110,7 @@ TRAINING: tuple[Argument, ...] = (
     Argument("max_dgrad", "number", f"flow: largest change of the gradient per step (default {attrs.fields(GradientFlow).max_dgrad.default:g})",
              hyperparameter=True),
     Argument("max_seconds", "number", "stop after this much wall time (over all sessions)", may_change=True, stop=True),
-    Argument("max_steps", "integer", "stop after this many accepted steps", check=lambda v: integer("max_steps", v, 1, optional=True),
+    Argument("max_steps", "integer", "stop after this many accepted steps", check=lambda v: integer("max_steps", v, 1, MAX_STEPS, optional=True),
              parse=positive_int, may_change=True, stop=True),
     Argument("convention", "string", "native (default) or paper (docs/model.md)", default="native", choices=CONVENTIONS),
     Argument("optimizer", "string", "gradient flow (default), adam, or plain ascent", default="flow", choices=tuple(OPTIMIZERS)),
@@ -120,7 +120,7 @@ TRAINING: tuple[Argument, ...] = (
              choices=TARGETS),
     Argument("rows_per_decade", "integer", "keep at most N trajectory rows per decade of t, and step 0 (default: every step); "
              "a long run stays small and, on the dense and choices engines, runs the steps between rows in one compiled call; "
-             "the final numbers are in result.json", check=lambda v: integer("rows_per_decade", v, 1, optional=True), parse=positive_int,
+             "the final numbers are in result.json", check=lambda v: integer("rows_per_decade", v, 1, MAX_STEPS, optional=True), parse=positive_int,
              metavar="N"),
     Argument("checkpoint_seconds", "number", "least wall time between checkpoints (default 60)", default=60.0,
              check=lambda v: nonnegative("checkpoint_seconds", v), may_change=True),

@@ -27,7 +27,7 @@ from fsc.engines.estimate import set_up_seconds
 from fsc.errors import InputError
 from fsc.evaluate import Evaluator, resolve_reset
 from fsc.io.checkpoint import CHECKPOINT, PREVIOUS_CHECKPOINT, load_checkpoint
-from fsc.io.rundir import RunLock, read_run_json
+from fsc.io.rundir import RunLock, check_run_directory, read_run_json
 from fsc.io.trajectory import Trajectory
 from fsc.model.architecture import MemoryArchitecture
 from fsc.model.policy import Policy, check_policy
@@ -98,8 +98,7 @@ def open_run(config: TrainingConfig, inputs: Inputs) -> Run:
         ValueError: ``out`` is a file, holds another run, or a run already past ``max_steps``.
     """
     out = Path(config.out)
-    if out.exists() and not out.is_dir():
-        raise InputError(f"out must be a directory, got the file {str(out)!r}")
+    check_run_directory(out)  # new or ours, symbolic links resolved; refused before any work
     arguments = inputs.arguments(config)
     meta = {"arguments": arguments, "optimizer": inputs.optimizer.to_dict(), **({"pomdp_path": str(config.pomdp)} if config.pomdp is not None else {})}
     state, trajectory = None, Trajectory()
@@ -266,5 +265,5 @@ def _same_policy(a: Policy, b: Policy) -> bool:
     return (
         a.architecture == b.architecture
         and np.array_equal(a.logits.detach().numpy(), b.logits.detach().numpy())
-        and np.array_equal(a.init_logits.detach().numpy(), b.init_logits.detach().numpy())
+        and np.array_equal(*(p.init_logits.detach().numpy()[a.architecture.reset_mask] for p in (a, b)))  # saved: -inf elsewhere
     )

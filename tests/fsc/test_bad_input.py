@@ -4,6 +4,7 @@ import math
 
 import numpy as np
 import pytest
+import torch
 
 import fsc
 import tasks
@@ -127,7 +128,59 @@ CASES = [
     ("simulate-reset", lambda: fsc.simulate(WORLD, fsc.Policy.uniform(RAM2), reset=0), ValueError, r"reset must be in \(0, 1\], got 0"),
     ("save-suffix", lambda: fsc.Policy.uniform(RAM2).save("/tmp/policy.pkl"), ValueError, "policy files end in .npz or .json, got '/tmp/policy.pkl'"),
     ("from-dict-kind", lambda: fsc.MemoryArchitecture.from_dict({"kind": "Tape"}), ValueError, "unknown memory architecture kind 'Tape'"),
+    # The third attack: numbers at the edges, complex logits, sizes nobody can afford, files that are not files.
+    ("policy-complex", lambda: fsc.Policy(architecture=RAM2, logits=np.zeros((10, 4)) + 1j, init_logits=np.zeros(10)), TypeError,
+     "logits must be an array of real numbers, got complex128"),
+    ("policy-complex-tensor", lambda: fsc.Policy(architecture=RAM2, logits=torch.zeros(10, 4, dtype=torch.complex128),
+     init_logits=np.zeros(10)), TypeError, "logits must be real numbers, got a complex tensor"),
+    ("policy-complex-init", lambda: fsc.Policy(architecture=RAM2, logits=np.zeros((10, 4)), init_logits=np.zeros(10, dtype=complex)),
+     TypeError, "init_logits must be an array of real numbers"),
+    ("policy-strings", lambda: fsc.Policy(architecture=RAM2, logits=np.full((10, 4), "1"), init_logits=np.zeros(10)), TypeError,
+     "logits must be an array of real numbers"),
+    ("policy-init-nan", lambda: fsc.Policy(architecture=RAM2, logits=np.zeros((10, 4)), init_logits=np.full(10, math.nan)), ValueError,
+     "init_logits must not contain NaN"),
+    ("evaluate-reset-tiny", lambda: fsc.evaluate(WORLD, fsc.Policy.uniform(RAM2), reset=1e-300), ValueError,
+     r"reset must be at least 2\*\*-53 = 1.11e-16 or exactly 0 .* got 1e-300: below it 1 - reset rounds to 1"),
+    ("evaluate-reset-subnormal", lambda: fsc.evaluate(WORLD, fsc.Policy.uniform(RAM2), reset=5e-324), ValueError, "reset must be at least"),
+    ("simulate-reset-tiny", lambda: fsc.simulate(WORLD, fsc.Policy.uniform(RAM2), reset=1e-17), ValueError, "reset must be at least"),
+    ("simulate-long-episodes", lambda: fsc.simulate(WORLD, fsc.Policy.uniform(RAM2), reset=1e-9), ValueError,
+     r"simulate would take about 2.56e\+11 steps .* over the limit of 1e\+10"),
+    ("simulate-steps-huge", lambda: fsc.simulate(WORLD, fsc.Policy.uniform(RAM2), reset=0.5, steps=10**20), ValueError, "over the limit"),
+    ("ram-observations", lambda: fsc.RAM(2, observations=60_000), ValueError, r"x 60,000 observations = 57,600,480,000 table entries"),
+    ("memento-observations", lambda: fsc.Memento(1, arms=300, observations=300), ValueError, r"memento:1 would have 90,001 nodes x 300 choices"),
+    ("ram-huge-count", lambda: fsc.RAM(10**100), ValueError, r"about 10\^100 nodes"),
+    ("parse-long", lambda: fsc.parse_memory("ram:" + "x" * 10**6), ValueError, r"\.\.\. \(1,000,006 characters\)"),
+    ("load-fifo", lambda: fsc.Policy.load(_special("fifo.npz")), ValueError, "is a FIFO"),
+    ("load-dir", lambda: fsc.Policy.load(_special("dir.json")), ValueError, "is a directory, not a regular file"),
+    ("load-device", lambda: fsc.Policy.load(_special("zero.npz")), ValueError, "is a character device"),
+    ("pomdp-device", lambda: fsc.read_pomdp(_special("zero.POMDP")), ValueError, "is a character device"),
+    ("pomdp-fifo", lambda: fsc.read_pomdp(_special("fifo.POMDP")), ValueError, "is a FIFO"),
+    ("pomdp-digits", lambda: _parse_pomdp("states: " + "9" * 5000 + "\n", source="x"), ValueError,
+     "x:1: expected a number of states, got a number of 5,000 digits"),
+    ("pomdp-index-digits", lambda: _parse_pomdp("states: 2\nactions: 1\nobservations: 1\nT: 0 : " + "1" * 13 + " : 0 1\n", source="x"),
+     ValueError, "x:4: expected a state index below 2, got a number of 13 digits"),
 ]
+
+_SPECIAL = {}
+
+
+def _special(name: str):
+    """A special file in a fresh directory: a FIFO, a directory, or a link to /dev/zero."""
+    import os
+    import tempfile
+    from pathlib import Path
+
+    if "root" not in _SPECIAL:
+        _SPECIAL["root"] = Path(tempfile.mkdtemp(prefix="fsc-special-"))
+    path = _SPECIAL["root"] / name
+    if not os.path.lexists(path):
+        if name.startswith("fifo"):
+            os.mkfifo(path)
+        elif name.startswith("dir"):
+            path.mkdir()
+        else:
+            os.symlink("/dev/zero", path)
+    return path
 
 
 @pytest.mark.parametrize("build, error, pattern", [c[1:] for c in CASES], ids=[c[0] for c in CASES])
@@ -137,4 +190,10 @@ def test_bad_input(build, error, pattern):
 
 
 def test_registry_is_large_enough():
-    assert len(CASES) >= 25
+    assert len(CASES) >= 70
+
+
+def _parse_pomdp(text: str, source: str):
+    from fsc.io.pomdp_file import parse_pomdp
+
+    return parse_pomdp(text, source=source)

@@ -20,7 +20,10 @@ def test_round_trip(tmp_path, suffix, arch):
     policy.save(path)
     back = fsc.Policy.load(path)
     assert back.architecture == arch
-    assert torch.equal(back.logits, policy.logits) and torch.equal(back.init_logits, policy.init_logits)
+    reset = torch.from_numpy(arch.reset_mask.copy())
+    assert torch.equal(back.logits, policy.logits) and torch.equal(back.init_logits[reset], policy.init_logits[reset])
+    assert torch.isneginf(back.init_logits[~reset]).all()  # written -inf where a reset never starts (docs/formats.md)
+    assert torch.equal(back.init_probs(), policy.init_probs())
 
 
 @pytest.mark.parametrize("suffix", [".npz", ".json"])
@@ -109,3 +112,41 @@ def test_a_npz_without_the_policy_keys(tmp_path):
     np.savez(tmp_path / "other.npz", x=np.zeros(3))
     with pytest.raises(ValueError, match=r"cannot read the policy file '.*other.npz': KeyError"):
         fsc.Policy.load(tmp_path / "other.npz")
+
+
+@pytest.mark.parametrize("suffix", [".npz", ".json"])
+def test_finite_init_logits_off_the_reset_nodes_are_set_to_minus_inf_on_load(tmp_path, suffix):
+    """A file written by hand (or by an older version) with finite init_logits where a reset never starts loads
+    with -inf there (docs/formats.md): the initial distribution is unchanged, and saving again writes the rule."""
+    arch = fsc.RAM(2)
+    reset = arch.reset_mask
+    init = np.arange(arch.num_nodes, dtype=float)
+    path = tmp_path / f"hand{suffix}"
+    if suffix == ".npz":
+        np.savez(path, architecture=np.array(json.dumps(arch.to_dict())), logits=np.zeros((arch.num_nodes, arch.num_choices)), init_logits=init)
+    else:
+        path.write_text(json.dumps({"architecture": arch.to_dict(), "logits": np.zeros((arch.num_nodes, arch.num_choices)).tolist(),
+                                    "init_logits": init.tolist()}))
+    back = fsc.Policy.load(path)
+    assert np.array_equal(back.init_logits.numpy()[reset], init[reset]) and np.isneginf(back.init_logits.numpy()[~reset]).all()
+    expected = np.exp(init[reset] - init[reset].max())
+    np.testing.assert_allclose(back.init_probs().numpy()[reset], expected / expected.sum(), rtol=1e-15)
+
+
+def test_the_architecture_is_read_before_the_tables_are_allocated(tmp_path):
+    """A policy .npz whose logits declare another shape than its architecture's is refused from the header."""
+    import io
+    import zipfile
+
+    arch = fsc.RAM(2)
+    header = io.BytesIO()
+    np.lib.format.write_array_header_1_0(header, {"descr": "<f8", "fortran_order": False, "shape": (50_000, 50_000)})
+    with zipfile.ZipFile(tmp_path / "p.npz", "w", zipfile.ZIP_DEFLATED) as z:
+        arrays = {"architecture": np.array(json.dumps(arch.to_dict())), "init_logits": np.zeros(arch.num_nodes)}
+        for name, array in arrays.items():
+            buffer = io.BytesIO()
+            np.save(buffer, array)
+            z.writestr(f"{name}.npy", buffer.getvalue())
+        z.writestr("logits.npy", header.getvalue() + bytes(50_000 * 8 * 4))  # declares 20 GB, holds 1.6 MB
+    with pytest.raises(ValueError, match=r"'logits' declares shape \(50000, 50000\) of float64, more than its"):
+        fsc.Policy.load(tmp_path / "p.npz")

@@ -411,7 +411,7 @@ def test_the_size_limit_counts_the_reward_table_as_it_grows():
 
 
 def test_unreadable_and_binary_files(tmp_path):
-    with pytest.raises(ValueError, match="cannot read"):
+    with pytest.raises(ValueError, match="missing.pomdp' does not exist"):
         fsc.read_pomdp(tmp_path / "missing.pomdp")
     path = tmp_path / "bin.pomdp"
     path.write_bytes(b"states: 2\n\xff\xfe")

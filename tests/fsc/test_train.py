@@ -205,7 +205,7 @@ def test_bad_input_writes_nothing(tmp_path, kwargs, error, pattern):
 
 def test_out_must_be_a_directory(tmp_path):
     (tmp_path / "file").write_text("x")
-    with pytest.raises(ValueError, match=r"out must be a directory, got the file"):
+    with pytest.raises(ValueError, match=r"is not a directory"):
         small_run(tmp_path / "file")
 
 
@@ -411,7 +411,7 @@ def test_a_run_past_a_lowered_max_steps_is_refused(tmp_path):
 
 
 def test_max_steps_zero_is_refused_like_the_command_line(tmp_path):
-    with pytest.raises(ValueError, match="max_steps must be an int >= 1 or None, got 0"):
+    with pytest.raises(ValueError, match=r"max_steps must be an int in \[1, 9007199254740992\] or None, got 0"):
         small_run(tmp_path / "run", max_steps=0)
     assert not (tmp_path / "run").exists()
 
@@ -474,7 +474,7 @@ def test_the_result_carries_the_final_policy_and_the_history(tmp_path):
     result = small_run(tmp_path / "run")
     saved = fsc.Policy.load(tmp_path / "run" / "policy.npz")
     assert result.policy.architecture == saved.architecture == fsc.RAM(2)
-    assert torch.equal(result.policy.logits, saved.logits) and torch.equal(result.policy.init_logits, saved.init_logits)
+    assert torch.equal(result.policy.logits, saved.logits) and torch.equal(result.policy.init_probs(), saved.init_probs())
     on_disk = read_trajectory(tmp_path / "run")
     assert len(result.history["t"]) == result.steps + 1 == len(on_disk["t"])
     assert np.array_equal(result.history["q"], on_disk["q"]) and result.history["t"][-1] == result.t

@@ -108,6 +108,6 @@ def test_inspect_in_another_world_gives_the_gain(tmp_path, capsys):
 
 def test_inspect_says_what_is_wrong_with_the_file(tmp_path, capsys):
     assert main(["inspect", str(tmp_path / "missing.npz")]) == 2
-    assert capsys.readouterr().err == f"fsc: error: POLICY_FILE: no such file: {str(tmp_path / 'missing.npz')!r}\n"
+    assert capsys.readouterr().err == f"fsc: error: policy file {str(tmp_path / 'missing.npz')!r} does not exist\n"
     assert main(["inspect", str(tmp_path)]) == 2
     assert "directory" in capsys.readouterr().err
