@@ -16,7 +16,7 @@ from fsc.engines import kernels
 from fsc.engines.estimate import check_sizes, plan_engine
 from fsc.engines.large import large_chain
 from fsc.engines.solve import BACKENDS, ZERO_RESET_ENGINES, choose_engine
-from fsc.engines.sparse import Backend
+from fsc.engines.sparse import Backend, stationary_residual
 from fsc.errors import InputError, InputTypeError
 from fsc.model.architecture import MemoryArchitecture
 from fsc.model.chain import joint_chain, require_after_choice
@@ -184,6 +184,7 @@ class Evaluator:
         self.derived_metrics = convention == "paper" and callable(getattr(world, "paper_metrics", None))
         # The tables whose expectations the forward pass reads: the reward, then the metrics it reports natively.
         self.table_names = ("", *(() if self.derived_metrics else self.step_metrics))
+        self.compiled_constants = None  # fused_constants of forward_compiled, laid out on its first call
         self.tables = np.stack([self.step_reward, *(self.step_metrics[name_] for name_ in self.table_names[1:])])
 
     @classmethod
@@ -203,6 +204,30 @@ class Evaluator:
         arch = self.architecture
         probs, init_probs = kernels.policy_probs(w_pi, arch.allowed, w_0, arch.reset_mask)
         return self.forward_probs(probs, init_probs)
+
+    def forward_compiled(self, w_pi: np.ndarray, w_0: np.ndarray) -> Pass:
+        """:meth:`forward` in one compiled call on the dense and choices engines (:func:`fsc.engines.kernels.fused_forward`,
+        the training path's own kernel: the same numbers to the last bit), keeping the LU factors for
+        :meth:`backward`'s transposed solve; the other engines run :meth:`forward`."""
+        if self.engine not in ("dense", "choices"):
+            return self.forward(w_pi, w_0)
+        if self.compiled_constants is None:
+            self.compiled_constants = self.fused_constants(gain=1.0)
+        probs, init_probs, lu, pivots, p, p_hat, total, expected, ok = kernels.fused_forward(w_pi, w_0, self.compiled_constants)
+        if not ok:
+            raise np.linalg.LinAlgError("I - (1 - r) P is singular")
+        native = dict(zip(self.table_names[1:], expected[1:].tolist(), strict=True))
+        gain, metrics = read_out(self.world, self.convention, self.reset, float(expected[0]), native)
+        return Pass(
+            probs=probs,
+            init_probs=init_probs,
+            backend=_Factors(self, lu, pivots, probs, init_probs),
+            p=p,
+            total=total,
+            p_hat=p_hat,
+            gain=gain,
+            metrics={name: float(value) for name, value in metrics.items()},
+        )
 
     def forward_probs(self, probs: np.ndarray, init_probs: np.ndarray) -> Pass:
         """:meth:`forward` from the probabilities ``(N, C)`` and ``(N,)`` themselves (checked by the caller)."""
@@ -268,6 +293,11 @@ class Evaluator:
         else:  # the gain alone: scale the result, not the tables (training's case)
             table, scale = self.step_reward, self.factor * seed
         none = _NO_SEED if distribution is None else np.ascontiguousarray(distribution, dtype=np.float64).reshape(K, S * N)
+        if isinstance(run.backend, _Factors):  # the compiled adjoint pass on the compiled forward pass's factors
+            backend = run.backend
+            return kernels.fused_backward(
+                self.compiled_constants, run.probs, run.init_probs, backend.lu, backend.pivots, run.p, run.p_hat, run.total, table, none, scale, on == "probs"
+            )
         lam = run.backend.solve_adjoint(kernels.adjoint_seed(run.p_hat, run.total, chain.part_weights, run.probs, table, none, S, N))
         if self.engine == "large":  # P = G Pi, G from the world's tables
             d_probs = run.backend.transition_gradient(lam, run.p)
@@ -279,7 +309,6 @@ class Evaluator:
         return kernels.policy_gradient_from(
             d_probs, lam, run.p_hat, chain.part_weights, run.probs, run.init_probs, table, r, chain.initial_world, S, N, scale, on == "probs"
         )
-
 
     def fused_constants(self, *, gain: float = 0.0, value: float = 0.0) -> tuple | None:
         """The tables of :func:`fsc.engines.kernels.fused_value_gradient` for the loss ``gain * G + value * V``.
@@ -311,6 +340,21 @@ _NONE, _NOTHING = np.zeros(0, dtype=np.int64), np.zeros(0)
 _NO_TABLES = (_NONE, _NONE, _NOTHING, np.zeros((0, 0), dtype=np.int64), 0, _NONE, _NONE, _NONE, _NONE, _NOTHING, False)
 
 
+class _Factors:
+    """The backend of :meth:`Evaluator.forward_compiled`: the LU factors its adjoint pass reuses, and the residual when asked."""
+
+    def __init__(self, evaluator: Evaluator, lu: np.ndarray, pivots: np.ndarray, probs: np.ndarray, init_probs: np.ndarray):
+        self.evaluator, self.lu, self.pivots, self.probs, self.init_probs = evaluator, lu, pivots, probs, init_probs
+        self.info = {}
+
+    def residual(self, p: np.ndarray) -> float:
+        evaluator = self.evaluator
+        chain, (K, S, N, _) = evaluator.chain, evaluator.shape
+        values = self.probs.reshape(-1)[chain.node_choice] * chain.weight
+        p0 = (chain.initial_world[:, :, None] * self.init_probs).reshape(K, S * N)
+        return stationary_residual(chain, values, p, p0, evaluator.reset)
+
+
 @attrs.frozen(kw_only=True, eq=False)
 class Pass:
     """One forward pass of :class:`Evaluator`: the read-out and what the backward pass reuses."""
@@ -340,7 +384,7 @@ class _Evaluate(torch.autograd.Function):
     @staticmethod
     def forward(ctx, logits, init_logits, evaluator, box):
         ctx.set_materialize_grads(False)
-        run = evaluator.forward(logits.detach().numpy(), init_logits.detach().numpy())
+        run = evaluator.forward_compiled(logits.detach().numpy(), init_logits.detach().numpy())
         box["run"] = run
         ctx.evaluator, ctx.run = evaluator, run
         K, S, N, _ = evaluator.shape
