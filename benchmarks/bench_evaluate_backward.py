@@ -14,7 +14,9 @@ All in the same process, one torch thread, paper convention, mu = 0.1, r = 1e-3,
 The three alternate in each of ``--repeats`` rounds of ``--calls`` calls, so that the load of the machine
 falls on all alike; each figure is the best round, in microseconds per value and gradient.  Also printed:
 ``after`` with a new ``fsc.Policy`` built each call, and the largest difference between the gradients of
-``after`` and of training (0 when they are the same bits).
+``after`` and of training (0 when they are the same bits); and ``autograd floor``, what torch's autograd costs
+for a function of the two leaves with three outputs that computes nothing (apply, then ``backward``): the
+least that ``evaluate`` + ``backward`` can add to the training path's compiled call.
 
 Usage: ``.venv/bin/python benchmarks/bench_evaluate_backward.py [--calls 200] [--repeats 7]``
 """
@@ -50,10 +52,25 @@ class _Before(_Evaluate):
     def forward(ctx, logits, init_logits, evaluator, box):
         ctx.set_materialize_grads(False)
         run = evaluator.forward(logits.detach().numpy(), init_logits.detach().numpy())
-        ctx.evaluator, ctx.run = evaluator, run
+        ctx.evaluator, ctx.run, ctx.gradient = evaluator, run, None
         K, S, N, _ = evaluator.shape
         box["run"] = run
         return (_scalar(run.gain), *map(_scalar, run.metrics.values()), torch.from_numpy(run.p_hat.reshape(K, S, N)))
+
+
+class _Nothing(torch.autograd.Function):
+    """Autograd's own cost: a function of the two leaves with ``evaluate``'s three outputs that computes nothing."""
+
+    @staticmethod
+    def forward(ctx, logits, init_logits, distribution):
+        ctx.set_materialize_grads(False)
+        ctx.zeros = (torch.zeros_like(logits), torch.zeros_like(init_logits))
+        return _scalar(0.0), _scalar(0.0), distribution
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, *grads):
+        return *ctx.zeros, None
 
 
 def rounds(functions: dict, calls: int, repeats: int) -> dict:
@@ -97,10 +114,16 @@ def cases(world, memory: str) -> tuple[dict, float]:
         policy = fsc.Policy(architecture=arch, logits=logits.clone().requires_grad_(True), init_logits=init_logits.clone().requires_grad_(True))
         fsc.evaluate(world, policy, reset=RESET, convention="paper").gain.backward()
 
+    distribution = torch.zeros(1)
+
+    def autograd_floor():
+        leaves.logits.grad = leaves.init_logits.grad = None
+        _Nothing.apply(leaves.logits, leaves.init_logits, distribution)[0].backward()
+
     after()
     point = training()
     difference = max(float((leaves.logits.grad - point.grad_logits).abs().max()), float((leaves.init_logits.grad - point.grad_init).abs().max()))
-    return {"training": training, "before": before, "after": after, "after_new_policy": after_new_policy}, difference
+    return {"training": training, "before": before, "after": after, "after_new_policy": after_new_policy, "floor": autograd_floor}, difference
 
 
 def main() -> None:
@@ -108,16 +131,19 @@ def main() -> None:
     torch.set_num_threads(1)
     world = tasks.TwoHypothesis(0.1)
     print("microseconds per value and gradient; ratio: to training")
-    print(f"{'memory':<10} {'training':>9} {'before':>8} {'ratio':>6} {'after':>8} {'ratio':>6} {'after, new policy':>18} {'ratio':>6} {'max |dgrad|':>12}")
+    columns = ("training", "before", "ratio", "after", "ratio", "after, new policy", "ratio", "autograd floor", "max |dgrad|")
+    print(f"{'memory':<10} " + " ".join(f"{name:>{max(8, len(name))}}" for name in columns))
     for memory in CASES:
         functions, difference = cases(world, memory)
         calls = max(5, args.calls // (10 if memory == "ram:64" else 1))
         t = rounds(functions, calls, args.repeats)
         train = t["training"]
-        print(
-            f"{memory:<10} {train * 1e6:>9.0f} {t['before'] * 1e6:>8.0f} {t['before'] / train:>6.2f} {t['after'] * 1e6:>8.0f} "
-            f"{t['after'] / train:>6.2f} {t['after_new_policy'] * 1e6:>18.0f} {t['after_new_policy'] / train:>6.2f} {difference:>12.2e}"
-        )
+        figures = (
+            f"{train * 1e6:.0f}", f"{t['before'] * 1e6:.0f}", f"{t['before'] / train:.2f}", f"{t['after'] * 1e6:.0f}",
+            f"{t['after'] / train:.2f}", f"{t['after_new_policy'] * 1e6:.0f}", f"{t['after_new_policy'] / train:.2f}",
+            f"{t['floor'] * 1e6:.0f}", f"{difference:.2e}",
+        )  # fmt: skip
+        print(f"{memory:<10} " + " ".join(f"{figure:>{max(8, len(name))}}" for figure, name in zip(figures, columns, strict=True)))
 
 
 if __name__ == "__main__":

@@ -205,15 +205,23 @@ class Evaluator:
         probs, init_probs = kernels.policy_probs(w_pi, arch.allowed, w_0, arch.reset_mask)
         return self.forward_probs(probs, init_probs)
 
-    def forward_compiled(self, w_pi: np.ndarray, w_0: np.ndarray) -> Pass:
+    def forward_compiled(self, w_pi: np.ndarray, w_0: np.ndarray, gradient: bool = False) -> Pass:
         """:meth:`forward` in one compiled call on the dense and choices engines (:func:`fsc.engines.kernels.fused_forward`,
         the training path's own kernel: the same numbers to the last bit), keeping the LU factors for
-        :meth:`backward`'s transposed solve; the other engines run :meth:`forward`."""
+        :meth:`backward`'s transposed solve; the other engines run :meth:`forward`.
+
+        ``gradient``: in the same call, :meth:`backward` with ``gain = 1`` (the training path's gradient), kept
+        as :attr:`Pass.gradient`, for a caller that will most likely ask for it (``fsc.evaluate`` under autograd).
+        """
         if self.engine not in ("dense", "choices"):
             return self.forward(w_pi, w_0)
         if self.compiled_constants is None:
             self.compiled_constants = self.fused_constants(gain=1.0)
-        probs, init_probs, lu, pivots, p, p_hat, total, expected, ok = kernels.fused_forward(w_pi, w_0, self.compiled_constants)
+        if gradient:
+            probs, init_probs, lu, pivots, p, p_hat, total, expected, ok, *found = kernels.fused_forward_gradient(w_pi, w_0, self.compiled_constants)
+        else:
+            probs, init_probs, lu, pivots, p, p_hat, total, expected, ok = kernels.fused_forward(w_pi, w_0, self.compiled_constants)
+            found = None
         if not ok:
             raise np.linalg.LinAlgError("I - (1 - r) P is singular")
         native = dict(zip(self.table_names[1:], expected[1:].tolist(), strict=True))
@@ -227,6 +235,7 @@ class Evaluator:
             p_hat=p_hat,
             gain=gain,
             metrics={name: float(value) for name, value in metrics.items()},
+            gradient=found,
         )
 
     def forward_probs(self, probs: np.ndarray, init_probs: np.ndarray) -> Pass:
@@ -367,6 +376,8 @@ class Pass:
     p_hat: np.ndarray
     gain: float
     metrics: dict[str, float]
+    #: ``(dG/dw_pi, dG/dw_0)`` of the gain read out, when the forward pass computed it (:meth:`Evaluator.forward_compiled`).
+    gradient: tuple[np.ndarray, np.ndarray] | None = None
 
     @functools.cached_property
     def residual(self) -> float:
@@ -384,9 +395,9 @@ class _Evaluate(torch.autograd.Function):
     @staticmethod
     def forward(ctx, logits, init_logits, evaluator, box):
         ctx.set_materialize_grads(False)
-        run = evaluator.forward_compiled(logits.detach().numpy(), init_logits.detach().numpy())
+        run = evaluator.forward_compiled(logits.detach().numpy(), init_logits.detach().numpy(), box["gradient"])
         box["run"] = run
-        ctx.evaluator, ctx.run = evaluator, run
+        ctx.evaluator, ctx.run, ctx.gradient = evaluator, run, run.gradient
         K, S, N, _ = evaluator.shape
         return (_scalar(run.gain), *map(_scalar, run.metrics.values()), torch.from_numpy(run.p_hat.reshape(K, S, N)))
 
@@ -395,6 +406,11 @@ class _Evaluate(torch.autograd.Function):
     def backward(ctx, grad_gain, *grads):
         evaluator, run = ctx.evaluator, ctx.run
         grad_metrics, grad_distribution = grads[:-1], grads[-1]
+        if ctx.gradient is not None and grad_gain is not None and float(grad_gain) == 1.0 and all(g is None for g in grads):
+            # gain.backward(): the forward pass's gradient, the same bits; handed out once, since the leaves
+            # may keep these arrays as their .grad and add to them in place
+            (grad_logits, grad_init), ctx.gradient = ctx.gradient, None
+            return torch.from_numpy(grad_logits), torch.from_numpy(grad_init), None, None
 
         def number(g) -> float:
             return 0.0 if g is None else float(g)
@@ -448,7 +464,8 @@ def evaluate(
     check_policy(policy)
     reset = resolve_reset(world, reset, discount)
     evaluator = Evaluator.of(world, policy.architecture, reset, engine, convention)
-    box: dict = {}
+    # under autograd the gradient of the gain comes with the forward pass, in the same compiled call
+    box: dict = {"gradient": torch.is_grad_enabled() and (policy.logits.requires_grad or policy.init_logits.requires_grad)}
     gain, *outputs, distribution = _Evaluate.apply(policy.logits, policy.init_logits, evaluator, box)
     run = box["run"]
     return Evaluation(

@@ -35,6 +35,7 @@ __all__ = [
     "flow_verdict",
     "fused_backward",
     "fused_forward",
+    "fused_forward_gradient",
     "fused_value_gradient",
     "gradient_norm",
     "lu_parts",
@@ -474,6 +475,17 @@ def fused_value_gradient(w_pi, w_0, c):  # pragma: no cover - compiled
         return expected, probs, init_probs, False
     grad, grad_init = fused_backward(c, probs, init_probs, A_t, piv, p, p_hat, total, c[9], np.zeros((0, 0)), c[17], False)
     return expected, grad, grad_init, True
+
+
+@njit(cache=True)
+def fused_forward_gradient(w_pi, w_0, c):  # pragma: no cover - compiled
+    """:func:`fused_forward` and the gradient of :func:`fused_value_gradient` in one call, for a caller that keeps
+    both: the forward pass's nine results, then ``grad`` and ``grad_init`` (empty when not ``ok``)."""
+    probs, init_probs, A_t, piv, p, p_hat, total, expected, ok = fused_forward(w_pi, w_0, c)
+    if not ok:
+        return probs, init_probs, A_t, piv, p, p_hat, total, expected, ok, np.zeros((0, 0)), np.zeros(0)
+    grad, grad_init = fused_backward(c, probs, init_probs, A_t, piv, p, p_hat, total, c[9], np.zeros((0, 0)), c[17], False)
+    return probs, init_probs, A_t, piv, p, p_hat, total, expected, ok, grad, grad_init
 
 
 @njit(cache=True)

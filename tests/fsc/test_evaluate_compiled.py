@@ -50,3 +50,20 @@ def test_public_gradient_is_the_training_paths_to_the_bit(memory, engine):
     result.gain.backward()
     assert result.engine == engine and float(result.gain.detach()) == point.gain
     assert torch.equal(leaves.logits.grad, point.grad_logits) and torch.equal(leaves.init_logits.grad, point.grad_init)
+
+
+@pytest.mark.parametrize("engine", ["choices", "dense"])
+def test_gradient_kept_by_the_forward_pass_is_handed_out_once(engine):
+    """``gain.backward()`` twice (``retain_graph``): the leaves hold twice the gradient, the second computed again
+    (the first may be the leaves' own ``.grad``, added to in place); ``3 * gain`` takes the general adjoint pass."""
+    world, arch, policy, _ = _setup("ram:3", engine, "paper")
+    point = Objective(world=world, architecture=arch, reset=0.05, engine=engine, convention="paper")(policy.logits, policy.init_logits)
+    leaves = policy.requires_grad_()
+    gain = fsc.evaluate(world, leaves, reset=0.05, engine=engine, convention="paper").gain
+    gain.backward(retain_graph=True)
+    gain.backward(retain_graph=True)
+    assert torch.equal(leaves.logits.grad, 2 * point.grad_logits) and torch.equal(leaves.init_logits.grad, 2 * point.grad_init)
+    leaves.logits.grad = leaves.init_logits.grad = None
+    (3 * gain).backward()
+    torch.testing.assert_close(leaves.logits.grad, 3 * point.grad_logits, rtol=1e-14, atol=1e-15)
+    torch.testing.assert_close(leaves.init_logits.grad, 3 * point.grad_init, rtol=1e-14, atol=1e-15)
