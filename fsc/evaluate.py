@@ -146,7 +146,9 @@ class Evaluator:
     softmaxes to the logits.  Everything outside the engine's solves runs in
     a few compiled loops (:mod:`fsc.engines.kernels`) on tables the chain lays out
     once, so that a call on a small chain (RAM M = 8: two parts of 40 states)
-    costs a few microseconds more than its LU.
+    costs a few microseconds more than its LU.  On the dense and choices engines
+    :meth:`forward_compiled` is the training path's compiled forward pass, whose
+    factors :meth:`backward` reuses in one compiled adjoint pass.
     """
 
     _last: ClassVar[Evaluator | None] = None
@@ -454,6 +456,11 @@ def evaluate(
 
     ``reset`` and ``discount`` (``r = 1 - discount``) name one parameter;
     given neither, the world's declared discount is used.
+
+    On the dense and choices engines both passes are the training path's
+    compiled kernel (:meth:`Evaluator.forward_compiled`); when the logits require
+    a gradient, the forward call also computes the gain's, which
+    ``gain.backward()`` hands over.
 
     Raises:
         ValueError: bad ``reset`` or ``discount`` (or both given, or neither
