@@ -18,7 +18,7 @@ falls on all alike; each figure is the best round, in microseconds per value and
 for a function of the two leaves with three outputs that computes nothing (apply, then ``backward``): the
 least that ``evaluate`` + ``backward`` can add to the training path's compiled call.
 
-Usage: ``.venv/bin/python benchmarks/bench_evaluate_backward.py [--calls 200] [--repeats 7]``
+Usage: ``.venv/bin/python benchmarks/bench_evaluate_backward.py [--calls 200] [--repeats 5]``
 """
 
 from __future__ import annotations
