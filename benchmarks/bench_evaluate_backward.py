@@ -1,75 +1,149 @@
 """Benchmark: one value and gradient by ``fsc.evaluate`` + ``backward`` against the training path.
 
-Both in the same process, one torch thread, paper convention, mu = 0.1, the published random start:
+All in the same process, one torch thread, paper convention, mu = 0.1, r = 1e-3, the published random start:
 
-- ``training``: :class:`fsc.objective.Objective` with its default engine: :class:`fsc.evaluate.Evaluator`'s
-  forward pass and adjoint, called directly;
-- ``evaluate + backward``: a new ``fsc.Policy`` on leaves that require a gradient, ``fsc.evaluate(world,
-  policy)`` with the engine ``auto`` picks, then ``gain.backward()``: the same evaluator under autograd.
+- ``training``: :class:`fsc.objective.Objective` with its default engine (one compiled call,
+  :func:`fsc.engines.kernels.fused_value_gradient`);
+- ``after``: a policy on leaves that require a gradient (a user's loop: the same leaves, their gradients
+  set to None each call), ``fsc.evaluate(world, policy)`` with the engine ``auto`` picks, then
+  ``gain.backward()``: the compiled forward pass and the compiled adjoint pass on its LU factors;
+- ``before``: the same ``fsc.evaluate`` on the evaluator's Python path, as ``fsc.evaluate`` ran it before
+  the compiled passes (:meth:`fsc.evaluate.Evaluator.forward`, then :meth:`~fsc.evaluate.Evaluator.backward`
+  on the engine's backend: a compiled call per stage).
 
-Prints microseconds per value-and-gradient (best of ``--repeats`` blocks of ``--calls``) and their ratios
-to the training path: ``evaluate + backward`` on one policy whose leaves are reused (a user's training loop),
-and the same with a new ``fsc.Policy`` built each call; and the largest difference between the gradients.
+The three alternate in each of ``--repeats`` rounds of ``--calls`` calls, so that the load of the machine
+falls on all alike; each figure is the best round, in microseconds per value and gradient.  Also printed:
+``after`` with a new ``fsc.Policy`` built each call, and the largest difference between the gradients of
+``after`` and of training (0 when they are the same bits); and ``autograd floor``, what torch's autograd costs
+for a function of the two leaves with three outputs that computes nothing (apply, then ``backward``): the
+least that ``evaluate`` + ``backward`` can add to the training path's compiled call.
 
 Usage: ``.venv/bin/python benchmarks/bench_evaluate_backward.py [--calls 200] [--repeats 5]``
 """
 
 from __future__ import annotations
 
+import importlib
 import sys
+import time
 from pathlib import Path
 
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from timing import best, timing_arguments  # noqa: E402
+from timing import timing_arguments  # noqa: E402
 
 import fsc  # noqa: E402
 import policies  # noqa: E402
 import tasks  # noqa: E402
+from fsc.evaluate import _Evaluate, _scalar  # noqa: E402
 from fsc.objective import Objective  # noqa: E402
 
-CASES = [("ram:8", 1e-3), ("ram:20", 1e-3), ("memento:3", 1e-3), ("memento:4", 1e-3)]
+CASES = ["ram:8", "ram:64", "memento:4"]
+MODULE = importlib.import_module("fsc.evaluate")
+RESET = 1e-3
+
+
+class _Before(_Evaluate):
+    """``fsc.evaluate``'s autograd function as it was: the evaluator's Python forward pass."""
+
+    @staticmethod
+    def forward(ctx, logits, init_logits, evaluator, box):
+        ctx.set_materialize_grads(False)
+        run = evaluator.forward(logits.detach().numpy(), init_logits.detach().numpy())
+        ctx.evaluator, ctx.run, ctx.gradient = evaluator, run, None
+        K, S, N, _ = evaluator.shape
+        box["run"] = run
+        return (_scalar(run.gain), *map(_scalar, run.metrics.values()), torch.from_numpy(run.p_hat.reshape(K, S, N)))
+
+
+class _Nothing(torch.autograd.Function):
+    """Autograd's own cost: a function of the two leaves with ``evaluate``'s three outputs that computes nothing."""
+
+    @staticmethod
+    def forward(ctx, logits, init_logits, distribution):
+        ctx.set_materialize_grads(False)
+        ctx.zeros = (torch.zeros_like(logits), torch.zeros_like(init_logits))
+        return _scalar(0.0), _scalar(0.0), distribution
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, *grads):
+        return *ctx.zeros, None
+
+
+def rounds(functions: dict, calls: int, repeats: int) -> dict:
+    """Seconds per call of each function: the best of ``repeats`` rounds, the functions alternating in each."""
+    for function in functions.values():
+        function()
+    best = dict.fromkeys(functions, float("inf"))
+    for _ in range(repeats):
+        for name, function in functions.items():
+            start = time.perf_counter()
+            for _ in range(calls):
+                function()
+            best[name] = min(best[name], (time.perf_counter() - start) / calls)
+    return best
+
+
+def cases(world, memory: str) -> tuple[dict, float]:
+    """The functions timed on one memory, and the largest difference between the gradients of ``after`` and training."""
+    arch = fsc.parse_memory(memory)
+    start = policies.initial_policy("random", arch, seed=0)
+    objective = Objective(world=world, architecture=arch, reset=RESET, convention="paper")
+    logits, init_logits = start.logits.detach(), start.init_logits.detach()
+    leaves = start.requires_grad_()
+
+    def training():
+        return objective(logits, init_logits)
+
+    def after():
+        leaves.logits.grad = leaves.init_logits.grad = None
+        fsc.evaluate(world, leaves, reset=RESET, convention="paper").gain.backward()
+
+    def before():
+        leaves.logits.grad = leaves.init_logits.grad = None
+        MODULE._Evaluate = _Before  # fsc.evaluate itself, on the old autograd function
+        try:
+            fsc.evaluate(world, leaves, reset=RESET, convention="paper").gain.backward()
+        finally:
+            MODULE._Evaluate = _Evaluate
+
+    def after_new_policy():
+        policy = fsc.Policy(architecture=arch, logits=logits.clone().requires_grad_(True), init_logits=init_logits.clone().requires_grad_(True))
+        fsc.evaluate(world, policy, reset=RESET, convention="paper").gain.backward()
+
+    distribution = torch.zeros(1)
+
+    def autograd_floor():
+        leaves.logits.grad = leaves.init_logits.grad = None
+        _Nothing.apply(leaves.logits, leaves.init_logits, distribution)[0].backward()
+
+    after()
+    point = training()
+    difference = max(float((leaves.logits.grad - point.grad_logits).abs().max()), float((leaves.init_logits.grad - point.grad_init).abs().max()))
+    return {"training": training, "before": before, "after": after, "after_new_policy": after_new_policy, "floor": autograd_floor}, difference
 
 
 def main() -> None:
     args = timing_arguments(__doc__.splitlines()[0], calls=200)
     torch.set_num_threads(1)
     world = tasks.TwoHypothesis(0.1)
-    print(f"{'memory':<10} {'engine':<7} {'training':>9} {'evaluate+backward':>18} {'ratio':>6} {'new policy each call':>21} {'ratio':>6} {'max |dgrad|':>12}")
-    for memory, reset in CASES:
-        arch = fsc.parse_memory(memory)
-        start = policies.initial_policy("random", arch, seed=0)
-        objective = Objective(world=world, architecture=arch, reset=reset, convention="paper")
-        logits, init_logits = start.logits.detach(), start.init_logits.detach()
-        leaves = start.requires_grad_()  # a user's loop: the same leaves, their gradients set to None each step
-
-        def training(objective=objective, logits=logits, init_logits=init_logits):
-            return objective(logits, init_logits)
-
-        def by_evaluate(policy=leaves, reset=reset):
-            policy.logits.grad = policy.init_logits.grad = None
-            result = fsc.evaluate(world, policy, reset=reset, convention="paper")
-            result.gain.backward()
-            return policy, result
-
-        def by_evaluate_new_policy(arch=arch, logits=logits, init_logits=init_logits, reset=reset):
-            policy = fsc.Policy(architecture=arch, logits=logits.clone().requires_grad_(True), init_logits=init_logits.clone().requires_grad_(True))
-            result = fsc.evaluate(world, policy, reset=reset, convention="paper")
-            result.gain.backward()
-            return policy, result
-
-        policy, result = by_evaluate()
-        point = training()
-        difference = max(float((policy.logits.grad - point.grad_logits).abs().max()), float((policy.init_logits.grad - point.grad_init).abs().max()))
-        t_train = best(training, args.calls, args.repeats)
-        t_eval = best(by_evaluate, args.calls, args.repeats)
-        t_new = best(by_evaluate_new_policy, args.calls, args.repeats)
-        print(
-            f"{memory:<10} {result.engine:<7} {t_train * 1e6:>9.0f} {t_eval * 1e6:>18.0f} {t_eval / t_train:>6.2f} "
-            f"{t_new * 1e6:>21.0f} {t_new / t_train:>6.2f} {difference:>12.2e}"
-        )
+    print("microseconds per value and gradient; ratio: to training")
+    columns = ("training", "before", "ratio", "after", "ratio", "after, new policy", "ratio", "autograd floor", "max |dgrad|")
+    print(f"{'memory':<10} " + " ".join(f"{name:>{max(8, len(name))}}" for name in columns))
+    for memory in CASES:
+        functions, difference = cases(world, memory)
+        calls = max(5, args.calls // (10 if memory == "ram:64" else 1))
+        t = rounds(functions, calls, args.repeats)
+        train = t["training"]
+        figures = (
+            f"{train * 1e6:.0f}", f"{t['before'] * 1e6:.0f}", f"{t['before'] / train:.2f}", f"{t['after'] * 1e6:.0f}",
+            f"{t['after'] / train:.2f}", f"{t['after_new_policy'] * 1e6:.0f}", f"{t['after_new_policy'] / train:.2f}",
+            f"{t['floor'] * 1e6:.0f}", f"{difference:.2e}",
+        )  # fmt: skip
+        print(f"{memory:<10} " + " ".join(f"{figure:>{max(8, len(name))}}" for figure, name in zip(figures, columns, strict=True)))
 
 
 if __name__ == "__main__":

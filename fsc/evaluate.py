@@ -16,7 +16,7 @@ from fsc.engines import kernels
 from fsc.engines.estimate import check_sizes, plan_engine
 from fsc.engines.large import large_chain
 from fsc.engines.solve import BACKENDS, ZERO_RESET_ENGINES, choose_engine
-from fsc.engines.sparse import Backend
+from fsc.engines.sparse import Backend, stationary_residual
 from fsc.errors import InputError, InputTypeError
 from fsc.model.architecture import MemoryArchitecture
 from fsc.model.chain import joint_chain, require_after_choice
@@ -146,7 +146,9 @@ class Evaluator:
     softmaxes to the logits.  Everything outside the engine's solves runs in
     a few compiled loops (:mod:`fsc.engines.kernels`) on tables the chain lays out
     once, so that a call on a small chain (RAM M = 8: two parts of 40 states)
-    costs a few microseconds more than its LU.
+    costs a few microseconds more than its LU.  On the dense and choices engines
+    :meth:`forward_compiled` is the training path's compiled forward pass, whose
+    factors :meth:`backward` reuses in one compiled adjoint pass.
     """
 
     _last: ClassVar[Evaluator | None] = None
@@ -184,6 +186,7 @@ class Evaluator:
         self.derived_metrics = convention == "paper" and callable(getattr(world, "paper_metrics", None))
         # The tables whose expectations the forward pass reads: the reward, then the metrics it reports natively.
         self.table_names = ("", *(() if self.derived_metrics else self.step_metrics))
+        self.compiled_constants = None  # fused_constants of forward_compiled, laid out on its first call
         self.tables = np.stack([self.step_reward, *(self.step_metrics[name_] for name_ in self.table_names[1:])])
 
     @classmethod
@@ -203,6 +206,39 @@ class Evaluator:
         arch = self.architecture
         probs, init_probs = kernels.policy_probs(w_pi, arch.allowed, w_0, arch.reset_mask)
         return self.forward_probs(probs, init_probs)
+
+    def forward_compiled(self, w_pi: np.ndarray, w_0: np.ndarray, gradient: bool = False) -> Pass:
+        """:meth:`forward` in one compiled call on the dense and choices engines (:func:`fsc.engines.kernels.fused_forward`,
+        the training path's own kernel: the same numbers to the last bit), keeping the LU factors for
+        :meth:`backward`'s transposed solve; the other engines run :meth:`forward`.
+
+        ``gradient``: in the same call, :meth:`backward` with ``gain = 1`` (the training path's gradient), kept
+        as :attr:`Pass.gradient`, for a caller that will most likely ask for it (``fsc.evaluate`` under autograd).
+        """
+        if self.engine not in ("dense", "choices"):
+            return self.forward(w_pi, w_0)
+        if self.compiled_constants is None:
+            self.compiled_constants = self.fused_constants(gain=1.0)
+        if gradient:
+            probs, init_probs, lu, pivots, p, p_hat, total, expected, ok, *found = kernels.fused_forward_gradient(w_pi, w_0, self.compiled_constants)
+        else:
+            probs, init_probs, lu, pivots, p, p_hat, total, expected, ok = kernels.fused_forward(w_pi, w_0, self.compiled_constants)
+            found = None
+        if not ok:
+            raise np.linalg.LinAlgError("I - (1 - r) P is singular")
+        native = dict(zip(self.table_names[1:], expected[1:].tolist(), strict=True))
+        gain, metrics = read_out(self.world, self.convention, self.reset, float(expected[0]), native)
+        return Pass(
+            probs=probs,
+            init_probs=init_probs,
+            backend=_Factors(self, lu, pivots, probs, init_probs),
+            p=p,
+            total=total,
+            p_hat=p_hat,
+            gain=gain,
+            metrics={name: float(value) for name, value in metrics.items()},
+            gradient=found,
+        )
 
     def forward_probs(self, probs: np.ndarray, init_probs: np.ndarray) -> Pass:
         """:meth:`forward` from the probabilities ``(N, C)`` and ``(N,)`` themselves (checked by the caller)."""
@@ -268,6 +304,11 @@ class Evaluator:
         else:  # the gain alone: scale the result, not the tables (training's case)
             table, scale = self.step_reward, self.factor * seed
         none = _NO_SEED if distribution is None else np.ascontiguousarray(distribution, dtype=np.float64).reshape(K, S * N)
+        if isinstance(run.backend, _Factors):  # the compiled adjoint pass on the compiled forward pass's factors
+            backend = run.backend
+            return kernels.fused_backward(
+                self.compiled_constants, run.probs, run.init_probs, backend.lu, backend.pivots, run.p, run.p_hat, run.total, table, none, scale, on == "probs"
+            )
         lam = run.backend.solve_adjoint(kernels.adjoint_seed(run.p_hat, run.total, chain.part_weights, run.probs, table, none, S, N))
         if self.engine == "large":  # P = G Pi, G from the world's tables
             d_probs = run.backend.transition_gradient(lam, run.p)
@@ -279,7 +320,6 @@ class Evaluator:
         return kernels.policy_gradient_from(
             d_probs, lam, run.p_hat, chain.part_weights, run.probs, run.init_probs, table, r, chain.initial_world, S, N, scale, on == "probs"
         )
-
 
     def fused_constants(self, *, gain: float = 0.0, value: float = 0.0) -> tuple | None:
         """The tables of :func:`fsc.engines.kernels.fused_value_gradient` for the loss ``gain * G + value * V``.
@@ -311,6 +351,21 @@ _NONE, _NOTHING = np.zeros(0, dtype=np.int64), np.zeros(0)
 _NO_TABLES = (_NONE, _NONE, _NOTHING, np.zeros((0, 0), dtype=np.int64), 0, _NONE, _NONE, _NONE, _NONE, _NOTHING, False)
 
 
+class _Factors:
+    """The backend of :meth:`Evaluator.forward_compiled`: the LU factors its adjoint pass reuses, and the residual when asked."""
+
+    def __init__(self, evaluator: Evaluator, lu: np.ndarray, pivots: np.ndarray, probs: np.ndarray, init_probs: np.ndarray):
+        self.evaluator, self.lu, self.pivots, self.probs, self.init_probs = evaluator, lu, pivots, probs, init_probs
+        self.info = {}
+
+    def residual(self, p: np.ndarray) -> float:
+        evaluator = self.evaluator
+        chain, (K, S, N, _) = evaluator.chain, evaluator.shape
+        values = self.probs.reshape(-1)[chain.node_choice] * chain.weight
+        p0 = (chain.initial_world[:, :, None] * self.init_probs).reshape(K, S * N)
+        return stationary_residual(chain, values, p, p0, evaluator.reset)
+
+
 @attrs.frozen(kw_only=True, eq=False)
 class Pass:
     """One forward pass of :class:`Evaluator`: the read-out and what the backward pass reuses."""
@@ -323,6 +378,8 @@ class Pass:
     p_hat: np.ndarray
     gain: float
     metrics: dict[str, float]
+    #: ``(dG/dw_pi, dG/dw_0)`` of the gain read out, when the forward pass computed it (:meth:`Evaluator.forward_compiled`).
+    gradient: tuple[np.ndarray, np.ndarray] | None = None
 
     @functools.cached_property
     def residual(self) -> float:
@@ -340,9 +397,9 @@ class _Evaluate(torch.autograd.Function):
     @staticmethod
     def forward(ctx, logits, init_logits, evaluator, box):
         ctx.set_materialize_grads(False)
-        run = evaluator.forward(logits.detach().numpy(), init_logits.detach().numpy())
+        run = evaluator.forward_compiled(logits.detach().numpy(), init_logits.detach().numpy(), box["gradient"])
         box["run"] = run
-        ctx.evaluator, ctx.run = evaluator, run
+        ctx.evaluator, ctx.run, ctx.gradient = evaluator, run, run.gradient
         K, S, N, _ = evaluator.shape
         return (_scalar(run.gain), *map(_scalar, run.metrics.values()), torch.from_numpy(run.p_hat.reshape(K, S, N)))
 
@@ -351,6 +408,11 @@ class _Evaluate(torch.autograd.Function):
     def backward(ctx, grad_gain, *grads):
         evaluator, run = ctx.evaluator, ctx.run
         grad_metrics, grad_distribution = grads[:-1], grads[-1]
+        if ctx.gradient is not None and grad_gain is not None and float(grad_gain) == 1.0 and all(g is None for g in grads):
+            # gain.backward(): the forward pass's gradient, the same bits; handed out once, since the leaves
+            # may keep these arrays as their .grad and add to them in place
+            (grad_logits, grad_init), ctx.gradient = ctx.gradient, None
+            return torch.from_numpy(grad_logits), torch.from_numpy(grad_init), None, None
 
         def number(g) -> float:
             return 0.0 if g is None else float(g)
@@ -395,6 +457,11 @@ def evaluate(
     ``reset`` and ``discount`` (``r = 1 - discount``) name one parameter;
     given neither, the world's declared discount is used.
 
+    On the dense and choices engines both passes are the training path's
+    compiled kernel (:meth:`Evaluator.forward_compiled`); when the logits require
+    a gradient, the forward call also computes the gain's, which
+    ``gain.backward()`` hands over.
+
     Raises:
         ValueError: bad ``reset`` or ``discount`` (or both given, or neither
             for a world without a discount), unknown engine or convention, a policy on
@@ -404,7 +471,8 @@ def evaluate(
     check_policy(policy)
     reset = resolve_reset(world, reset, discount)
     evaluator = Evaluator.of(world, policy.architecture, reset, engine, convention)
-    box: dict = {}
+    # under autograd the gradient of the gain comes with the forward pass, in the same compiled call
+    box: dict = {"gradient": torch.is_grad_enabled() and (policy.logits.requires_grad or policy.init_logits.requires_grad)}
     gain, *outputs, distribution = _Evaluate.apply(policy.logits, policy.init_logits, evaluator, box)
     run = box["run"]
     return Evaluation(

@@ -33,6 +33,9 @@ __all__ = [
     "flow_step",
     "flow_stop",
     "flow_verdict",
+    "fused_backward",
+    "fused_forward",
+    "fused_forward_gradient",
     "fused_value_gradient",
     "gradient_norm",
     "lu_parts",
@@ -463,10 +466,32 @@ def fused_value_gradient(w_pi, w_0, c):  # pragma: no cover - compiled
     """Value and gradient of the gain on the dense or choices engine, in one call: ``(expected, grad, grad_init, ok)``.
 
     The same operations in the same order as :meth:`fsc.evaluate.Evaluator.forward` then
-    :meth:`~fsc.evaluate.Evaluator.backward` with ``gain`` (or ``value``) alone.  ``c`` is the tuple
-    of :meth:`fsc.evaluate.Evaluator.fused_constants`; its ``after_choice`` flag picks the chain after each
-    choice (:func:`after_choice_solve`) over the whole chain.
+    :meth:`~fsc.evaluate.Evaluator.backward` with ``gain`` (or ``value``) alone: :func:`fused_forward`
+    then :func:`fused_backward`.  ``c`` is the tuple of :meth:`fsc.evaluate.Evaluator.fused_constants`;
+    its ``after_choice`` flag picks the chain after each choice (:func:`after_choice_solve`) over the whole chain.
     """
+    probs, init_probs, A_t, piv, p, p_hat, total, expected, ok = fused_forward(w_pi, w_0, c)
+    if not ok:
+        return expected, probs, init_probs, False
+    grad, grad_init = fused_backward(c, probs, init_probs, A_t, piv, p, p_hat, total, c[9], np.zeros((0, 0)), c[17], False)
+    return expected, grad, grad_init, True
+
+
+@njit(cache=True)
+def fused_forward_gradient(w_pi, w_0, c):  # pragma: no cover - compiled
+    """:func:`fused_forward` and the gradient of :func:`fused_value_gradient` in one call, for a caller that keeps
+    both: the forward pass's nine results, then ``grad`` and ``grad_init`` (empty when not ``ok``)."""
+    probs, init_probs, A_t, piv, p, p_hat, total, expected, ok = fused_forward(w_pi, w_0, c)
+    if not ok:
+        return probs, init_probs, A_t, piv, p, p_hat, total, expected, ok, np.zeros((0, 0)), np.zeros(0)
+    grad, grad_init = fused_backward(c, probs, init_probs, A_t, piv, p, p_hat, total, c[9], np.zeros((0, 0)), c[17], False)
+    return probs, init_probs, A_t, piv, p, p_hat, total, expected, ok, grad, grad_init
+
+
+@njit(cache=True)
+def fused_forward(w_pi, w_0, c):  # pragma: no cover - compiled
+    """The forward pass of :func:`fused_value_gradient`: ``(probs, init_probs, A_t, piv, p, p_hat, total, expected, ok)``,
+    ``A_t`` and ``piv`` the LU factors that :func:`fused_backward` reuses for the transposed solve."""
     (allowed, reset_mask, node_choice, weight, initial_world, dense_index_t, padding, part_weights, tables, step_reward,
      flat_rows, flat_cols, scaled_weight, reset, a, S, N, scale,
      after_choice, t, b_index_t, b_node_choice, b_weight, b_padding, valid) = c  # fmt: skip
@@ -481,9 +506,9 @@ def fused_value_gradient(w_pi, w_0, c):  # pragma: no cover - compiled
             values[e] = probs_flat[node_choice[e]] * weight[e]
         A_t = dense_system_t(dense_index_t, values, a, padding, K, X)
     piv, ok = lu_parts(A_t)
-    if not ok:
-        return np.zeros(0), probs, init_probs, False
     p = np.empty((K, X))
+    if not ok:
+        return probs, init_probs, A_t, piv, p, p, np.zeros(K), np.zeros(0), False
     for k in range(K):
         for s in range(S):
             for n in range(N):
@@ -493,7 +518,18 @@ def fused_value_gradient(w_pi, w_0, c):  # pragma: no cover - compiled
     else:
         lu_solve_parts(A_t, piv, p, 0)
     p_hat, total, expected = expectations(p, part_weights, probs, tables, S, N)
-    lam = adjoint_seed(p_hat, total, part_weights, probs, step_reward, np.zeros((0, 0)), S, N)
+    return probs, init_probs, A_t, piv, p, p_hat, total, expected, True
+
+
+@njit(cache=True)
+def fused_backward(c, probs, init_probs, A_t, piv, p, p_hat, total, table, seed, scale, on_probs):  # pragma: no cover - compiled
+    """The adjoint pass of :func:`fused_value_gradient` on the factors of :func:`fused_forward`: ``(dL/dw_pi, dL/dw_0)``
+    for ``L = scale * (table . p_hat) + seed . p_hat`` (``seed`` of shape ``(0, 0)``: none), as
+    :meth:`fsc.evaluate.Evaluator.backward` computes it (``on_probs``: with respect to the probabilities)."""
+    (allowed, reset_mask, node_choice, weight, initial_world, dense_index_t, padding, part_weights, tables, step_reward,
+     flat_rows, flat_cols, scaled_weight, reset, a, S, N, _,
+     after_choice, t, b_index_t, b_node_choice, b_weight, b_padding, valid) = c  # fmt: skip
+    lam = adjoint_seed(p_hat, total, part_weights, probs, table, seed, S, N)
     C = probs.shape[1]
     if after_choice:
         lam = after_choice_solve(A_t, piv, lam, 1, probs, t, padding, valid, a, S, N)
@@ -501,8 +537,7 @@ def fused_value_gradient(w_pi, w_0, c):  # pragma: no cover - compiled
     else:
         lu_solve_parts(A_t, piv, lam, 1)
         d_probs = transition_gradient(lam, p, flat_rows, flat_cols, node_choice, scaled_weight, N, C)
-    grad, grad_init = policy_gradient_from(d_probs, lam, p_hat, part_weights, probs, init_probs, step_reward, reset, initial_world, S, N, scale, False)
-    return expected, grad, grad_init, True
+    return policy_gradient_from(d_probs, lam, p_hat, part_weights, probs, init_probs, table, reset, initial_world, S, N, scale, on_probs)
 
 
 # ---------------------------------------------------------------------------
