@@ -6,9 +6,9 @@ driver runs the unfinished points on a local pool or a Dask cluster (:mod:`fsc.s
 :func:`summarize` collects them (:mod:`fsc.sweep.summary`).
 """
 
-from fsc.sweep.driver import SweepReport, run_sweep
+from fsc.sweep.driver import SweepReport, check_sweep_directory, run_sweep
 from fsc.sweep.spec import ARGUMENTS, Point, Sweep, load_spec
 from fsc.sweep.summary import summarize, write_summary
 from fsc.sweep.worker import run_point
 
-__all__ = ["ARGUMENTS", "Point", "Sweep", "SweepReport", "load_spec", "run_point", "run_sweep", "summarize", "write_summary"]
+__all__ = ["ARGUMENTS", "Point", "Sweep", "SweepReport", "check_sweep_directory", "load_spec", "run_point", "run_sweep", "summarize", "write_summary"]

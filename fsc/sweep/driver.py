@@ -18,7 +18,7 @@ from typing import Any
 
 import attrs
 
-from fsc.errors import InputError, InputTypeError
+from fsc.errors import InputError, InputTypeError, quoted
 from fsc.files import write_text
 from fsc.limits import MAX_WORKERS
 from fsc.sweep.spec import Point, Sweep
@@ -57,6 +57,39 @@ class SweepReport:
         }
 
 
+#: What a sweep writes into its directory. A directory holding nothing else (and temporaries of these) is a
+#: sweep's; a sweep never writes into one holding anything else.
+SWEEP_ENTRIES = frozenset({"sweep.json", "runs", "locks", "failures.json", "summary.csv", "summary.png"})
+
+
+def check_sweep_directory(out: str | os.PathLike) -> Path:
+    """``out`` with its symbolic links resolved, when it is new or a sweep's; else ``ValueError``.
+
+    New: missing or empty. A sweep's: a directory holding only :data:`SWEEP_ENTRIES` (and the temporaries of an
+    atomic write, ``.NAME.*.tmp``). Anything else (a user's files, a file, a dangling link) is refused before
+    anything is written.
+    """
+    path = Path(out)
+    resolved = Path(os.path.realpath(path))
+    if os.path.lexists(path) and not path.exists():
+        raise InputError(f"sweep directory {quoted(out)} is a dangling symbolic link; give a new directory")
+    if not resolved.exists():
+        return resolved
+    if not resolved.is_dir():
+        raise InputError(f"sweep directory {quoted(out)} is not a directory; give a new directory")
+    try:
+        names = os.listdir(resolved)
+    except OSError as error:
+        raise InputError(f"sweep directory {quoted(out)} cannot be listed: {error.strerror or error}") from None
+    foreign = sorted(n for n in names if n not in SWEEP_ENTRIES and not (n.startswith(".") and n.endswith(".tmp")))
+    if foreign:
+        raise InputError(
+            f"sweep directory {quoted(out)} holds files that are not a sweep's ({quoted(foreign[0])} among them); "
+            "give a new directory, or a sweep's"
+        )
+    return resolved
+
+
 def run_sweep(
     sweep: Sweep,
     out: str | os.PathLike,
@@ -92,9 +125,7 @@ def run_sweep(
         raise InputError(f"workers must be an integer >= 1, got {workers!r}")
     if workers is not None and workers > MAX_WORKERS:  # each is a trainer process: more only thrash
         raise InputError(f"--workers must be at most {MAX_WORKERS}, got {workers!r}")
-    out = Path(out).resolve()
-    if out.exists() and not out.is_dir():
-        raise InputError(f"out must be a directory, got the file {str(out)!r}")
+    out = check_sweep_directory(out)
     start = time.monotonic()
     pending = [point for point in sweep.points if not is_finished(out / "runs" / point.name, point.stop())]
     skipped = len(sweep.points) - len(pending)

@@ -163,6 +163,26 @@ def test_bad_spec_files_and_options(tmp_path, capsys):
     assert not (tmp_path / "o").exists() and not (tmp_path / "nothing").exists()
 
 
+def test_a_sweep_never_writes_into_a_directory_of_the_users(tmp_path, capsys):
+    spec = write_spec(tmp_path / "tiny.json", TINY)
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "result.json").write_text("the user's")
+    (tmp_path / "link").symlink_to(mine)
+    for out in (mine, tmp_path / "link"):
+        status, _, err = sweep_main(capsys, spec, "--out", out, "--workers", "1")
+        assert status == 2 and "not a sweep's" in err and "result.json" in err and len(err.strip().splitlines()) == 1
+    assert sorted(p.name for p in mine.iterdir()) == ["result.json"] and (mine / "result.json").read_text() == "the user's"
+    (tmp_path / "dangling").symlink_to(tmp_path / "gone")
+    status, _, err = sweep_main(capsys, spec, "--out", tmp_path / "dangling", "--workers", "1")
+    assert status == 2 and "dangling" in err and not (tmp_path / "gone").exists()
+    # A sweep's own directory (only what a sweep writes) is ours: an empty one and one holding runs/ are taken.
+    assert fsweep.check_sweep_directory(tmp_path / "new") == (tmp_path / "new").resolve()
+    (tmp_path / "ours" / "runs").mkdir(parents=True)
+    (tmp_path / "ours" / "sweep.json").write_text("{}")
+    assert fsweep.check_sweep_directory(tmp_path / "ours") == (tmp_path / "ours").resolve()
+
+
 def test_example_specs():
     names = sorted(p.name for p in EXAMPLES.glob("*.json"))
     assert {"fig2-small.json", "fig2.json", "fig4-small.json", "fig4.json", "tiny.json"} <= set(names)
