@@ -198,5 +198,7 @@ def test_shaping_leaves_the_flat_region_where_no_reward_is_collected():
     assert value(world, listen) == pytest.approx(0.0, abs=1e-12)
     assert problem.flat(value(world, listen)) and not problem.flat(1.0)
     assert not Problem(world=tasks.Tiger(listen_cost=0.0, penalty=-1.0), architecture=arch, reset=0.05).flat(0.0)  # rewards of one sign: nothing to shape
+    for name, method in METHODS.items():  # the premise: from there, no method alone moves
+        assert value(world, method(problem, listen, Budget.of(100, 30.0), np.random.default_rng(0))) == pytest.approx(0.0, abs=1e-9), name
     found = shaped(problem, listen, Budget.of(100, 30.0), np.random.default_rng(0))
     assert value(world, found) > 1.0  # listening then opening the quiet door pays
