@@ -26,7 +26,7 @@ from fsc.model.memory import RAM, parse_memory
 from fsc.model.policy import Policy
 from fsc.model.pomdp import POMDP, Task, as_pomdp
 from fsc.solver.bound import upper_bound
-from fsc.solver.methods import METHODS
+from fsc.solver.methods import METHODS, shaped
 from fsc.solver.problem import Budget, Problem
 from fsc.solver.solution import Solution
 from fsc.solver.starts import can_embed, embed, random_start
@@ -34,7 +34,7 @@ from fsc.solver.starts import can_embed, embed, random_start
 __all__ = ["solve"]
 
 #: Steps of each method per round (each step one or two solves); the deadline cuts a round short.
-STEPS = {"ascent": 300, "mirror": 2000, "em": 200, "greedy": 300}
+STEPS = {"ascent": 300, "mirror": 2000, "em": 200, "greedy": 300, "shaped": 300}
 #: Rounds without a better controller after which a smaller size of the ladder gives way to the next.
 PATIENCE = 3
 
@@ -120,6 +120,9 @@ class _Run:
                 improved |= self.offer(problem, current, name)
                 if time.monotonic() >= stage_deadline or self.optimal():
                     break
+            if not improved and problem.flat(self.best[0]) and time.monotonic() < stage_deadline:
+                budget = Budget(steps=STEPS["shaped"], deadline=time.monotonic() + 0.5 * (stage_deadline - time.monotonic()))
+                improved = self.offer(problem, shaped(problem, self.best[1], budget, rng, methods=self.methods), "shaped")
             stale, n = (0 if improved else stale + 1), n + 1
         self.evaluations += problem.evaluations[0]
 

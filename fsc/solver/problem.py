@@ -17,7 +17,7 @@ import numpy as np
 from fsc.evaluate import Evaluator
 from fsc.model.architecture import MemoryArchitecture
 from fsc.model.policy import Policy
-from fsc.model.pomdp import POMDP, Task
+from fsc.model.pomdp import POMDP, Task, as_pomdp
 from fsc.objective import Objective
 
 __all__ = ["Budget", "Look", "Problem"]
@@ -54,6 +54,7 @@ class Problem:
     reset: float
     engine: str = "auto"
     evaluations: list = attrs.field(factory=lambda: [0], repr=False)  # a counter the methods share
+    variants: dict = attrs.field(factory=dict, repr=False)  # the shaped problems, by weight
 
     @functools.cached_property
     def evaluator(self) -> Evaluator:
@@ -68,6 +69,25 @@ class Problem:
     def lowest_reward(self) -> float:
         """The smallest reward of any step: every ``Q`` is at least this over ``r``."""
         return float(self.evaluator.step_reward.min())
+
+    @functools.cached_property
+    def reward_scale(self) -> float:
+        """The largest ``|reward|`` of a step over ``r``: no value is larger in size."""
+        return float(np.abs(self.evaluator.step_reward).max()) / self.reset
+
+    def flat(self, value: float) -> bool:
+        """Whether ``value`` is that of a controller that collects (almost) no reward, on a world whose rewards
+        have both signs: the flat region where avoiding every reward is a local optimum and the gradient vanishes."""
+        rewards = self.evaluator.step_reward
+        return bool(rewards.min() < 0 < rewards.max()) and abs(value) <= 1e-6 * self.reward_scale
+
+    def shaped(self, weight: float) -> Problem:
+        """The same problem on the world whose negative rewards are multiplied by ``weight`` (a shaped objective)."""
+        if weight not in self.variants:
+            pomdp = as_pomdp(self.world)
+            world = attrs.evolve(pomdp, reward=np.where(pomdp.reward < 0, weight * pomdp.reward, pomdp.reward), metrics={})
+            self.variants[weight] = Problem(world=world, architecture=self.architecture, reset=self.reset, engine=self.engine, evaluations=self.evaluations)
+        return self.variants[weight]
 
     def look(self, probs: np.ndarray, init_probs: np.ndarray) -> Look:
         """Value, gradient in the probabilities and node occupancy of the policy ``(probs, init_probs)``."""

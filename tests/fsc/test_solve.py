@@ -184,3 +184,21 @@ def test_fsc_solve_reports_q_on_the_two_hypothesis_world_and_refuses_bad_input_i
     assert main(["solve", "--mu", "0.2", "--methods", "magic", "--quiet"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "methods" in err[0]
+
+
+def test_shaping_leaves_the_flat_region_where_no_reward_is_collected():
+    """Free listening: "always listen" collects exactly 0, and every door has a reward of one sign or the other."""
+    from fsc.solver.methods import shaped
+
+    world = tasks.Tiger(listen_cost=0.0)
+    assert world.pomdp.action_labels[0] == "listen"
+    arch = fsc.RAM(2, arms=3, observations=2)
+    problem = Problem(world=world, architecture=arch, reset=0.05)
+    listen = fsc.Policy.from_probs(arch, np.eye(arch.num_choices)[np.zeros(arch.num_nodes, int)], np.eye(arch.num_nodes)[0])
+    assert value(world, listen) == pytest.approx(0.0, abs=1e-12)
+    assert problem.flat(value(world, listen)) and not problem.flat(1.0)
+    assert not Problem(world=tasks.Tiger(listen_cost=0.0, penalty=-1.0), architecture=arch, reset=0.05).flat(0.0)  # rewards of one sign: nothing to shape
+    for name, method in METHODS.items():  # the premise: from there, no method alone moves
+        assert value(world, method(problem, listen, Budget.of(100, 30.0), np.random.default_rng(0))) == pytest.approx(0.0, abs=1e-9), name
+    found = shaped(problem, listen, Budget.of(100, 30.0), np.random.default_rng(0))
+    assert value(world, found) > 1.0  # listening then opening the quiet door pays
