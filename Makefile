@@ -59,7 +59,7 @@ lint: setup $(VENV)/.test
 	$(BIN)/ruff check fsc tasks policies viz tests examples benchmarks
 
 bench: setup $(VENV)/.test
-	bash benchmarks/run_slow.sh
+	bash benchmarks/run_slow.sh $(POMDP_DIR)  # POMDP_DIR: a folder of classic .POMDP files (large-world benchmark)
 
 clean:
 	rm -rf $(VENV) $(OUT)

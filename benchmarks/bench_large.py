@@ -19,7 +19,7 @@ choice that the large-world engine factors instead.  Last, a ``.POMDP`` file of 
 than the machine can hold is given to ``fsc evaluate``: it must be refused in under a second, in one line.
 
 Usage: ``.venv/bin/python benchmarks/bench_large.py [FOLDER] [--worlds hallway ...] [--memories 1 2 ...]
-[--repeats 3] [--plot docs/large-worlds.png]`` (FOLDER defaults to ``../shared/pomdp``).
+[--repeats 3] [--plot docs/large-worlds.png]``; FOLDER holds the classic ``.POMDP`` files (hallway, hallway2, fourth).
 """
 
 from __future__ import annotations
@@ -145,7 +145,7 @@ def refusal() -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("folder", nargs="?", type=Path, default=ROOT.parent / "shared" / "pomdp")
+    parser.add_argument("folder", type=Path, help="a folder of the classic .POMDP files (hallway, hallway2, fourth)")
     parser.add_argument("--worlds", nargs="+", default=list(WORLDS))
     parser.add_argument("--memories", nargs="+", type=int, default=list(MEMORIES))
     parser.add_argument("--repeats", type=int, default=3)

@@ -36,7 +36,6 @@ import fsc
 from fsc.solver import METHODS, solve
 
 ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_FOLDER = ROOT / ".." / "shared" / "pomdp"
 METHOD_NAMES = ("portfolio", *METHODS, "paynt")
 
 
@@ -82,7 +81,7 @@ def done_cases(rows: Path) -> set:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("folder", nargs="?", default=str(DEFAULT_FOLDER))
+    p.add_argument("folder", nargs="?", help="a folder of classic .POMDP files (Cassandra's collection); not needed with --report")
     p.add_argument("--files", default=None, help="comma-separated names without .POMDP (default every file)")
     p.add_argument("--memory", default="1,2,4,8")
     p.add_argument("--methods", default=",".join(METHOD_NAMES))
@@ -95,6 +94,8 @@ def main() -> None:
     if args.report:
         report(Path(args.report))
         return
+    if args.folder is None:
+        p.error("give the folder of .POMDP files")
     torch.set_default_dtype(torch.float64)
     resource.setrlimit(resource.RLIMIT_AS, (int(args.max_gb * 2**30), resource.RLIM_INFINITY))
     out = Path(args.out)

@@ -9,4 +9,5 @@ cd "$(dirname "$0")/.."
 .venv/bin/python benchmarks/bench_after_choice.py
 .venv/bin/python benchmarks/bench_sweep_points.py
 .venv/bin/python benchmarks/bench_startup.py
-.venv/bin/python benchmarks/bench_large.py ../shared/pomdp
+# The large-world benchmark reads the classic .POMDP files from the folder given as the first argument.
+if [ $# -ge 1 ]; then .venv/bin/python benchmarks/bench_large.py "$1"; else echo "bench_large.py: give the folder of classic .POMDP files as this script's argument"; fi

@@ -1,6 +1,6 @@
 """Files written whole or not at all (a reader never sees a half-written file), and read within limits.
 
-Writing: :func:`atomic_write` writes a temporary sibling ``.NAME.XXXXXXXX.tmp`` and renames it into place;
+Writing: :func:`atomic_write` writes a temporary sibling ``.NAME.<8 random characters>.tmp`` and renames it into place;
 :func:`remove_stale_temporaries` removes those a killed writer left behind. JSON is strict
 (:func:`strict_json`: a number that is not finite is written ``null``).
 
@@ -141,7 +141,7 @@ def temporary_target(name: str) -> str | None:
 
 def remove_stale_temporaries(directory: str | os.PathLike, names, *, older_than: float = 0.0) -> list[Path]:
     """Remove the temporaries :func:`atomic_write` left in ``directory`` for the files ``names`` (a killed
-    writer's ``.NAME.XXXXXXXX.tmp``), last modified more than ``older_than`` seconds ago; return them.
+    writer's ``.NAME.<8 random characters>.tmp``), last modified more than ``older_than`` seconds ago; return them.
 
     Only regular files whose name has exactly that pattern for one of ``names`` are touched: a user's
     ``notes.tmp`` or ``.policy.npz.tmp`` stays. Call it while owning the directory (its lock held), so that no

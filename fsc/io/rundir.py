@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 from fsc.errors import InputError, quoted
@@ -39,31 +40,48 @@ def _only_our_temporaries(directory: Path) -> bool:
     return all(temporary_target(entry.name) in RUN_FILES for entry in os.scandir(directory))
 
 
-def check_run_directory(out: str | os.PathLike, option: str = "--out") -> Path:
-    """``out`` with its symbolic links resolved, when it is new or ours to write a run into; else ``ValueError``.
+def check_owned_directory(out: str | os.PathLike, what: str, refusal: Callable[[Path], str | None], *, name_link: bool = True) -> Path:
+    """``out`` with its symbolic links resolved, when it is new or ours to write into; else ``ValueError``.
 
-    New: missing (its parents are made later), or an empty directory (or one holding only temporaries a killed
-    run left). Ours: a directory holding ``run.json`` (read and checked by :func:`read_run_json`). Refused: a
-    file, a dangling symbolic link, a directory holding anything else, whatever a link points to.
+    New: missing (its parents are made later). Ours: an existing directory for which ``refusal(directory)`` is
+    ``None``; otherwise it returns what is wrong, said after ``what`` and the path. Refused too: a file, a
+    dangling symbolic link. Links are resolved before deciding, so whatever a link points to is judged; with
+    ``name_link`` the message also says where the link leads.
     """
     path = Path(out)
     resolved = Path(os.path.realpath(path))
-    shown = f"{option} {quoted(out)}" + (f" (the link leads to {quoted(resolved)})" if resolved != path.absolute() else "")
+    shown = f"{what} {quoted(out)}" + (f" (the link leads to {quoted(resolved)})" if name_link and resolved != path.absolute() else "")
     if os.path.lexists(path) and not path.exists():
-        raise InputError(f"{option} {quoted(out)} is a dangling symbolic link; give a new directory")
+        raise InputError(f"{what} {quoted(out)} is a dangling symbolic link; give a new directory")
     if not resolved.exists():
         return resolved
     if not resolved.is_dir():
         raise InputError(f"{shown} is not a directory; give a new directory")
-    if (resolved / "run.json").exists():
-        read_run_json(path / "run.json")
-        return resolved
     try:
-        if _only_our_temporaries(resolved):
-            return resolved
+        wrong = refusal(resolved)
     except OSError as error:
         raise InputError(f"{shown} cannot be listed: {error.strerror or error}") from None
-    raise InputError(f"{shown} already holds files that are not an fsc run (no run.json); give a new or empty directory")
+    if wrong is not None:
+        raise InputError(f"{shown} {wrong}")
+    return resolved
+
+
+def check_run_directory(out: str | os.PathLike, option: str = "--out") -> Path:
+    """``out`` resolved, when it is new or ours to write a run into (:func:`check_owned_directory`); else ``ValueError``.
+
+    New: missing, or an empty directory (or one holding only temporaries a killed run left). Ours: a directory
+    holding ``run.json`` (read and checked by :func:`read_run_json`). Refused: anything else.
+    """
+
+    def refusal(directory: Path) -> str | None:
+        if (directory / "run.json").exists():
+            read_run_json(directory / "run.json")
+            return None
+        if _only_our_temporaries(directory):
+            return None
+        return "already holds files that are not an fsc run (no run.json); give a new or empty directory"
+
+    return check_owned_directory(out, option, refusal)
 
 
 def make_directory(path: Path, option: str = "--out") -> None:

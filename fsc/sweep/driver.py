@@ -19,7 +19,8 @@ from typing import Any
 import attrs
 
 from fsc.errors import InputError, InputTypeError, quoted
-from fsc.files import write_text
+from fsc.files import temporary_target, write_text
+from fsc.io.rundir import check_owned_directory
 from fsc.limits import MAX_WORKERS
 from fsc.sweep.spec import Point, Sweep
 from fsc.sweep.worker import init_pool_worker, is_finished, run_point
@@ -65,29 +66,16 @@ SWEEP_ENTRIES = frozenset({"sweep.json", "runs", "locks", "failures.json", "summ
 def check_sweep_directory(out: str | os.PathLike) -> Path:
     """``out`` with its symbolic links resolved, when it is new or a sweep's; else ``ValueError``.
 
-    New: missing or empty. A sweep's: a directory holding only :data:`SWEEP_ENTRIES` (and the temporaries of an
-    atomic write, ``.NAME.*.tmp``). Anything else (a user's files, a file, a dangling link) is refused before
-    anything is written.
+    New: missing or empty. A sweep's: a directory holding only :data:`SWEEP_ENTRIES` and temporaries of them
+    (:func:`fsc.files.temporary_target`). Anything else (a user's files, a file, a dangling link) is refused
+    before anything is written (:func:`fsc.io.rundir.check_owned_directory`).
     """
-    path = Path(out)
-    resolved = Path(os.path.realpath(path))
-    if os.path.lexists(path) and not path.exists():
-        raise InputError(f"sweep directory {quoted(out)} is a dangling symbolic link; give a new directory")
-    if not resolved.exists():
-        return resolved
-    if not resolved.is_dir():
-        raise InputError(f"sweep directory {quoted(out)} is not a directory; give a new directory")
-    try:
-        names = os.listdir(resolved)
-    except OSError as error:
-        raise InputError(f"sweep directory {quoted(out)} cannot be listed: {error.strerror or error}") from None
-    foreign = sorted(n for n in names if n not in SWEEP_ENTRIES and not (n.startswith(".") and n.endswith(".tmp")))
-    if foreign:
-        raise InputError(
-            f"sweep directory {quoted(out)} holds files that are not a sweep's ({quoted(foreign[0])} among them); "
-            "give a new directory, or a sweep's"
-        )
-    return resolved
+
+    def refusal(directory: Path) -> str | None:
+        foreign = sorted(n for n in os.listdir(directory) if n not in SWEEP_ENTRIES and temporary_target(n) not in SWEEP_ENTRIES)
+        return f"holds files that are not a sweep's ({quoted(foreign[0])} among them); give a new directory, or a sweep's" if foreign else None
+
+    return check_owned_directory(out, "sweep directory", refusal, name_link=False)
 
 
 def run_sweep(

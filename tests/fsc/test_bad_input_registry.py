@@ -692,7 +692,7 @@ def test_a_kill_during_a_write_leaves_a_temporary_the_next_run_removes(tmp_path,
 
 
 def test_the_next_run_removes_only_its_own_stale_temporaries(tmp_path):
-    """What a SIGKILL during a checkpoint write leaves (``.checkpoint.npz.XXXXXXXX.tmp``) is removed by the next
+    """What a SIGKILL during a checkpoint write leaves (``.checkpoint.npz.<8 random characters>.tmp``) is removed by the next
     run of the directory; a user's files that merely look alike stay, byte for byte."""
     from fsc.train import run_training
 
