@@ -201,6 +201,10 @@ class GradientFlow(Optimizer):
         dt: the first tentative step.
         min_dt: the flow stops (``stalled``) when ``dt`` falls below it; a
             guard for points where rounding makes every step lower the gain.
+
+    The flow also stops as ``stalled`` where ``max_dgrad`` is below what the gradient resolves: a try refused
+    for the change of the gradient alone, whose next, smaller try would leave every weight where it is
+    (:func:`fsc.engines.kernels.flow_cannot_move`).
     """
 
     name: ClassVar[str] = "flow"
@@ -248,8 +252,10 @@ class GradientFlow(Optimizer):
             accepted, next_dt = kernels.flow_verdict(new.gain, point.gain, dpi + dp0, dt, self.max_dgrad)
             if accepted:
                 return new, dt, next_dt, tried, rejected
-            dt = next_dt
             rejected += 1
+            if kernels.flow_cannot_move(new.gain, point.gain, dpi + dp0, self.max_dgrad, *_weights(point), next_dt):
+                break
+            dt = next_dt
         return None, dt, dt, tried, rejected
 
     def run(self, objective: Objective, state: State, clock, *, until_t: float, max_steps: int | None, rows: bool = False) -> tuple[State | None, dict | None]:
@@ -279,6 +285,11 @@ class GradientFlow(Optimizer):
             slots={"next_dt": next_dt},
         )
         return new_state, _skipped(steps, state.evaluations, seconds)
+
+
+def _weights(point: Point) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """A point's logits, initial logits and their gradients, as the compiled flow takes them."""
+    return point.logits.numpy(), point.init_logits.numpy(), point.grad_logits.numpy(), point.grad_init.numpy()
 
 
 def _skipped(steps: dict | None, evaluations: int, seconds: float) -> dict | None:

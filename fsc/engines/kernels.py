@@ -567,6 +567,45 @@ def flow_verdict(new_gain, gain, dgrad, dt, max_dgrad):  # pragma: no cover - co
     return True, dt * FLOW_GROW if dgrad < max_dgrad / 2 else dt
 
 
+#: The relative spacing of float64 (``2**-52``): a gradient entry ``x`` is resolved to about ``x * 2**-52``, so a
+#: ``max_dgrad`` at or below ``2**-52`` times the largest entry asks for changes smaller than the last bit.
+GRADIENT_RESOLUTION = 2.0**-52
+
+
+@njit(cache=True)
+def flow_cannot_move(new_gain, gain, dgrad, max_dgrad, w_pi, w_0, g, g0, next_dt):  # pragma: no cover - compiled
+    """Whether the step rule cannot move the point: a try refused by :func:`flow_verdict` for the change of the
+    gradient alone (the gain did not fall), where either
+
+    - ``max_dgrad`` is at or below the float64 resolution of the gradient, :data:`GRADIENT_RESOLUTION` times its
+      largest entry: the rule then accepts only steps that leave the gradient unchanged to the last bit, which
+      move the point by rounding alone; or
+    - the next, smaller try ``w + next_dt g`` rounds to ``w`` in every weight: every try from there leaves the
+      point where it is or moves it and is refused again.
+
+    The flow then stops as stalled instead of making steps that move ``t`` alone.  With the default
+    ``max_dgrad = 1e-4`` the first case needs a gradient entry above 4.5e11, the second a change of the
+    gradient of 1e-4 across a few units in the last place of the weights.
+    """
+    if not (new_gain >= gain) or dgrad < max_dgrad:
+        return False
+    top = 0.0
+    for x in g.reshape(-1):
+        top = max(top, abs(x))
+    for x in g0:
+        top = max(top, abs(x))
+    if max_dgrad <= GRADIENT_RESOLUTION * top:
+        return True
+    for n in range(w_pi.shape[0]):
+        for j in range(w_pi.shape[1]):
+            if w_pi[n, j] + next_dt * g[n, j] != w_pi[n, j]:
+                return False
+    for n in range(w_0.shape[0]):
+        if w_0[n] + next_dt * g0[n] != w_0[n]:
+            return False
+    return True
+
+
 @njit(cache=True)
 def flow_stop(t, dt, step, until_t, max_steps):  # pragma: no cover - compiled
     """Whether a run stops after an accepted step that reached ``t`` and ``step`` with a step ``dt``: one of the
@@ -631,8 +670,10 @@ def flow_step(w_pi, w_0, g, g0, gain, dt, max_dgrad, min_dt, factor, c):  # prag
         dp0 = _max_abs_difference(G0, g0)
         accepted, next_dt = flow_verdict(factor * expected[0], gain, dpi + dp0, dt, max_dgrad)
         if not accepted:
-            dt = next_dt
             rejections += 1
+            if flow_cannot_move(factor * expected[0], gain, dpi + dp0, max_dgrad, w_pi, w_0, g, g0, next_dt):
+                break
+            dt = next_dt
             continue
         return STEP_ACCEPTED, logits, init_logits, G, G0, expected, dt, next_dt, evaluations, rejections
     return STEP_STALLED, w_pi, w_0, g, g0, np.zeros(0), dt, dt, evaluations, rejections

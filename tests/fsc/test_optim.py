@@ -337,6 +337,35 @@ def test_a_step_too_small_to_move_t_stalls_the_flow(engine, skip):
     assert (len(records) < 10) if skip and engine == "dense" else (len(records) == expected + 1)
 
 
+@pytest.mark.parametrize("engine", ["dense", "sparse"])
+def test_a_max_dgrad_below_the_gradients_resolution_stalls_the_flow(engine):
+    """With ``max_dgrad = 1e-320``, far below the last bit of a gradient of about 1e-3, the rule would accept only
+    steps that leave the gradient unchanged to the last bit, each moving ``t`` by about 1e-14, for ever.  The flow
+    stops as stalled at its first try refused for the gradient, before any step."""
+    world, arch = tasks.TwoHypothesis(0.1), fsc.parse_memory("ram:3")
+    policy = fsc.Policy.random(arch, 0)
+    flow_ = GradientFlow(max_dgrad=1e-320)
+    records = list(optimize(world, policy, reset=1e-2, convention="paper", engine=engine, optimizer=flow_, max_steps=100_000))
+    assert [(r.step, r.stop) for r in records] == [(0, None), (0, "stalled")]
+    assert torch.equal(records[-1].state.point.logits, policy.logits)
+
+
+def test_the_rule_cannot_move_the_point_in_two_cases():
+    """:func:`kernels.flow_cannot_move` on hand-made numbers: a try refused for the gradient alone, with
+    ``max_dgrad`` at or below the gradient's last bit, or with a next try that rounds to the same weights."""
+    from fsc.engines import kernels
+
+    w, w0, none = np.array([[1.0, -2.0]]), np.array([0.5]), np.zeros(1)
+    tiny = np.array([[1e-20, -1e-20]])  # 1 + 1e-20 == 1: no try of dt <= 1 moves these weights
+    assert kernels.flow_cannot_move(1.0, 0.5, 1e-10, 1e-12, w, w0, tiny, none, 1.0)
+    assert not kernels.flow_cannot_move(1.0, 0.5, 1e-10, 1e-12, w, w0, tiny, none, 1e5)  # 1 + 1e-15 moves
+    assert not kernels.flow_cannot_move(0.4, 0.5, 1e-10, 1e-12, w, w0, tiny, none, 1.0)  # the gain fell
+    assert not kernels.flow_cannot_move(1.0, 0.5, 1e-13, 1e-12, w, w0, tiny, none, 1.0)  # not refused
+    unit = np.array([[1.0, 0.25]])  # the largest entry 1 is resolved to 2**-52
+    assert kernels.flow_cannot_move(1.0, 0.5, 1e-10, 2.0**-52, w, w0, unit, none, 1.0)
+    assert not kernels.flow_cannot_move(1.0, 0.5, 1e-10, 2.0**-51, w, w0, unit, none, 1.0)
+
+
 def test_the_compiled_run_is_so_many_compiled_steps():
     """kernels.flow_run against flow_step called in a loop: arrays, times and counts to the bit."""
     from fsc.engines import kernels
