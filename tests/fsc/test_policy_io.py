@@ -150,3 +150,17 @@ def test_the_architecture_is_read_before_the_tables_are_allocated(tmp_path):
         z.writestr("logits.npy", header.getvalue() + bytes(50_000 * 8 * 4))  # declares 20 GB, holds 1.6 MB
     with pytest.raises(ValueError, match=r"'logits' declares shape \(50000, 50000\) of float64, more than its"):
         fsc.Policy.load(tmp_path / "p.npz")
+
+
+@pytest.mark.parametrize("memory", ["ram:3", "chain:3", "column:2", "memento:2"])
+def test_a_fresh_process_loads_every_built_in_kind_after_import_fsc_alone(tmp_path, memory):
+    """``import fsc`` exports names lazily; a policy file must load without the memory module imported first."""
+    import subprocess
+    import sys
+
+    path = tmp_path / "policy.npz"
+    fsc.Policy.random(fsc.parse_memory(memory), 0).save(path)
+    code = f"import fsc; print(fsc.Policy.load({str(path)!r}).architecture.to_dict()['kind'])"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == type(fsc.parse_memory(memory)).__name__
