@@ -6,9 +6,9 @@ The portfolio runs rounds.  A round starts from the best controller so far, from
 far by exact value becomes the best, credited to the method that returned it.
 
 On ``RAM(M)`` it grows the memory: it first solves ``RAM(M // 2^k)``, ..., ``RAM(M // 2)`` for a share of
-the budget, each started from the previous size's best embedded in it (:func:`fsc.solver.starts.embed`),
-so the value it returns is at least the best of every smaller size it solved; given a ``start`` from a
-smaller RAM, it embeds it and skips the ladder.
+the budget, each started from the previous size's best split into copies (:func:`fsc.solver.starts.split`:
+the same value, copies free to differ), so the value it returns is at least the best of every smaller
+size it solved; given a ``start`` from a smaller RAM, it splits it the same way and skips the ladder.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from fsc.solver.bound import upper_bound
 from fsc.solver.methods import METHODS, shaped
 from fsc.solver.problem import Budget, Problem
 from fsc.solver.solution import Solution
-from fsc.solver.starts import can_embed, embed, random_start
+from fsc.solver.starts import can_embed, random_start, split
 
 __all__ = ["solve"]
 
@@ -168,7 +168,7 @@ def solve(
     arch = _architecture(world, memory)
     r = resolve_reset(world, reset, discount, allow_zero=False, default=1e-3)
     names = _methods(methods)
-    start = _start(start, arch)
+    start = _start(start, arch, np.random.default_rng([seed, 1 << 20]))
     problem = Problem(world=world, architecture=arch, reset=r, engine=engine)
     problem.evaluator  # noqa: B018 - refuse a memory that cannot be evaluated, before the ladder
     deadline = clock + seconds
@@ -180,7 +180,7 @@ def solve(
         last = index == len(ladder) - 1
         share = (deadline - time.monotonic()) * (1.0 if last else 0.5 / (len(ladder) - 1 - index))
         if run.best is not None:
-            start = embed(run.best[1], size)
+            start = split(run.best[1], size, np.random.default_rng([seed, index, 1 << 20]))
         run.stage(size, start, time.monotonic() + share, rounds, last, index)
     value, policy, method = run.best
     exact = evaluate(world, policy, reset=r, engine=engine)
@@ -191,8 +191,8 @@ def solve(
     )  # fmt: skip
 
 
-def _start(start: object, arch: MemoryArchitecture) -> Policy | None:
-    """The start on ``arch``: as given, or a smaller RAM's policy embedded."""
+def _start(start: object, arch: MemoryArchitecture, rng: np.random.Generator) -> Policy | None:
+    """The start on ``arch``: as given, or a smaller RAM's policy split into copies (:func:`fsc.solver.starts.split`)."""
     if start is None:
         return None
     policy = start.policy if isinstance(start, Solution) else start
@@ -201,5 +201,5 @@ def _start(start: object, arch: MemoryArchitecture) -> Policy | None:
     if policy.architecture == arch:
         return policy
     if can_embed(policy.architecture, arch):
-        return embed(policy, arch)
+        return split(policy, arch, rng)
     raise InputError(f"start is on {policy.architecture!r}, which is neither the memory {arch!r} nor a smaller RAM of the same world")
