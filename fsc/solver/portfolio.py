@@ -6,9 +6,11 @@ The portfolio runs rounds.  A round starts from the best controller so far, from
 far by exact value becomes the best, credited to the method that returned it.
 
 On ``RAM(M)`` it grows the memory: it first solves ``RAM(M // 2^k)``, ..., ``RAM(M // 2)`` for a share of
-the budget, each started from the previous size's best split into copies (:func:`fsc.solver.starts.split`:
-the same value, copies free to differ), so the value it returns is at least the best of every smaller
-size it solved; given a ``start`` from a smaller RAM, it splits it the same way and skips the ladder.
+the budget (each size a share proportional to its memory), each started from the previous size's best
+split into copies (:func:`fsc.solver.starts.split`: the same value, copies free to differ), so the value it
+returns is at least the best of every smaller size it solved; given a ``start`` from a smaller RAM, it
+splits it the same way and skips the ladder.  On a grown size, the rounds that do not start from the best
+alternate between a new split of the smaller size's best (other proportions) and a random controller.
 """
 
 from __future__ import annotations
@@ -83,6 +85,7 @@ class _Run:
         self.history: list[dict] = []
         self.evaluations = 0
         self.final: Problem | None = None  # the problem of the memory asked for, built first (it may be refused)
+        self.smaller: Policy | None = None  # the best of the size before, on the ladder
 
     def offer(self, problem: Problem, policy: Policy, method: str) -> bool:
         """Keep ``policy`` if it beats the best of this size; True if it did."""
@@ -100,6 +103,14 @@ class _Run:
         """Whether the best reaches the upper bound (to rounding): nothing can beat it."""
         return self.best is not None and self.bound - self.best[0] <= 1e-9 * max(1.0, abs(self.bound))
 
+    def round_start(self, arch: MemoryArchitecture, n: int, rng: np.random.Generator) -> Policy:
+        """Round ``n``'s start: the best (even rounds), else a new split of the smaller size's best or a random controller, in turn."""
+        if n % 2 == 0:
+            return self.best[1]
+        if self.smaller is not None and n % 4 == 1:
+            return split(self.smaller, arch, rng)
+        return random_start(arch, rng)
+
     def stage(self, arch: MemoryArchitecture, start: Policy | None, stage_deadline: float, rounds: int | None, last: bool, index: int) -> None:
         """Solve one size of the ladder until its deadline, ``rounds`` rounds, or (not ``last``) it stops improving."""
         problem = self.final if self.final.architecture is arch else Problem(world=self.world, architecture=arch, reset=self.reset, engine=self.engine)
@@ -112,7 +123,7 @@ class _Run:
         stale, n = 0, 0
         while time.monotonic() < stage_deadline and (rounds is None or n < rounds) and (last or stale < PATIENCE) and not self.optimal():
             rng = np.random.default_rng([self.seed, index, n])
-            current = self.best[1] if n % 2 == 0 else random_start(arch, rng)
+            current = self.round_start(arch, n, rng)
             improved = False
             for name in self.methods:
                 budget = Budget(steps=STEPS[name], deadline=stage_deadline)
@@ -178,9 +189,11 @@ def solve(
     ladder = _ladder(arch, start)
     for index, size in enumerate(ladder):
         last = index == len(ladder) - 1
-        share = (deadline - time.monotonic()) * (1.0 if last else 0.5 / (len(ladder) - 1 - index))
+        weight = getattr(size, "M", 1) / sum(getattr(later, "M", 1) for later in ladder[index:])
+        share = (deadline - time.monotonic()) * (1.0 if last else weight)
         if run.best is not None:
-            start = split(run.best[1], size, np.random.default_rng([seed, index, 1 << 20]))
+            run.smaller = run.best[1]
+            start = split(run.smaller, size, np.random.default_rng([seed, index, 1 << 20]))
         run.stage(size, start, time.monotonic() + share, rounds, last, index)
     value, policy, method = run.best
     exact = evaluate(world, policy, reset=r, engine=engine)
