@@ -2,8 +2,10 @@
 
 The portfolio runs rounds.  A round starts from the best controller so far, from a fresh random one, or
 (first) from the start it was given, and passes it through the methods in turn (each a
-:data:`fsc.solver.methods.METHODS` entry, each from the previous one's result); whatever beats the best so
-far by exact value becomes the best, credited to the method that returned it.
+:data:`fsc.solver.methods.METHODS` entry, each from the previous one's result, each for at most an equal
+share of the time left); whatever beats the best so far by exact value becomes the best, credited to the
+method that returned it.  A round that ends at a controller collecting no reward (:meth:`Problem.flat`)
+is followed by :func:`fsc.solver.methods.shaped`.
 
 On ``RAM(M)`` it grows the memory: it first solves ``RAM(M // 2^k)``, ..., ``RAM(M // 2)`` for a share of
 the budget (each size a share proportional to its memory), each started from the previous size's best
@@ -111,11 +113,13 @@ class _Run:
             return split(self.smaller, arch, rng)
         return random_start(arch, rng)
 
-    def stage(self, arch: MemoryArchitecture, start: Policy | None, stage_deadline: float, rounds: int | None, last: bool, index: int) -> None:
-        """Solve one size of the ladder until its deadline, ``rounds`` rounds, or (not ``last``) it stops improving."""
+    def stage(self, arch: MemoryArchitecture, start: Policy | None, share: float, rounds: int | None, last: bool, index: int) -> None:
+        """Solve one size of the ladder for ``share`` of the time left once its chain is built, ``rounds`` rounds,
+        or (not ``last``) until it stops improving."""
         problem = self.final if self.final.architecture is arch else Problem(world=self.world, architecture=arch, reset=self.reset, engine=self.engine)
         self.best = None
         self.offer(problem, start if start is not None else Policy.uniform(arch), "start" if start is not None else "uniform")
+        stage_deadline = time.monotonic() + share * (self.deadline - time.monotonic())
         if last:  # leave the time of the final evaluation (about one solve, timed once compiled) inside the budget
             clock = time.monotonic()
             problem.value(self.best[1].probs().detach().numpy(), self.best[1].init_probs().detach().numpy())
@@ -125,15 +129,15 @@ class _Run:
             rng = np.random.default_rng([self.seed, index, n])
             current = self.round_start(arch, n, rng)
             improved = False
-            for name in self.methods:
-                budget = Budget(steps=STEPS[name], deadline=stage_deadline)
-                current = METHODS[name](problem, current, budget, rng)
+            for i, name in enumerate(self.methods):  # each method at most an equal share of what is left of the stage
+                slice_ = (stage_deadline - time.monotonic()) / (len(self.methods) - i)
+                current = METHODS[name](problem, current, Budget(steps=STEPS[name], deadline=time.monotonic() + slice_), rng)
                 improved |= self.offer(problem, current, name)
                 if time.monotonic() >= stage_deadline or self.optimal():
                     break
-            if not improved and problem.flat(self.best[0]) and time.monotonic() < stage_deadline:
+            if problem.flat(self.best[0]) and time.monotonic() < stage_deadline:
                 budget = Budget(steps=STEPS["shaped"], deadline=time.monotonic() + 0.5 * (stage_deadline - time.monotonic()))
-                improved = self.offer(problem, shaped(problem, self.best[1], budget, rng, methods=self.methods), "shaped")
+                improved |= self.offer(problem, shaped(problem, self.best[1], budget, rng, methods=self.methods), "shaped")
             stale, n = (0 if improved else stale + 1), n + 1
         self.evaluations += problem.evaluations[0]
 
@@ -189,12 +193,11 @@ def solve(
     ladder = _ladder(arch, start)
     for index, size in enumerate(ladder):
         last = index == len(ladder) - 1
-        weight = getattr(size, "M", 1) / sum(getattr(later, "M", 1) for later in ladder[index:])
-        share = (deadline - time.monotonic()) * (1.0 if last else weight)
+        share = 1.0 if last else size.M / sum(later.M for later in ladder[index:])  # a smaller size: in proportion to its memory
         if run.best is not None:
             run.smaller = run.best[1]
             start = split(run.smaller, size, np.random.default_rng([seed, index, 1 << 20]))
-        run.stage(size, start, time.monotonic() + share, rounds, last, index)
+        run.stage(size, start, share, rounds, last, index)
     value, policy, method = run.best
     exact = evaluate(world, policy, reset=r, engine=engine)
     return Solution(
