@@ -2,10 +2,10 @@
 beside PAYNT on the same machine with the same time limit.
 
 Each method runs alone (``methods=[name]``) and together (``portfolio``).  Memory sizes run in increasing
-order, each started from the same method's best controller of the previous size (embedded in the larger
-memory), so the value is non-decreasing in the memory by construction.  Every row records the solution's
-exact value, the upper bound, the gap, the seconds, and the history of new bests (value against seconds:
-the plot).  PAYNT (``paynt DIR --sketch FILE --fsc-memory-size K --timeout S``) synthesises deterministic
+order, each started from the same method's best controller of the previous size (split into copies in the
+larger memory, :func:`fsc.solver.split`: the same value), so the value is non-decreasing in the memory by
+construction.  Every row records the solution's exact value, the upper bound, the gap, the seconds, and
+the history of new bests (value against seconds: the plot).  PAYNT (``paynt DIR --sketch FILE --fsc-memory-size K --timeout S``) synthesises deterministic
 observation-based controllers with K memory nodes per observation (policies on ``ram:K`` that do not see
 the previous action); a file without a ``start:`` line is given ``start: uniform`` in a temporary copy, as the
 project's reader assumes.  PAYNT's value is Storm's (not exact: Tiger K=1 -19.9984 against -20).
@@ -33,14 +33,16 @@ import numpy as np
 import torch
 
 import fsc
-from fsc.solver import METHODS, solve
+from fsc.solver import METHODS, embed, solve
 
 ROOT = Path(__file__).resolve().parents[1]
 METHOD_NAMES = ("portfolio", *METHODS, "paynt")
 
 
-def run_ours(world, memory: int, method: str, seconds: float, seed: int, start, out: Path, name: str) -> dict:
+def run_ours(world, memory: int, method: str, seconds: float, seed: int, start, out: Path, name: str, grow: str = "split") -> dict:
     arch = fsc.RAM(memory, arms=world.num_actions, observations=world.num_observations)
+    if grow == "embed" and start is not None:  # the new memories left unused (solve would split the smaller controller)
+        start = embed(start, arch)
     solution = solve(world, arch, seconds=seconds, seed=seed, methods=None if method == "portfolio" else [method], start=start)
     solution.policy.save(out / "policies" / f"{name}-{method}-{memory}.npz")
     summary = {k: v for k, v in solution.summary().items() if k not in ("memory", "method")}
@@ -87,6 +89,7 @@ def main() -> None:
     p.add_argument("--methods", default=",".join(METHOD_NAMES))
     p.add_argument("--seconds", type=float, default=30.0)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--grow", choices=("split", "embed"), default="split", help="how a size starts from the size before: split into copies, or embedded unused")
     p.add_argument("--out", required=False, default="solve_results")
     p.add_argument("--max-gb", type=float, default=6.0, help="address space cap of this process (a case that needs more fails, recorded)")
     p.add_argument("--report", default=None, metavar="OUT", help="print the table of OUT/rows.jsonl and draw OUT/solve.png")
@@ -120,7 +123,7 @@ def main() -> None:
                     if method == "paynt":
                         row |= run_paynt(path, memory, args.seconds)
                     else:
-                        row |= run_ours(world, memory, method, args.seconds, args.seed, previous, out, name)
+                        row |= run_ours(world, memory, method, args.seconds, args.seed, previous, out, name, args.grow)
                         previous = fsc.Policy.load(policy_file)
                 except (MemoryError, ValueError, np.linalg.LinAlgError) as error:
                     row |= {"value": None, "error": f"{type(error).__name__}: {error}"[:300]}

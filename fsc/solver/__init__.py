@@ -11,6 +11,6 @@ from fsc.solver.methods import METHODS, ascent, em, greedy, mirror
 from fsc.solver.portfolio import solve
 from fsc.solver.problem import Budget, Problem
 from fsc.solver.solution import Solution
-from fsc.solver.starts import embed, random_start
+from fsc.solver.starts import embed, random_start, split
 
-__all__ = ["METHODS", "Budget", "Problem", "Solution", "ascent", "em", "embed", "greedy", "mirror", "random_start", "solve", "upper_bound"]
+__all__ = ["METHODS", "Budget", "Problem", "Solution", "ascent", "em", "embed", "greedy", "mirror", "random_start", "solve", "split", "upper_bound"]

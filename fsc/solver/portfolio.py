@@ -2,13 +2,17 @@
 
 The portfolio runs rounds.  A round starts from the best controller so far, from a fresh random one, or
 (first) from the start it was given, and passes it through the methods in turn (each a
-:data:`fsc.solver.methods.METHODS` entry, each from the previous one's result); whatever beats the best so
-far by exact value becomes the best, credited to the method that returned it.
+:data:`fsc.solver.methods.METHODS` entry, each from the previous one's result, each for at most an equal
+share of the time left); whatever beats the best so far by exact value becomes the best, credited to the
+method that returned it.  A round that ends at a controller collecting no reward (:meth:`Problem.flat`)
+is followed by :func:`fsc.solver.methods.shaped`.
 
 On ``RAM(M)`` it grows the memory: it first solves ``RAM(M // 2^k)``, ..., ``RAM(M // 2)`` for a share of
-the budget, each started from the previous size's best embedded in it (:func:`fsc.solver.starts.embed`),
-so the value it returns is at least the best of every smaller size it solved; given a ``start`` from a
-smaller RAM, it embeds it and skips the ladder.
+the budget (each size a share proportional to its memory), each started from the previous size's best
+split into copies (:func:`fsc.solver.starts.split`: the same value, copies free to differ), so the value it
+returns is at least the best of every smaller size it solved; given a ``start`` from a smaller RAM, it
+splits it the same way and skips the ladder.  On a grown size, the rounds that do not start from the best
+alternate between a new split of the smaller size's best (other proportions) and a random controller.
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ from fsc.solver.bound import upper_bound
 from fsc.solver.methods import METHODS, shaped
 from fsc.solver.problem import Budget, Problem
 from fsc.solver.solution import Solution
-from fsc.solver.starts import can_embed, embed, random_start
+from fsc.solver.starts import can_embed, random_start, split
 
 __all__ = ["solve"]
 
@@ -83,6 +87,7 @@ class _Run:
         self.history: list[dict] = []
         self.evaluations = 0
         self.final: Problem | None = None  # the problem of the memory asked for, built first (it may be refused)
+        self.smaller: Policy | None = None  # the best of the size before, on the ladder
 
     def offer(self, problem: Problem, policy: Policy, method: str) -> bool:
         """Keep ``policy`` if it beats the best of this size; True if it did."""
@@ -100,11 +105,21 @@ class _Run:
         """Whether the best reaches the upper bound (to rounding): nothing can beat it."""
         return self.best is not None and self.bound - self.best[0] <= 1e-9 * max(1.0, abs(self.bound))
 
-    def stage(self, arch: MemoryArchitecture, start: Policy | None, stage_deadline: float, rounds: int | None, last: bool, index: int) -> None:
-        """Solve one size of the ladder until its deadline, ``rounds`` rounds, or (not ``last``) it stops improving."""
+    def round_start(self, arch: MemoryArchitecture, n: int, rng: np.random.Generator) -> Policy:
+        """Round ``n``'s start: the best (even rounds), else a new split of the smaller size's best or a random controller, in turn."""
+        if n % 2 == 0:
+            return self.best[1]
+        if self.smaller is not None and n % 4 == 1:
+            return split(self.smaller, arch, rng)
+        return random_start(arch, rng)
+
+    def stage(self, arch: MemoryArchitecture, start: Policy | None, share: float, rounds: int | None, last: bool, index: int) -> None:
+        """Solve one size of the ladder for ``share`` of the time left once its chain is built, ``rounds`` rounds,
+        or (not ``last``) until it stops improving."""
         problem = self.final if self.final.architecture is arch else Problem(world=self.world, architecture=arch, reset=self.reset, engine=self.engine)
         self.best = None
         self.offer(problem, start if start is not None else Policy.uniform(arch), "start" if start is not None else "uniform")
+        stage_deadline = time.monotonic() + share * (self.deadline - time.monotonic())
         if last:  # leave the time of the final evaluation (about one solve, timed once compiled) inside the budget
             clock = time.monotonic()
             problem.value(self.best[1].probs().detach().numpy(), self.best[1].init_probs().detach().numpy())
@@ -112,17 +127,17 @@ class _Run:
         stale, n = 0, 0
         while time.monotonic() < stage_deadline and (rounds is None or n < rounds) and (last or stale < PATIENCE) and not self.optimal():
             rng = np.random.default_rng([self.seed, index, n])
-            current = self.best[1] if n % 2 == 0 else random_start(arch, rng)
+            current = self.round_start(arch, n, rng)
             improved = False
-            for name in self.methods:
-                budget = Budget(steps=STEPS[name], deadline=stage_deadline)
-                current = METHODS[name](problem, current, budget, rng)
+            for i, name in enumerate(self.methods):  # each method at most an equal share of what is left of the stage
+                slice_ = (stage_deadline - time.monotonic()) / (len(self.methods) - i)
+                current = METHODS[name](problem, current, Budget(steps=STEPS[name], deadline=time.monotonic() + slice_), rng)
                 improved |= self.offer(problem, current, name)
                 if time.monotonic() >= stage_deadline or self.optimal():
                     break
-            if not improved and problem.flat(self.best[0]) and time.monotonic() < stage_deadline:
+            if problem.flat(self.best[0]) and time.monotonic() < stage_deadline:
                 budget = Budget(steps=STEPS["shaped"], deadline=time.monotonic() + 0.5 * (stage_deadline - time.monotonic()))
-                improved = self.offer(problem, shaped(problem, self.best[1], budget, rng, methods=self.methods), "shaped")
+                improved |= self.offer(problem, shaped(problem, self.best[1], budget, rng, methods=self.methods), "shaped")
             stale, n = (0 if improved else stale + 1), n + 1
         self.evaluations += problem.evaluations[0]
 
@@ -168,7 +183,7 @@ def solve(
     arch = _architecture(world, memory)
     r = resolve_reset(world, reset, discount, allow_zero=False, default=1e-3)
     names = _methods(methods)
-    start = _start(start, arch)
+    start = _start(start, arch, np.random.default_rng([seed, 1 << 20]))
     problem = Problem(world=world, architecture=arch, reset=r, engine=engine)
     problem.evaluator  # noqa: B018 - refuse a memory that cannot be evaluated, before the ladder
     deadline = clock + seconds
@@ -178,10 +193,11 @@ def solve(
     ladder = _ladder(arch, start)
     for index, size in enumerate(ladder):
         last = index == len(ladder) - 1
-        share = (deadline - time.monotonic()) * (1.0 if last else 0.5 / (len(ladder) - 1 - index))
+        share = 1.0 if last else size.M / sum(later.M for later in ladder[index:])  # a smaller size: in proportion to its memory
         if run.best is not None:
-            start = embed(run.best[1], size)
-        run.stage(size, start, time.monotonic() + share, rounds, last, index)
+            run.smaller = run.best[1]
+            start = split(run.smaller, size, np.random.default_rng([seed, index, 1 << 20]))
+        run.stage(size, start, share, rounds, last, index)
     value, policy, method = run.best
     exact = evaluate(world, policy, reset=r, engine=engine)
     return Solution(
@@ -191,8 +207,8 @@ def solve(
     )  # fmt: skip
 
 
-def _start(start: object, arch: MemoryArchitecture) -> Policy | None:
-    """The start on ``arch``: as given, or a smaller RAM's policy embedded."""
+def _start(start: object, arch: MemoryArchitecture, rng: np.random.Generator) -> Policy | None:
+    """The start on ``arch``: as given, or a smaller RAM's policy split into copies (:func:`fsc.solver.starts.split`)."""
     if start is None:
         return None
     policy = start.policy if isinstance(start, Solution) else start
@@ -201,5 +217,5 @@ def _start(start: object, arch: MemoryArchitecture) -> Policy | None:
     if policy.architecture == arch:
         return policy
     if can_embed(policy.architecture, arch):
-        return embed(policy, arch)
+        return split(policy, arch, rng)
     raise InputError(f"start is on {policy.architecture!r}, which is neither the memory {arch!r} nor a smaller RAM of the same world")

@@ -11,7 +11,7 @@ import tasks
 from fsc.bounds import informed_bound, mdp_bound, two_state_bound
 from fsc.cli import main
 from fsc.errors import InputError
-from fsc.solver import METHODS, Budget, Problem, embed, random_start, solve, upper_bound
+from fsc.solver import METHODS, Budget, Problem, embed, random_start, solve, split, upper_bound
 
 
 def small_world(seed: int, S: int = 3, A: int = 2, O: int = 2, discount: float = 0.9) -> fsc.POMDP:
@@ -137,6 +137,31 @@ def test_embedding_keeps_the_value_so_solving_a_larger_memory_never_ends_worse()
     assert second.value >= first.value - 1e-9
     with pytest.raises(InputError):
         embed(grown, small)
+
+
+@pytest.mark.parametrize(("small_memory", "large_memory"), [(1, 2), (2, 3), (2, 5), (3, 3)])
+def test_splitting_into_copies_keeps_the_value_and_reaches_every_copy(small_memory, large_memory):
+    world = small_world(9, A=3)
+    small = fsc.RAM(small_memory, arms=3, observations=2)
+    large = fsc.RAM(large_memory, arms=3, observations=2)
+    policy = fsc.Policy.random(small, 2)
+    grown = split(policy, large, np.random.default_rng(0))
+    assert value(world, grown) == pytest.approx(value(world, policy), abs=1e-11)
+    old, new = policy.probs().numpy(), grown.probs().numpy()
+    # Node (m, a, o) plays (m mod K, a, o)'s rules: summed over the copies of each memory, the same choices.
+    memory, _ = large.memory_and_arm
+    folded = np.zeros((large.num_nodes, small.num_choices))
+    for choice in range(large.num_choices):  # choice (m', a) is m' * arms + a
+        folded[:, (choice // 3 % small_memory) * 3 + choice % 3] += new[:, choice]
+    per = 3 * 2
+    for node in range(large.num_nodes):
+        m = memory[node]
+        original = m % small_memory if node < large_memory else small_memory + (m % small_memory) * per + (node - large_memory - m * per)
+        np.testing.assert_allclose(folded[node], old[original], atol=1e-15)
+    # Unlike embed, every memory is entered: each copy gets a share of its original's entries.
+    assert (new.reshape(large.num_nodes, large_memory, 3).sum(axis=(0, 2)) > 0).all()
+    with pytest.raises(InputError):
+        split(fsc.Policy.random(fsc.RAM(4, arms=3, observations=2), 0), small, np.random.default_rng(0))
 
 
 def test_the_same_seed_gives_the_same_controller():
