@@ -42,11 +42,13 @@ from fsc.objective import Objective, Point
 
 __all__ = [
     "OPTIMIZERS",
+    "ROS2_GAMMA",
     "Adam",
     "Ascent",
     "GradientFlow",
     "Optimizer",
     "Record",
+    "Rosenbrock",
     "State",
     "StopRule",
     "flow",
@@ -378,7 +380,162 @@ class Ascent(Optimizer):
         )
 
 
-OPTIMIZERS: dict[str, type[Optimizer]] = {"flow": GradientFlow, "adam": Adam, "ascent": Ascent}
+#: ROS2's ``gamma``: ``1 + 1 / sqrt(2)`` (Verwer, Spee, Blom and Hundsdorfer, SIAM J. Sci. Comput. 20, 1999).
+ROS2_GAMMA = 1.0 + 1.0 / math.sqrt(2.0)
+
+
+@attrs.frozen(kw_only=True)
+class Rosenbrock(Optimizer):
+    """The same flow ``dw/dt = d gain / dw`` by an adaptive Rosenbrock-W method (ROS2), with far fewer steps
+    where the flow is stiff (docs/model.md, "Fewer steps: the Rosenbrock integrator").
+
+    A step of size ``h`` from ``y`` (the finite logits, policy then initial node; ``-inf`` ones stay) with
+    ``f`` the gradient and ``W = I - gamma h J``::
+
+        W k1 = f(y),   W k2 = f(y + h k1) - 2 k1,   y' = y + 3/2 h k1 + 1/2 h k2.
+
+    ``J`` is the Hessian restricted to its stiff part: the Ritz pairs of negative curvature that ``krylov``
+    steps of Lanczos find (Hessian-vector products by differences of gradients), so ``W`` is inverted in
+    closed form.  ROS2 is of order 2 for any ``J`` (a W-method), so ``J`` is kept ``refresh`` steps, and
+    computed again after a rejected step that used an older one.  The local error control: a step is
+    accepted when its error estimate, ``y' - (y + h k1)``, is at most ``tolerance`` in every logit
+    (absolute); the next ``h`` is ``0.9 h (tolerance / estimate)^(1/2)``, within ``[h / 5, 5 h]``.
+
+    Args:
+        tolerance: the largest local error estimate of an accepted step, on each logit.
+        dt: the first tentative step.
+        krylov: Lanczos steps per Hessian (at most the number of free logits).
+        refresh: accepted steps after which the Hessian is computed again.
+        min_dt: the flow stops (``stalled``) when ``h`` falls below it.
+    """
+
+    name: ClassVar[str] = "rosenbrock"
+    tolerance: float = attrs.field(default=1e-5)
+    dt: float = attrs.field(default=1.0)
+    krylov: int = attrs.field(default=20)
+    refresh: int = attrs.field(default=10)
+    min_dt: float = attrs.field(default=1e-30)
+
+    def __attrs_post_init__(self) -> None:
+        _positive("tolerance", self.tolerance)
+        _positive("dt", self.dt)
+        _positive("min_dt", self.min_dt)
+        integer("krylov", self.krylov, 1)
+        integer("refresh", self.refresh, 1)
+
+    def start(self, point: Point) -> dict[str, Any]:
+        return {"next_dt": float(self.dt), "age": float(self.refresh)}
+
+    def advance(self, objective: Objective, state: State, clock) -> State | None:
+        free = _Free(state.point)
+        y, g = free.vector(state.point)
+        slots, h, age = state.slots, state.slots["next_dt"], state.slots["age"]
+        kept = age < self.refresh and "basis" in slots
+        curvature, basis = (slots["curvature"].numpy(), slots["basis"].numpy()) if kept else (None, None)
+        tried = rejected = 0
+        while h >= self.min_dt:
+            if curvature is None:
+                curvature, basis, used = _stiff_part(free, objective, y, g, self.krylov)
+                tried, age = tried + used, 0.0
+            new, error, used = self._try(free, objective, y, g, h, curvature, basis)
+            tried += used
+            if new is not None:
+                return State(
+                    point=new, t=state.t + h, step=state.step + 1, dt=h, evaluations=state.evaluations + tried,
+                    rejections=state.rejections + rejected, seconds=clock(),
+                    slots={"next_dt": h * min(5.0, max(0.2, 0.9 / math.sqrt(max(error, 1e-10)))), "age": age + 1.0,
+                           "curvature": torch.from_numpy(curvature), "basis": torch.from_numpy(basis)},
+                )  # fmt: skip
+            rejected += 1
+            h *= max(0.2, 0.9 / math.sqrt(error)) if math.isfinite(error) else 0.2
+            if age > 0:  # the Hessian was computed at an earlier point: compute it here before the next try
+                curvature = None
+        return None
+
+    def _try(self, free: _Free, objective: Objective, y, g, h: float, curvature, basis) -> tuple[Point | None, float, int]:
+        """One ROS2 step of size ``h``: ``(point, error, evaluations)``, the error estimate relative to the
+        tolerance (``inf``, and no point, when a stage leaves the finite numbers)."""
+        scale = ROS2_GAMMA * h * curvature
+        shrink = scale / (1.0 - scale)  # W^-1 = I + U diag(shrink) U^T on the span of U, the identity elsewhere
+
+        def solve(rhs):
+            return rhs + basis @ (shrink * (basis.T @ rhs))
+
+        k1 = solve(g)
+        stage = y + h * k1
+        if not np.isfinite(stage).all():
+            return None, math.inf, 0
+        k2 = solve(free.gradient(objective, stage) - 2.0 * k1)
+        estimate = 0.5 * h * (k1 + k2)
+        error = float(np.abs(estimate).max()) / self.tolerance
+        new = y + 1.5 * h * k1 + 0.5 * h * k2
+        if not (error <= 1.0 and np.isfinite(new).all()):
+            return None, error if error == error else math.inf, 1
+        return free.point(objective, new), error, 2
+
+
+class _Free:
+    """The finite logits of a point as one vector ``y`` (policy logits, then initial-node logits): what the
+    Rosenbrock integrator moves; the ``-inf`` ones (probability 0) stay where they are."""
+
+    def __init__(self, point: Point) -> None:
+        self.logits, self.init_logits = point.logits.numpy(), point.init_logits.numpy()
+        self.mask, self.init_mask = np.isfinite(self.logits), np.isfinite(self.init_logits)
+        self.split = int(self.mask.sum())
+
+    def vector(self, point: Point) -> tuple[np.ndarray, np.ndarray]:
+        """``(y, gradient)`` of ``point``."""
+        y = np.concatenate([point.logits.numpy()[self.mask], point.init_logits.numpy()[self.init_mask]])
+        return y, self._gradient(point)
+
+    def _gradient(self, point: Point) -> np.ndarray:
+        return np.concatenate([point.grad_logits.numpy()[self.mask], point.grad_init.numpy()[self.init_mask]])
+
+    def point(self, objective: Objective, y: np.ndarray) -> Point:
+        logits, init_logits = self.logits.copy(), self.init_logits.copy()
+        logits[self.mask], init_logits[self.init_mask] = y[: self.split], y[self.split :]
+        return objective(torch.from_numpy(logits), torch.from_numpy(init_logits))
+
+    def gradient(self, objective: Objective, y: np.ndarray) -> np.ndarray:
+        return self._gradient(self.point(objective, y))
+
+
+def _stiff_part(free: _Free, objective: Objective, y: np.ndarray, g: np.ndarray, krylov: int) -> tuple[np.ndarray, np.ndarray, int]:
+    """The Ritz pairs of negative curvature after ``krylov`` Lanczos steps on the Hessian at ``y``:
+    ``(curvatures, orthonormal columns, evaluations)``.
+
+    The Hessian-vector products are forward differences of the gradient (one evaluation each); the Lanczos
+    vectors are orthogonalised twice against all the previous ones.  The start is the gradient plus a fixed
+    random vector of a thousandth of its size, so that the Krylov space holds the directions the flow moves
+    along and is never degenerate; the same ``y`` gives the same pairs.
+    """
+    n = y.shape[0]
+    steps = min(krylov, n)
+    lanczos = np.zeros((n, steps))
+    alpha, beta = np.zeros(steps), np.zeros(steps)
+    norm = float(np.linalg.norm(g))
+    noise = np.random.default_rng(0).standard_normal(n)
+    q = g + (1e-3 * norm if norm > 0 else 1.0) * noise / np.linalg.norm(noise)
+    q /= np.linalg.norm(q)
+    epsilon = 1e-7 * (1.0 + float(np.abs(y).max()))
+    done = 0
+    for j in range(steps):
+        lanczos[:, j] = q
+        w = (free.gradient(objective, y + epsilon * q) - g) / epsilon
+        done = j + 1
+        alpha[j] = q @ w
+        for _ in range(2):
+            w -= lanczos[:, :done] @ (lanczos[:, :done].T @ w)
+        beta[j] = np.linalg.norm(w)
+        if done == steps or beta[j] <= 1e-14 * np.abs(alpha[:done]).max():
+            break
+        q = w / beta[j]
+    ritz, vectors = np.linalg.eigh(np.diag(alpha[:done]) + np.diag(beta[: done - 1], 1) + np.diag(beta[: done - 1], -1))
+    keep = ritz < 0
+    return np.ascontiguousarray(ritz[keep]), np.ascontiguousarray(lanczos[:, :done] @ vectors[:, keep]), done
+
+
+OPTIMIZERS: dict[str, type[Optimizer]] = {"flow": GradientFlow, "adam": Adam, "ascent": Ascent, "rosenbrock": Rosenbrock}
 
 
 def make_optimizer(name: str, **hyperparameters: object) -> Optimizer:
