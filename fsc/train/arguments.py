@@ -113,7 +113,8 @@ TRAINING: tuple[Argument, ...] = (
     Argument("max_steps", "integer", "stop after this many accepted steps", check=lambda v: integer("max_steps", v, 1, MAX_STEPS, optional=True),
              parse=positive_int, may_change=True, stop=True),
     Argument("convention", "string", "native (default) or paper (docs/model.md)", default="native", choices=CONVENTIONS),
-    Argument("optimizer", "string", "gradient flow by the published step rule (default), rosenbrock (the same flow in fewer steps), adam, or plain ascent", default="flow", choices=tuple(OPTIMIZERS)),
+    Argument("optimizer", "string", "gradient flow by the published step rule (default), rosenbrock (the same flow in fewer steps), adam, "
+             "or plain ascent", default="flow", choices=tuple(OPTIMIZERS)),
     Argument("lr", "number", "adam / ascent learning rate", hyperparameter=True),
     Argument("tolerance", "number", "rosenbrock: the largest local error estimate of a step, on each logit "
              f"(default {attrs.fields(Rosenbrock).tolerance.default:g}; docs/model.md)", hyperparameter=True),
