@@ -507,13 +507,19 @@ class _Free:
     def _gradient(self, point: Point) -> np.ndarray:
         return np.concatenate([point.grad_logits.numpy()[self.mask], point.grad_init.numpy()[self.init_mask]])
 
-    def point(self, objective: Objective, y: np.ndarray) -> Point:
+    def _logits(self, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         logits, init_logits = self.logits.copy(), self.init_logits.copy()
         logits[self.mask], init_logits[self.init_mask] = y[: self.split], y[self.split :]
+        return logits, init_logits
+
+    def point(self, objective: Objective, y: np.ndarray) -> Point:
+        logits, init_logits = self._logits(y)
         return objective(torch.from_numpy(logits), torch.from_numpy(init_logits))
 
     def gradient(self, objective: Objective, y: np.ndarray) -> np.ndarray:
-        return self._gradient(self.point(objective, y))
+        """The gradient at ``y`` (:meth:`fsc.objective.Objective.gradient`: no point built)."""
+        grad_logits, grad_init = objective.gradient(*self._logits(y))
+        return np.concatenate([grad_logits[self.mask], grad_init[self.init_mask]])
 
 
 def _stiff_part(free: _Free, objective: Objective, y: np.ndarray, g: np.ndarray, krylov: int) -> tuple[np.ndarray, np.ndarray, int]:
