@@ -42,7 +42,7 @@ from fsc.objective import Objective, Point
 
 __all__ = [
     "OPTIMIZERS",
-        "Adam",
+    "Adam",
     "Ascent",
     "GradientFlow",
     "Optimizer",

@@ -60,9 +60,7 @@ def test_rosenbrock_follows_the_flow_that_solve_ivp_computes():
     for tolerance in (1e-4, 1e-6):
         records = list(optimize(WORLD, policy, reset=RESET, optimizer="rosenbrock", tolerance=tolerance, until_t=300.0))
         assert records[-1].stop == "until_t" and records[-1].t >= 300.0
-        errors[tolerance] = max(
-            np.abs(field.vector(r.state.point.logits.numpy(), r.state.point.init_logits.numpy()) - exact.sol(r.t)).max() for r in records
-        )
+        errors[tolerance] = max(np.abs(field.vector(r.state.point.logits.numpy(), r.state.point.init_logits.numpy()) - exact.sol(r.t)).max() for r in records)
         last = records[-1].state.point
         assert last.logits[3, 1] == -math.inf and last.init_logits[4] == -math.inf  # probability 0 stays 0
     moved = np.abs(exact.y[:, -1] - exact.y[:, 0]).max()
