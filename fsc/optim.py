@@ -380,13 +380,18 @@ class Ascent(Optimizer):
 
 
 # ROS34PW2 (Rang and Angermann, BIT 45, 2005): a Rosenbrock-W method of order 3 for any approximation of the
-# Jacobian, L-stable and stiffly accurate, with an embedded method of order 2.  Stage i reads the stages before
-# it through row i of A (the point where f is evaluated) and C (the coupling through J).
-ROS34PW2_GAMMA = 0.435866521508459
-ROS34PW2_A = ((), (0.87173304301691801,), (0.84457060015369423, -0.11299064236484185), (0.0, 0.0, 1.0))
-ROS34PW2_C = ((), (-0.87173304301691801,), (-0.90338057013044082, 0.054180672388095326), (0.24212380706095346, -1.2232505839045147, 0.54526025533510214))
-ROS34PW2_B = np.array([0.24212380706095346, -1.2232505839045147, 1.5452602553351020, 0.435866521508459])
-ROS34PW2_B_EMBEDDED = np.array([0.37810903145819369, -0.096042292212423178, 0.5, 0.2179332607542295])
+# Jacobian, L-stable and stiffly accurate, with an embedded method of order 2: (gamma, A, C, b, b_embedded).  Stage
+# i reads the stages before it through row i of A (the point where f is evaluated) and C (the coupling through J).
+ROS34PW2 = (
+    0.435866521508459,
+    np.array([[0.0, 0.0, 0.0, 0.0], [0.87173304301691801, 0.0, 0.0, 0.0], [0.84457060015369423, -0.11299064236484185, 0.0, 0.0], [0.0, 0.0, 1.0, 0.0]]),
+    np.array([
+        [0.0, 0.0, 0.0, 0.0], [-0.87173304301691801, 0.0, 0.0, 0.0], [-0.90338057013044082, 0.054180672388095326, 0.0, 0.0],
+        [0.24212380706095346, -1.2232505839045147, 0.54526025533510214, 0.0],
+    ]),
+    np.array([0.24212380706095346, -1.2232505839045147, 1.5452602553351020, 0.435866521508459]),
+    np.array([0.37810903145819369, -0.096042292212423178, 0.5, 0.2179332607542295]),
+)  # fmt: skip
 #: A rejected step whose error estimate exceeds this many tolerances, taken with a Hessian of an earlier point,
 #: computes the Hessian again before the next try (a smaller excess only shrinks the step).
 STALE_ERROR = 3.0
@@ -464,30 +469,27 @@ class Rosenbrock(Optimizer):
         """One ROS34PW2 step of size ``h``: ``(point, error, evaluations)``, the error estimate relative to the
         tolerance (``inf``, and no point, when a stage leaves the finite numbers).
 
-        Stage ``i``: ``W k_i = h f(y + sum_j a_ij k_j) + h J sum_j c_ij k_j`` with ``W = I - gamma h J``, ``J``
+        Stage ``i``: ``W k_i = h f(y + sum_j A_ij k_j) + h J sum_j C_ij k_j`` with ``W = I - gamma h J``, ``J``
         the stiff part ``U diag(curvature) U^T``, so that ``W^-1 = I + U diag(s) U^T`` with
         ``s = gamma h curvature / (1 - gamma h curvature)``.
         """
-        scale = ROS34PW2_GAMMA * h * curvature
+        gamma, A, C, b, b_embedded = ROS34PW2
+        scale = gamma * h * curvature
         shrink = scale / (1.0 - scale)
-        stages, evaluations = [], 0
-        for i, (a, c) in enumerate(zip(ROS34PW2_A, ROS34PW2_C, strict=True)):
-            if i == 0:
-                rhs = h * g
-            else:
-                point = y + sum(weight * k for weight, k in zip(a, stages, strict=False) if weight)
+        stages = np.zeros((len(b), y.shape[0]))
+        for i in range(len(b)):
+            rhs = h * g
+            if i > 0:
+                point = y + A[i, :i] @ stages[:i]
                 if not np.isfinite(point).all():
-                    return None, math.inf, evaluations
-                evaluations += 1
-                coupled = sum(weight * k for weight, k in zip(c, stages, strict=False))
-                rhs = h * (free.gradient(objective, point) + basis @ (curvature * (basis.T @ coupled)))
-            stages.append(rhs + basis @ (shrink * (basis.T @ rhs)))
-        estimate = sum(weight * k for weight, k in zip(ROS34PW2_B - ROS34PW2_B_EMBEDDED, stages, strict=True))
-        error = float(np.abs(estimate).max()) / self.tolerance
-        new = y + sum(weight * k for weight, k in zip(ROS34PW2_B, stages, strict=True))
+                    return None, math.inf, i - 1
+                rhs = h * (free.gradient(objective, point) + basis @ (curvature * (basis.T @ (C[i, :i] @ stages[:i]))))
+            stages[i] = rhs + basis @ (shrink * (basis.T @ rhs))
+        error = float(np.abs((b - b_embedded) @ stages).max()) / self.tolerance
+        new = y + b @ stages
         if not (error <= 1.0 and np.isfinite(new).all()):
-            return None, error if error == error else math.inf, evaluations
-        return free.point(objective, new), error, evaluations + 1
+            return None, error if error == error else math.inf, len(b) - 1
+        return free.point(objective, new), error, len(b)
 
 
 class _Free:
@@ -533,12 +535,12 @@ def _stiff_part(free: _Free, objective: Objective, y: np.ndarray, g: np.ndarray,
     """
     n = y.shape[0]
     steps = min(krylov, n)
-    lanczos = np.zeros((n, steps))
-    alpha, beta = np.zeros(steps), np.zeros(steps)
     norm = float(np.linalg.norm(g))
     noise = np.random.default_rng(0).standard_normal(n)
     q = g + (1e-3 * norm if norm > 0 else 1.0) * noise / np.linalg.norm(noise)
     q /= np.linalg.norm(q)
+    lanczos = np.zeros((n, steps))
+    alpha, beta = np.zeros(steps), np.zeros(steps)
     epsilon = 1e-7 * (1.0 + float(np.abs(y).max()))
     done = 0
     for j in range(steps):
