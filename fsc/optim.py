@@ -16,6 +16,10 @@ with ``t >= until_t`` (the last step is not shortened, so a longer run passes th
 states).  Adam and plain ascent take one step per evaluation; their "time" is the sum of the learning
 rates used (comparable with the flow's for ascent, a step counter in those units for Adam).
 
+:class:`Rosenbrock` integrates the same flow, in the same ``t``, by a Rosenbrock-W method under a local error
+tolerance on the logits, in far fewer steps where the flow is stiff (docs/model.md, "Fewer steps: the Rosenbrock
+integrator"); the published step rule stays the default.
+
 Everything is float64.  With the same engine, the same torch thread count and the same starting state, a
 run is deterministic bit for bit, which is what lets :mod:`fsc.train` resume a killed run exactly.
 """
