@@ -162,3 +162,11 @@ def test_the_published_rule_stays_the_default():
     assert Rosenbrock().to_dict()["name"] == "rosenbrock"
     with pytest.raises(InputError, match="tolerance belongs to the rosenbrock optimizer"):
         make_optimizer("flow", tolerance=1e-5)
+
+
+def test_a_sweep_spec_chooses_it():
+    from fsc import sweep
+
+    fixed = {"memory": "ram:2", "init": "random", "until_t": 10, "optimizer": "rosenbrock", "tolerance": 1e-6}
+    spec = sweep.Sweep.from_dict({"fixed": fixed, "grid": {"seed": [0]}})
+    assert {"--optimizer=rosenbrock", "--tolerance=1e-06"} <= set(spec.points[0].argv())
