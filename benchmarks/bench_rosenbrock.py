@@ -9,12 +9,19 @@ t (every accepted step), the published curve (every step kept) interpolated line
 ``--refined``, the published rule also runs at ``max_dgrad / 10``: ``refined |dq|`` is the published rule's
 own distance to that run (at the published run's t), a measure of its discretisation error beside ours.
 
-Usage: ``.venv/bin/python benchmarks/bench_rosenbrock.py [--until-t 1e6] [--tolerance 1e-5] [--refined] [--only NAME]``
+With ``--shipped``, only the Rosenbrock integrator runs, to the t where the point's shipped run of the published
+rule ended (``results/fig2`` and ``results/fig4``: the grids' own horizons, or earlier where that run stopped on
+``max_steps`` or ``stalled``), and is compared with that run: its steps and seconds from ``summary.csv`` (measured
+in another process, at another time), the final q of both, and ``max |dq|`` at the Rosenbrock run's t within the
+span of the shipped curve (``trajectories.csv``, thinned to about 100 rows per decade of t, interpolated linearly).
+
+Usage: ``.venv/bin/python benchmarks/bench_rosenbrock.py [--until-t 1e6] [--tolerance 1e-5] [--refined] [--shipped] [--only NAME]``
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
 import math
 import sys
 import time
@@ -67,22 +74,57 @@ def gap(t_new: np.ndarray, q_new: np.ndarray, t_ref: np.ndarray, q_ref: np.ndarr
     return float(np.abs(q_new[inside] - np.interp(t_new[inside], t_ref, q_ref)).max())
 
 
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def shipped(mu: float, memory: str, init: str, seed: int, reset: float) -> tuple[dict, np.ndarray, np.ndarray]:
+    """The shipped run of the published rule at this point: its ``summary.csv`` row and its curve ``(t, q)``."""
+    for figure in ("fig4", "fig2"):
+        for row in csv.DictReader((ROOT / "results" / figure / "summary.csv").open()):
+            if (float(row["mu"]), row["memory"], row["init"], int(row["seed"]), float(row["reset"])) == (mu, memory, init, seed, reset):
+                rows = csv.DictReader((ROOT / "results" / figure / "trajectories.csv").open())
+                t, q = np.array([(float(r["t"]), float(r["q"])) for r in rows if r["run"] == row["run"]]).T
+                return row, t, q
+    raise SystemExit(f"no shipped run at mu={mu} memory={memory} init={init} seed={seed} reset={reset}")
+
+
+def against_shipped(points, settings: dict) -> None:
+    """The Rosenbrock integrator to where each shipped run ended, against that run."""
+    print(f"{'point':<28} {'stop':>9} {'t':>9} {'steps pub':>10} {'steps ros':>9} {'ratio':>7} {'s pub':>8} {'s ros':>6} {'q pub':>10} {'q ros':>10} "
+          f"{'max |dq|':>9}")  # fmt: skip
+    total = np.zeros(4)
+    for name, mu, memory, init, seed, reset in points:
+        row, t_pub, q_pub = shipped(mu, memory, init, seed, reset)
+        world = tasks.TwoHypothesis(mu)
+        policy = resolve_policy(init, resolve_memory(memory, world), mu=mu, reset=reset, seed=seed, convention="paper")
+        t_ros, q_ros, steps_ros, _, s_ros = curve(world, policy, reset, float(row["t"]), optimizer="rosenbrock", **settings)
+        steps_pub, s_pub = int(row["steps"]), float(row["seconds"])
+        total += (steps_pub, steps_ros, s_pub, s_ros)
+        q_end = np.interp(float(row["t"]), t_ros, q_ros)
+        print(f"{name:<28} {row['stop']:>9} {float(row['t']):>9.3g} {steps_pub:>10} {steps_ros:>9} {steps_pub / steps_ros:>7.0f} {s_pub:>8.1f} {s_ros:>6.1f} "
+              f"{float(row['q']):>10.7f} {q_end:>10.7f} {gap(t_ros, q_ros, t_pub, q_pub):>9.2e}", flush=True)  # fmt: skip
+    print(f"{'total':<28} {'':>9} {'':>9} {total[0]:>10.0f} {total[1]:>9.0f} {total[0] / total[1]:>7.0f} {total[2]:>8.1f} {total[3]:>6.1f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--until-t", type=float, default=1e6)
     parser.add_argument("--tolerance", type=float, default=None, help="the Rosenbrock tolerance (default: its own)")
     parser.add_argument("--refined", action="store_true", help="also run the published rule at max_dgrad 1e-5")
+    parser.add_argument("--shipped", action="store_true", help="the Rosenbrock integrator alone, against the shipped runs (results/)")
     parser.add_argument("--only", action="append", help="run only the points whose name contains this (repeatable)")
     args = parser.parse_args()
     torch.set_num_threads(1)
     settings = {} if args.tolerance is None else {"tolerance": args.tolerance}
+    points = [point for point in POINTS if not args.only or any(part in point[0] for part in args.only)]
+    if args.shipped:
+        against_shipped(points, settings)
+        return
     print(f"until_t {args.until_t:g}, rosenbrock {settings or 'defaults'}")
     print(f"{'point':<28} {'steps pub':>10} {'steps ros':>9} {'ratio':>7} {'evals pub':>10} {'evals ros':>9} {'s pub':>7} {'s ros':>6} "
           f"{'time ratio':>10} {'max |dq|':>9}{' refined |dq|' if args.refined else ''}")  # fmt: skip
     totals = np.zeros(6)
-    for name, mu, memory, init, seed, reset in POINTS:
-        if args.only and not any(part in name for part in args.only):
-            continue
+    for name, mu, memory, init, seed, reset in points:
         world = tasks.TwoHypothesis(mu)
         policy = resolve_policy(init, resolve_memory(memory, world), mu=mu, reset=reset, seed=seed, convention="paper")
         t_pub, q_pub, steps_pub, evals_pub, s_pub = curve(world, policy, reset, args.until_t)
