@@ -415,7 +415,7 @@ class Rosenbrock(Optimizer):
 
     The local error control: a step is accepted when its error estimate, the difference between the solution and
     the embedded solution of order 2, is at most ``tolerance`` on every logit (absolute); the next ``h`` is
-    ``0.9 h (tolerance / estimate)^(1/3)``, within ``[h / 5, 5 h]``.  A run stops at the first step with
+    ``h (tolerance / estimate)^(1/3)`` times 0.9, within ``[h / 5, 5 h]``.  A run stops at the first step with
     ``t >= until_t`` (not shortened), like :class:`GradientFlow`.
 
     Args:
