@@ -170,3 +170,15 @@ def test_a_sweep_spec_chooses_it():
     fixed = {"memory": "ram:2", "init": "random", "until_t": 10, "optimizer": "rosenbrock", "tolerance": 1e-6}
     spec = sweep.Sweep.from_dict({"fixed": fixed, "grid": {"seed": [0]}})
     assert {"--optimizer=rosenbrock", "--tolerance=1e-06"} <= set(spec.points[0].argv())
+
+
+def test_every_engine_takes_the_same_steps():
+    """The compiled evaluation (dense, choices) and the Python one (sparse, accurate) give the integrator gradients
+    equal to rounding: the same steps, and q within 1e-10 at the end."""
+    policy = fsc.Policy.random(fsc.RAM(2), 9)
+    ends = {
+        engine: list(optimize(WORLD, policy, reset=RESET, optimizer="rosenbrock", engine=engine, until_t=300.0))[-1]
+        for engine in ("dense", "choices", "sparse", "accurate")
+    }
+    assert len({(end.step, end.evaluations) for end in ends.values()}) == 1, {e: (end.step, end.evaluations) for e, end in ends.items()}
+    assert max(end.q for end in ends.values()) - min(end.q for end in ends.values()) < 1e-10
