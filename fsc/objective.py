@@ -144,6 +144,17 @@ class Objective:
             grad_init=torch.from_numpy(grad_init),
         )
 
+    def gradient(self, logits: np.ndarray, init_logits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The gradient alone at finite logits, as numpy arrays ``(grad_logits, grad_init)``: the numbers of
+        :meth:`__call__`'s point without building it (on the dense and choices engines, one compiled call)."""
+        if self._fused is None:
+            point = self(torch.from_numpy(logits), torch.from_numpy(init_logits))
+            return point.grad_logits.numpy(), point.grad_init.numpy()
+        _, grad_logits, grad_init, ok = kernels.fused_value_gradient(logits, init_logits, self._fused)
+        if not ok:
+            raise np.linalg.LinAlgError("I - (1 - r) P is singular")
+        return grad_logits, grad_init
+
     def _point(self, logits, init_logits, expected: np.ndarray, grad_logits: np.ndarray, grad_init: np.ndarray) -> Point:
         """The point of a compiled evaluation: ``expected`` holds the native expectations of the evaluator's tables."""
         gain, metrics = self._read_out(expected.tolist())

@@ -16,6 +16,10 @@ with ``t >= until_t`` (the last step is not shortened, so a longer run passes th
 states).  Adam and plain ascent take one step per evaluation; their "time" is the sum of the learning
 rates used (comparable with the flow's for ascent, a step counter in those units for Adam).
 
+:class:`Rosenbrock` integrates the same flow, in the same ``t``, by a Rosenbrock-W method under a local error
+tolerance on the logits, in far fewer steps where the flow is stiff (docs/model.md, "Fewer steps: the Rosenbrock
+integrator"); the published step rule stays the default.
+
 Everything is float64.  With the same engine, the same torch thread count and the same starting state, a
 run is deterministic bit for bit, which is what lets :mod:`fsc.train` resume a killed run exactly.
 """
@@ -47,6 +51,7 @@ __all__ = [
     "GradientFlow",
     "Optimizer",
     "Record",
+    "Rosenbrock",
     "State",
     "StopRule",
     "flow",
@@ -389,7 +394,187 @@ class Ascent(Optimizer):
         )
 
 
-OPTIMIZERS: dict[str, type[Optimizer]] = {"flow": GradientFlow, "adam": Adam, "ascent": Ascent}
+# ROS34PW2 (Rang and Angermann, BIT 45, 2005): a Rosenbrock-W method of order 3 for any approximation of the
+# Jacobian, L-stable and stiffly accurate, with an embedded method of order 2: (gamma, A, C, b, b_embedded).  Stage
+# i reads the stages before it through row i of A (the point where f is evaluated) and C (the coupling through J).
+ROS34PW2 = (
+    0.435866521508459,
+    np.array([[0.0, 0.0, 0.0, 0.0], [0.87173304301691801, 0.0, 0.0, 0.0], [0.84457060015369423, -0.11299064236484185, 0.0, 0.0], [0.0, 0.0, 1.0, 0.0]]),
+    np.array([
+        [0.0, 0.0, 0.0, 0.0], [-0.87173304301691801, 0.0, 0.0, 0.0], [-0.90338057013044082, 0.054180672388095326, 0.0, 0.0],
+        [0.24212380706095346, -1.2232505839045147, 0.54526025533510214, 0.0],
+    ]),
+    np.array([0.24212380706095346, -1.2232505839045147, 1.5452602553351020, 0.435866521508459]),
+    np.array([0.37810903145819369, -0.096042292212423178, 0.5, 0.2179332607542295]),
+)  # fmt: skip
+#: A rejected step whose error estimate exceeds this many tolerances, taken with a Hessian of an earlier point,
+#: computes the Hessian again before the next try (a smaller excess only shrinks the step).
+STALE_ERROR = 3.0
+
+
+@attrs.frozen(kw_only=True)
+class Rosenbrock(Optimizer):
+    """The same flow ``dw/dt = d gain / dw`` by an adaptive Rosenbrock-W method (ROS34PW2, order 3), with far
+    fewer steps where the flow is stiff (docs/model.md, "Fewer steps: the Rosenbrock integrator").
+
+    ``y`` is the vector of the finite logits (policy, then initial node; the ``-inf`` ones stay), ``f(y)`` the
+    gradient.  A step of size ``h`` solves four linear systems with ``W = I - gamma h J`` (:meth:`_try`), where
+    ``J`` is the Hessian's stiff part: the Ritz pairs of negative curvature that ``krylov`` Lanczos steps find
+    (Hessian-vector products by differences of gradients), so that ``W`` is inverted in closed form.  The method
+    keeps its order for any ``J``, so ``J`` is kept for ``refresh`` accepted steps, and computed again after a
+    step rejected by more than ``STALE_ERROR`` tolerances with an older one.
+
+    The local error control: a step is accepted when its error estimate, the difference between the solution and
+    the embedded solution of order 2, is at most ``tolerance`` on every logit (absolute); the next ``h`` is
+    ``h (tolerance / estimate)^(1/3)`` times 0.9, within ``[h / 5, 5 h]``.  A run stops at the first step with
+    ``t >= until_t`` (not shortened), like :class:`GradientFlow`.
+
+    Args:
+        tolerance: the largest local error estimate of an accepted step, on each logit.
+        dt: the first tentative step.
+        krylov: Lanczos steps per Hessian (at most the number of free logits).
+        refresh: accepted steps after which the Hessian is computed again.
+        min_dt: the flow stops (``stalled``) when ``h`` falls below it.
+    """
+
+    name: ClassVar[str] = "rosenbrock"
+    tolerance: float = attrs.field(default=1e-5)
+    dt: float = attrs.field(default=1.0)
+    krylov: int = attrs.field(default=12)
+    refresh: int = attrs.field(default=10)
+    min_dt: float = attrs.field(default=1e-30)
+
+    def __attrs_post_init__(self) -> None:
+        _positive("tolerance", self.tolerance)
+        _positive("dt", self.dt)
+        _positive("min_dt", self.min_dt)
+        integer("krylov", self.krylov, 1)
+        integer("refresh", self.refresh, 1)
+
+    def start(self, point: Point) -> dict[str, Any]:
+        return {"next_dt": float(self.dt), "age": float(self.refresh)}
+
+    def advance(self, objective: Objective, state: State, clock) -> State | None:
+        free = _Free(state.point)
+        y, g = free.vector(state.point)
+        slots, h, age = state.slots, state.slots["next_dt"], state.slots["age"]
+        kept = age < self.refresh and "basis" in slots
+        curvature, basis = (slots["curvature"].numpy(), slots["basis"].numpy()) if kept else (None, None)
+        tried = rejected = 0
+        while h >= self.min_dt:
+            if curvature is None:
+                curvature, basis, used = _stiff_part(free, objective, y, g, self.krylov)
+                tried, age = tried + used, 0.0
+            new, error, used = self._try(free, objective, y, g, h, curvature, basis)
+            tried += used
+            if new is not None:
+                return State(
+                    point=new, t=state.t + h, step=state.step + 1, dt=h, evaluations=state.evaluations + tried,
+                    rejections=state.rejections + rejected, seconds=clock(),
+                    slots={"next_dt": h * min(5.0, max(0.2, 0.9 * max(error, 1e-10) ** (-1 / 3))), "age": age + 1.0,
+                           "curvature": torch.from_numpy(curvature), "basis": torch.from_numpy(basis)},
+                )  # fmt: skip
+            rejected += 1
+            h *= max(0.2, 0.9 * error ** (-1 / 3)) if math.isfinite(error) else 0.2
+            if age > 0 and not error <= STALE_ERROR:  # far off, with a Hessian of an earlier point: compute it here
+                curvature = None
+        return None
+
+    def _try(self, free: _Free, objective: Objective, y, g, h: float, curvature, basis) -> tuple[Point | None, float, int]:
+        """One ROS34PW2 step of size ``h``: ``(point, error, evaluations)``, the error estimate relative to the
+        tolerance (``inf``, and no point, when a stage leaves the finite numbers).
+
+        Stage ``i``: ``W k_i = h f(y + sum_j A_ij k_j) + h J sum_j C_ij k_j`` with ``W = I - gamma h J``, ``J``
+        the stiff part ``U diag(curvature) U^T``, so that ``W^-1 = I + U diag(s) U^T`` with
+        ``s = gamma h curvature / (1 - gamma h curvature)``.
+        """
+        gamma, A, C, b, b_embedded = ROS34PW2
+        scale = gamma * h * curvature
+        shrink = scale / (1.0 - scale)
+        stages = np.zeros((len(b), y.shape[0]))
+        for i in range(len(b)):
+            rhs = h * g
+            if i > 0:
+                point = y + A[i, :i] @ stages[:i]
+                if not np.isfinite(point).all():
+                    return None, math.inf, i - 1
+                rhs = h * (free.gradient(objective, point) + basis @ (curvature * (basis.T @ (C[i, :i] @ stages[:i]))))
+            stages[i] = rhs + basis @ (shrink * (basis.T @ rhs))
+        error = float(np.abs((b - b_embedded) @ stages).max()) / self.tolerance
+        new = y + b @ stages
+        if not (error <= 1.0 and np.isfinite(new).all()):
+            return None, error if error == error else math.inf, len(b) - 1
+        return free.point(objective, new), error, len(b)
+
+
+class _Free:
+    """The finite logits of a point as one vector ``y`` (policy logits, then initial-node logits): what the
+    Rosenbrock integrator moves; the ``-inf`` ones (probability 0) stay where they are."""
+
+    def __init__(self, point: Point) -> None:
+        self.logits, self.init_logits = point.logits.numpy(), point.init_logits.numpy()
+        self.mask, self.init_mask = np.isfinite(self.logits), np.isfinite(self.init_logits)
+        self.split = int(self.mask.sum())
+
+    def vector(self, point: Point) -> tuple[np.ndarray, np.ndarray]:
+        """``(y, gradient)`` of ``point``."""
+        y = np.concatenate([point.logits.numpy()[self.mask], point.init_logits.numpy()[self.init_mask]])
+        return y, self._gradient(point)
+
+    def _gradient(self, point: Point) -> np.ndarray:
+        return np.concatenate([point.grad_logits.numpy()[self.mask], point.grad_init.numpy()[self.init_mask]])
+
+    def _logits(self, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        logits, init_logits = self.logits.copy(), self.init_logits.copy()
+        logits[self.mask], init_logits[self.init_mask] = y[: self.split], y[self.split :]
+        return logits, init_logits
+
+    def point(self, objective: Objective, y: np.ndarray) -> Point:
+        logits, init_logits = self._logits(y)
+        return objective(torch.from_numpy(logits), torch.from_numpy(init_logits))
+
+    def gradient(self, objective: Objective, y: np.ndarray) -> np.ndarray:
+        """The gradient at ``y`` (:meth:`fsc.objective.Objective.gradient`: no point built)."""
+        grad_logits, grad_init = objective.gradient(*self._logits(y))
+        return np.concatenate([grad_logits[self.mask], grad_init[self.init_mask]])
+
+
+def _stiff_part(free: _Free, objective: Objective, y: np.ndarray, g: np.ndarray, krylov: int) -> tuple[np.ndarray, np.ndarray, int]:
+    """The Ritz pairs of negative curvature after ``krylov`` Lanczos steps on the Hessian at ``y``:
+    ``(curvatures, orthonormal columns, evaluations)``.
+
+    The Hessian-vector products are forward differences of the gradient (one evaluation each); the Lanczos
+    vectors are orthogonalised twice against all the previous ones.  The start is the gradient plus a fixed
+    random vector of a thousandth of its size, so that the Krylov space holds the directions the flow moves
+    along and is never degenerate; the same ``y`` gives the same pairs.
+    """
+    n = y.shape[0]
+    steps = min(krylov, n)
+    norm = float(np.linalg.norm(g))
+    noise = np.random.default_rng(0).standard_normal(n)
+    q = g + (1e-3 * norm if norm > 0 else 1.0) * noise / np.linalg.norm(noise)
+    q /= np.linalg.norm(q)
+    lanczos = np.zeros((n, steps))
+    alpha, beta = np.zeros(steps), np.zeros(steps)
+    epsilon = 1e-7 * (1.0 + float(np.abs(y).max()))
+    done = 0
+    for j in range(steps):
+        lanczos[:, j] = q
+        w = (free.gradient(objective, y + epsilon * q) - g) / epsilon
+        done = j + 1
+        alpha[j] = q @ w
+        for _ in range(2):
+            w -= lanczos[:, :done] @ (lanczos[:, :done].T @ w)
+        beta[j] = np.linalg.norm(w)
+        if done == steps or beta[j] <= 1e-14 * np.abs(alpha[:done]).max():
+            break
+        q = w / beta[j]
+    ritz, vectors = np.linalg.eigh(np.diag(alpha[:done]) + np.diag(beta[: done - 1], 1) + np.diag(beta[: done - 1], -1))
+    keep = ritz < 0
+    return np.ascontiguousarray(ritz[keep]), np.ascontiguousarray(lanczos[:, :done] @ vectors[:, keep]), done
+
+
+OPTIMIZERS: dict[str, type[Optimizer]] = {"flow": GradientFlow, "adam": Adam, "ascent": Ascent, "rosenbrock": Rosenbrock}
 
 
 def make_optimizer(name: str, **hyperparameters: object) -> Optimizer:

@@ -23,7 +23,7 @@ from fsc.evaluate import CONVENTIONS
 from fsc.limits import MAX_SEED, MAX_STEPS, MAX_THREADS, seed_arg, threads_arg
 from fsc.model.memory import MEMORY_FILE_SECONDS
 from fsc.objective import TARGETS
-from fsc.optim import OPTIMIZERS, GradientFlow
+from fsc.optim import OPTIMIZERS, GradientFlow, Rosenbrock
 from policies import POLICY_NAMES
 
 __all__ = [
@@ -113,8 +113,11 @@ TRAINING: tuple[Argument, ...] = (
     Argument("max_steps", "integer", "stop after this many accepted steps", check=lambda v: integer("max_steps", v, 1, MAX_STEPS, optional=True),
              parse=positive_int, may_change=True, stop=True),
     Argument("convention", "string", "native (default) or paper (docs/model.md)", default="native", choices=CONVENTIONS),
-    Argument("optimizer", "string", "gradient flow (default), adam, or plain ascent", default="flow", choices=tuple(OPTIMIZERS)),
+    Argument("optimizer", "string", "gradient flow by the published step rule (default), rosenbrock (the same flow in fewer steps), adam, "
+             "or plain ascent", default="flow", choices=tuple(OPTIMIZERS)),
     Argument("lr", "number", "adam / ascent learning rate", hyperparameter=True),
+    Argument("tolerance", "number", "rosenbrock: the largest local error estimate of a step, on each logit "
+             f"(default {attrs.fields(Rosenbrock).tolerance.default:g}; docs/model.md)", hyperparameter=True),
     Argument("engine", "string", "evaluation engine (default auto)", default="auto"),
     Argument("target", "string", "what the flow climbs: the gain per step (default) or paper eq. (4)'s return gain / r", default="gain",
              choices=TARGETS),
