@@ -278,6 +278,7 @@ class GradientFlow(Optimizer):
         new, dt, next_dt, t, step, tried, rejected, steps = run
         if new is None:
             return None, None
+        now = time.clock_gettime(time.CLOCK_MONOTONIC)  # before the run's clock: no step is dated before the start
         seconds = clock()
         new_state = State(
             point=new,
@@ -289,7 +290,7 @@ class GradientFlow(Optimizer):
             seconds=seconds,
             slots={"next_dt": next_dt},
         )
-        return new_state, _skipped(steps, state.evaluations, seconds)
+        return new_state, _skipped(steps, state.evaluations, seconds, now)
 
 
 def _weights(point: Point) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -297,12 +298,12 @@ def _weights(point: Point) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarr
     return point.logits.numpy(), point.init_logits.numpy(), point.grad_logits.numpy(), point.grad_init.numpy()
 
 
-def _skipped(steps: dict | None, evaluations: int, seconds: float) -> dict | None:
+def _skipped(steps: dict | None, evaluations: int, seconds: float, now: float) -> dict | None:
     """:attr:`Record.skipped` from the columns of a compiled run: every step but the last, each with its wall
-    time from the clock the compiled loop read just after it, and its evaluations counted from the run's start."""
+    time from the clock the compiled loop read just after it (``now``: that clock read just before the run's
+    clock gave ``seconds``), and its evaluations counted from the run's start."""
     if steps is None or len(steps["t"]) <= 1:
         return None
-    now = time.clock_gettime(time.CLOCK_MONOTONIC)
     steps["seconds"] = [seconds - (now - at) for at in steps.pop("clock")]
     steps["evaluations"] = [evaluations + n for n in steps["evaluations"]]
     skipped = {name: column[:-1] for name, column in steps.items() if name != "metrics"}
