@@ -38,6 +38,7 @@ COMMANDS: dict[str, tuple[str | Callable[[argparse.Namespace], int], str | Calla
         "fsc.cli.solve:solve_options",
         "find a good controller within a time limit: several methods, the best kept, its gap to an upper bound",
     ),
+    "export": ("fsc.cli.export:cmd_export", "fsc.cli.export:export_options", "write a run's trajectory.npz (or every one of a sweep) as trajectory.csv"),
     "report": ("fsc.cli.runs:cmd_report", "fsc.cli.runs:report_options", "the main job: check, draw, train, and write an HTML report"),
     "sweep": ("fsc.cli.runs:cmd_sweep", "fsc.cli.runs:sweep_options", "run a sweep of fsc train points (local pool or Dask cluster); --summary collects it"),
     "inspect": (
