@@ -6,7 +6,8 @@ All in the same process, one torch thread, paper convention, mu = 0.1, r = 1e-3,
   :func:`fsc.engines.kernels.fused_value_gradient`);
 - ``after``: a policy on leaves that require a gradient (a user's loop: the same leaves, their gradients
   set to None each call), ``fsc.evaluate(world, policy)`` with the engine ``auto`` picks, then
-  ``gain.backward()``: the compiled forward pass and the compiled adjoint pass on its LU factors;
+  ``gain.backward()``: one compiled call computes the value, the distribution and the gain's gradient
+  (:func:`fsc.engines.kernels.fused_value_gradient_distribution`), which the backward pass hands over;
 - ``before``: the same ``fsc.evaluate`` on the evaluator's Python path, as ``fsc.evaluate`` ran it before
   the compiled passes (:meth:`fsc.evaluate.Evaluator.forward`, then :meth:`~fsc.evaluate.Evaluator.backward`
   on the engine's backend: a compiled call per stage).
@@ -14,9 +15,11 @@ All in the same process, one torch thread, paper convention, mu = 0.1, r = 1e-3,
 The three alternate in each of ``--repeats`` rounds of ``--calls`` calls, so that the load of the machine
 falls on all alike; each figure is the best round, in microseconds per value and gradient.  Also printed:
 ``after`` with a new ``fsc.Policy`` built each call, and the largest difference between the gradients of
-``after`` and of training (0 when they are the same bits); and ``autograd floor``, what torch's autograd costs
-for a function of the two leaves with three outputs that computes nothing (apply, then ``backward``): the
-least that ``evaluate`` + ``backward`` can add to the training path's compiled call.
+``after`` and of training (0 when they are the same bits); ``autograd floor``, what torch's autograd costs
+for a function of the two leaves with ``evaluate``'s three outputs that computes nothing (apply, then
+``backward``); ``kernel``, the training path's compiled call alone; and ``least``, ``(kernel + floor) /
+training``: the ratio ``evaluate`` + ``backward`` would have if everything but the compiled call and autograd
+cost nothing.
 
 Usage: ``.venv/bin/python benchmarks/bench_evaluate_backward.py [--calls 200] [--repeats 5]``
 """
@@ -37,6 +40,7 @@ from timing import timing_arguments  # noqa: E402
 import fsc  # noqa: E402
 import policies  # noqa: E402
 import tasks  # noqa: E402
+from fsc.engines import kernels  # noqa: E402
 from fsc.evaluate import _Evaluate, _scalar  # noqa: E402
 from fsc.objective import Objective  # noqa: E402
 
@@ -68,7 +72,6 @@ class _Nothing(torch.autograd.Function):
         return _scalar(0.0), _scalar(0.0), distribution
 
     @staticmethod
-    @torch.autograd.function.once_differentiable
     def backward(ctx, *grads):
         return *ctx.zeros, None
 
@@ -120,10 +123,13 @@ def cases(world, memory: str) -> tuple[dict, float]:
         leaves.logits.grad = leaves.init_logits.grad = None
         _Nothing.apply(leaves.logits, leaves.init_logits, distribution)[0].backward()
 
+    def kernel():
+        return kernels.fused_value_gradient(logits.numpy(), init_logits.numpy(), objective._fused)
+
     after()
     point = training()
     difference = max(float((leaves.logits.grad - point.grad_logits).abs().max()), float((leaves.init_logits.grad - point.grad_init).abs().max()))
-    return {"training": training, "before": before, "after": after, "after_new_policy": after_new_policy, "floor": autograd_floor}, difference
+    return {"training": training, "before": before, "after": after, "after_new_policy": after_new_policy, "floor": autograd_floor, "kernel": kernel}, difference
 
 
 def main() -> None:
@@ -131,7 +137,7 @@ def main() -> None:
     torch.set_num_threads(1)
     world = tasks.TwoHypothesis(0.1)
     print("microseconds per value and gradient; ratio: to training")
-    columns = ("training", "before", "ratio", "after", "ratio", "after, new policy", "ratio", "autograd floor", "max |dgrad|")
+    columns = ("training", "before", "ratio", "after", "ratio", "after, new policy", "ratio", "autograd floor", "kernel", "least", "max |dgrad|")
     print(f"{'memory':<10} " + " ".join(f"{name:>{max(8, len(name))}}" for name in columns))
     for memory in CASES:
         functions, difference = cases(world, memory)
@@ -141,7 +147,7 @@ def main() -> None:
         figures = (
             f"{train * 1e6:.0f}", f"{t['before'] * 1e6:.0f}", f"{t['before'] / train:.2f}", f"{t['after'] * 1e6:.0f}",
             f"{t['after'] / train:.2f}", f"{t['after_new_policy'] * 1e6:.0f}", f"{t['after_new_policy'] / train:.2f}",
-            f"{t['floor'] * 1e6:.0f}", f"{difference:.2e}",
+            f"{t['floor'] * 1e6:.0f}", f"{t['kernel'] * 1e6:.0f}", f"{(t['kernel'] + t['floor']) / train:.2f}", f"{difference:.2e}",
         )  # fmt: skip
         print(f"{memory:<10} " + " ".join(f"{figure:>{max(8, len(name))}}" for figure, name in zip(figures, columns, strict=True)))
 
