@@ -244,6 +244,9 @@ def _read_npz(path: Path, columns: Sequence[str] | None) -> dict[str, np.ndarray
             names = [name for name in data.files if name != "format"]
             if names[:2] != ["t", "step"]:
                 raise InputError(f"{str(path)!r} is not a trajectory (columns {names!r}, expected 't', 'step', ...)")
+            missing = [name for name in COLUMNS if name not in names]
+            if missing:
+                raise InputError(f"{str(path)!r} is not a trajectory (no column {missing[0]!r}; it has {', '.join(names)})")
             shapes = {name: data.header(name) for name in names}
             lengths = {len(shape) == 1 and shape[0] for shape, _ in shapes.values()}
             if len(lengths) != 1 or lengths == {False} or any(dtype.kind not in "fiu" for _, dtype in shapes.values()):

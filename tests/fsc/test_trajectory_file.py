@@ -99,10 +99,11 @@ def _npz(tmp_path, **arrays):
         ({"t": np.zeros(2), "step": np.zeros(2, dtype=np.int64)}, None, "no 'format' entry"),
         ({"t": np.zeros(2), "step": np.zeros(2, dtype=np.int64), "format": np.array("fsc-trajectory/0")}, None, "of this version"),
         ({"step": np.zeros(2, dtype=np.int64), "t": np.zeros(2), "format": np.array(FORMAT)}, None, "expected 't', 'step'"),
-        ({"t": np.zeros(2), "step": np.zeros(3, dtype=np.int64), "format": np.array(FORMAT)}, None, "of one length"),
-        ({"t": np.zeros((2, 2)), "step": np.zeros(2, dtype=np.int64), "format": np.array(FORMAT)}, None, "of one length"),
-        ({"t": np.array(["a", "b"]), "step": np.zeros(2, dtype=np.int64), "format": np.array(FORMAT)}, None, "number columns"),
-        ({"t": np.zeros(2), "step": np.zeros(2, dtype=np.int64), "format": np.array(FORMAT)}, ["q"], "no column 'q'"),
+        ({**_columns(2), "step": np.zeros(3, dtype=np.int64), "format": np.array(FORMAT)}, None, "of one length"),
+        ({**_columns(2), "t": np.zeros((2, 2)), "format": np.array(FORMAT)}, None, "of one length"),
+        ({**_columns(2), "t": np.array(["a", "b"]), "format": np.array(FORMAT)}, None, "number columns"),
+        ({"t": np.zeros(2), "step": np.zeros(2, dtype=np.int64), "format": np.array(FORMAT)}, None, "no column 'gain'"),
+        ({**_columns(2), "format": np.array(FORMAT)}, ["q", "u"], "no column 'u'"),
     ],
 )
 def test_a_broken_binary_file_is_refused(tmp_path, arrays, columns, match):
