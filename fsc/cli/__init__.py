@@ -51,7 +51,7 @@ COMMANDS: dict[str, tuple[str | Callable[[argparse.Namespace], int], str | Calla
 
 #: The commands that never compute with torch: they start without importing it.  Every other command
 #: imports it first and makes float64 its default.
-WITHOUT_TORCH = frozenset({"pomdp", "closed-form", "necklace"})
+WITHOUT_TORCH = frozenset({"pomdp", "closed-form", "necklace", "export"})
 
 
 def load(target: str | Callable) -> Callable:

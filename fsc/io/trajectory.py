@@ -16,14 +16,16 @@ import warnings
 import zipfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from fsc.errors import InputError
 from fsc.files import NpzArchive, atomic_write
 from fsc.limits import MAX_NPZ_BYTES, MAX_NPZ_INFLATED
-from fsc.optim import Record
+
+if TYPE_CHECKING:  # fsc export reads and writes trajectories without torch
+    from fsc.optim import Record
 
 __all__ = [
     "FORMAT", "RESERVED", "TRAJECTORY", "TRAJECTORY_CSV", "Trajectory", "csv_header", "metric_key", "read_trajectory", "trajectory_file",

@@ -117,3 +117,12 @@ def test_a_file_that_is_no_zip_and_a_directory_without_trajectory(tmp_path):
         read_trajectory(tmp_path / "trajectory.npz")
     with pytest.raises(FileNotFoundError, match="holds no trajectory"):
         read_trajectory(tmp_path / "empty" if (tmp_path / "empty").mkdir() is None else None)
+
+
+def test_fsc_export_starts_without_torch(tmp_path):
+    """``fsc export`` converts a trajectory.npz without importing torch, numba or scipy (it starts at once)."""
+    from tests.fsc.test_startup import heavy_after
+
+    write_trajectory(tmp_path / "trajectory.npz", Trajectory(_columns(5)))
+    assert heavy_after(["export", str(tmp_path)]) == (0, [])
+    assert read_trajectory(tmp_path / "trajectory.csv")["q"].tolist() == _columns(5)["q"].tolist()
