@@ -4,7 +4,7 @@ Every subcommand prints a small table, or JSON with ``--json``; errors are one l
 of :func:`fsc.console.run_command` (2 for bad input, 1 for a failing machine, 130 for an interrupt).
 
 A command's module is imported only when that command runs (or shows its ``--help``), so ``fsc --help``
-and the commands that need no torch (``pomdp``, ``closed-form``, ``necklace``) start at once
+and the commands that need no torch (``pomdp``, ``closed-form``, ``necklace``, ``export``) start at once
 (``benchmarks/bench_startup.py``).
 """
 
