@@ -254,6 +254,8 @@ def _start(run: Run) -> dict[str, Any]:
     (run.out / "result.json").unlink(missing_ok=True)  # not finished until written again
     run_doc = {**run.meta, "versions": versions(), "status": "running"}
     write_json(run.out / "run.json", run_doc)
+    if len(run.trajectory):  # resumed: its rows on disk at once, as trajectory.npz (a run made before it had a CSV only)
+        write_trajectory(run.out / TRAJECTORY, run.trajectory)
     if not run.csv:  # a CSV of an earlier session (or of a run made before trajectory.npz) would fall behind
         (run.out / TRAJECTORY_CSV).unlink(missing_ok=True)
     if not (run.out / "initial_policy.npz").exists():

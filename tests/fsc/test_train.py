@@ -147,6 +147,21 @@ def test_csv_on_request_and_by_export(tmp_path, capsys):
     assert main(["export", str(out)]) == 2 and "holds no trajectory.npz" in capsys.readouterr().err
 
 
+def test_a_run_directory_made_before_trajectory_npz_continues_into_it(tmp_path):
+    """A run directory holding trajectory.csv alone (as runs made before trajectory.npz) reads from it, and
+    continued it writes trajectory.npz at once, drops the CSV and ends as an uninterrupted run."""
+    old = tmp_path / "old"
+    small_run(old, until_t=100.0, csv=True)
+    (old / "trajectory.npz").unlink()
+    rows = read_trajectory(old)
+    assert list(rows) == ["t", "step", "q", "gain", "dt", "seconds"]
+    rest = small_run(old)
+    whole = small_run(tmp_path / "whole")
+    assert rest.resumed and (rest.q, rest.steps) == (whole.q, whole.steps) and not (old / "trajectory.csv").exists()
+    assert trajectory_without_seconds(old) == trajectory_without_seconds(tmp_path / "whole")
+    assert read_trajectory(old)["q"][: len(rows["q"])].tolist() == rows["q"].tolist()
+
+
 def test_finished_run_started_again_changes_nothing(tmp_path):
     out = tmp_path / "run"
     first = small_run(out)
