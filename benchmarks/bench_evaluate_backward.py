@@ -8,6 +8,8 @@ All in the same process, one torch thread, paper convention, mu = 0.1, r = 1e-3,
   set to None each call), ``fsc.evaluate(world, policy)`` with the engine ``auto`` picks, then
   ``gain.backward()``: one compiled call computes the value, the distribution and the gain's gradient
   (:func:`fsc.engines.kernels.fused_value_gradient_distribution`), which the backward pass hands over;
+- ``previous``: the same with the forward call handing back its LU factors too (eleven results) and the whole
+  backward pass inside ``once_differentiable`` (this module's ``_Previous``), as before the five-result call;
 - ``before``: the same ``fsc.evaluate`` on the evaluator's Python path, as ``fsc.evaluate`` ran it before
   the compiled passes (:meth:`fsc.evaluate.Evaluator.forward`, then :meth:`~fsc.evaluate.Evaluator.backward`
   on the engine's backend: a compiled call per stage).
@@ -62,6 +64,29 @@ class _Before(_Evaluate):
         K, S, N, _ = evaluator.shape
         box["run"] = run
         return (_scalar(run.gain), *map(_scalar, run.metrics.values()), torch.from_numpy(run.p_hat.reshape(K, S, N)))
+
+
+class _Previous(_Evaluate):
+    """``fsc.evaluate``'s autograd function before the five-result call: the forward call handing back its LU
+    factors with the gradient (:func:`fsc.engines.kernels.fused_forward_gradient`, eleven results), and the
+    whole backward pass inside ``once_differentiable``."""
+
+    @staticmethod
+    def forward(ctx, logits, init_logits, evaluator, box):
+        ctx.set_materialize_grads(False)
+        run = evaluator.forward_compiled(logits.detach().numpy(), init_logits.detach().numpy(), box["gradient"])
+        box["run"] = run
+        ctx.evaluator, ctx.run, ctx.gradient = evaluator, run, run.gradient
+        K, S, N, _ = evaluator.shape
+        return (_scalar(run.gain), *map(_scalar, run.metrics.values()), torch.from_numpy(run.p_hat.reshape(K, S, N)))
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, grad_gain, *grads):
+        if ctx.gradient is not None and grad_gain is not None and float(grad_gain) == 1.0 and all(g is None for g in grads):
+            (grad_logits, grad_init), ctx.gradient = ctx.gradient, None
+            return torch.from_numpy(grad_logits), torch.from_numpy(grad_init), None, None
+        return _Evaluate.adjoint.__wrapped__(ctx, grad_gain, *grads)
 
 
 class _Nothing(torch.autograd.Function):
@@ -130,6 +155,14 @@ def cases(world, memory: str) -> tuple[dict, float]:
         finally:
             MODULE._Evaluate = _Evaluate
 
+    def previous():
+        leaves.logits.grad = leaves.init_logits.grad = None
+        MODULE._Evaluate = _Previous
+        try:
+            fsc.evaluate(world, leaves, reset=RESET, convention="paper").gain.backward()
+        finally:
+            MODULE._Evaluate = _Evaluate
+
     def after_new_policy():
         policy = fsc.Policy(architecture=arch, logits=logits.clone().requires_grad_(True), init_logits=init_logits.clone().requires_grad_(True))
         fsc.evaluate(world, policy, reset=RESET, convention="paper").gain.backward()
@@ -146,7 +179,8 @@ def cases(world, memory: str) -> tuple[dict, float]:
     after()
     point = training()
     difference = max(float((leaves.logits.grad - point.grad_logits).abs().max()), float((leaves.init_logits.grad - point.grad_init).abs().max()))
-    return {"training": training, "before": before, "after": after, "after_new_policy": after_new_policy, "floor": autograd_floor, "kernel": kernel}, difference
+    functions = {"training": training, "before": before, "previous": previous, "after": after, "after_new_policy": after_new_policy}
+    return {**functions, "floor": autograd_floor, "kernel": kernel}, difference
 
 
 def main() -> None:
@@ -158,7 +192,8 @@ def main() -> None:
     torch.set_num_threads(1)
     world = tasks.TwoHypothesis(0.1)
     print("microseconds per value and gradient; ratio: to training")
-    columns = ("training", "before", "ratio", "after", "ratio", "after, new policy", "ratio", "autograd floor", "kernel", "least", "max |dgrad|")
+    columns = ("training", "before", "ratio", "previous", "ratio", "after", "ratio", "after, new policy", "ratio", "autograd floor", "kernel",
+               "least", "max |dgrad|")  # fmt: skip
     print(f"{'memory':<10} " + " ".join(f"{name:>{max(8, len(name))}}" for name in columns))
     for memory in CASES:
         functions, difference = cases(world, memory)
@@ -166,7 +201,8 @@ def main() -> None:
         t = fastest_calls(functions, calls * args.repeats) if args.per_call else rounds(functions, calls, args.repeats)
         train = t["training"]
         figures = (
-            f"{train * 1e6:.0f}", f"{t['before'] * 1e6:.0f}", f"{t['before'] / train:.2f}", f"{t['after'] * 1e6:.0f}",
+            f"{train * 1e6:.0f}", f"{t['before'] * 1e6:.0f}", f"{t['before'] / train:.2f}", f"{t['previous'] * 1e6:.0f}",
+            f"{t['previous'] / train:.2f}", f"{t['after'] * 1e6:.0f}",
             f"{t['after'] / train:.2f}", f"{t['after_new_policy'] * 1e6:.0f}", f"{t['after_new_policy'] / train:.2f}",
             f"{t['floor'] * 1e6:.0f}", f"{t['kernel'] * 1e6:.0f}", f"{(t['kernel'] + t['floor']) / train:.2f}", f"{difference:.2e}",
         )  # fmt: skip
