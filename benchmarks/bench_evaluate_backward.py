@@ -6,7 +6,10 @@ All in the same process, one torch thread, paper convention, mu = 0.1, r = 1e-3,
   :func:`fsc.engines.kernels.fused_value_gradient`);
 - ``after``: a policy on leaves that require a gradient (a user's loop: the same leaves, their gradients
   set to None each call), ``fsc.evaluate(world, policy)`` with the engine ``auto`` picks, then
-  ``gain.backward()``: the compiled forward pass and the compiled adjoint pass on its LU factors;
+  ``gain.backward()``: one compiled call computes the value, the distribution and the gain's gradient
+  (:func:`fsc.engines.kernels.fused_value_gradient_distribution`), which the backward pass hands over;
+- ``previous``: the same with the forward call handing back its LU factors too (eleven results) and the whole
+  backward pass inside ``once_differentiable`` (this module's ``_Previous``), as before the five-result call;
 - ``before``: the same ``fsc.evaluate`` on the evaluator's Python path, as ``fsc.evaluate`` ran it before
   the compiled passes (:meth:`fsc.evaluate.Evaluator.forward`, then :meth:`~fsc.evaluate.Evaluator.backward`
   on the engine's backend: a compiled call per stage).
@@ -14,15 +17,21 @@ All in the same process, one torch thread, paper convention, mu = 0.1, r = 1e-3,
 The three alternate in each of ``--repeats`` rounds of ``--calls`` calls, so that the load of the machine
 falls on all alike; each figure is the best round, in microseconds per value and gradient.  Also printed:
 ``after`` with a new ``fsc.Policy`` built each call, and the largest difference between the gradients of
-``after`` and of training (0 when they are the same bits); and ``autograd floor``, what torch's autograd costs
-for a function of the two leaves with three outputs that computes nothing (apply, then ``backward``): the
-least that ``evaluate`` + ``backward`` can add to the training path's compiled call.
+``after`` and of training (0 when they are the same bits); ``autograd floor``, what torch's autograd costs
+for a function of the two leaves with ``evaluate``'s three outputs that computes nothing (apply, then
+``backward``); ``kernel``, the training path's compiled call alone; and ``least``, ``(kernel + floor) /
+training``: the ratio ``evaluate`` + ``backward`` would have if everything but the compiled call and autograd
+cost nothing.
 
-Usage: ``.venv/bin/python benchmarks/bench_evaluate_backward.py [--calls 200] [--repeats 5]``
+With ``--per-call``, each figure is instead the fastest single call of ``--calls`` times ``--repeats``, the
+functions alternating call by call: on a loaded machine, the cost of a call nothing interrupted.
+
+Usage: ``.venv/bin/python benchmarks/bench_evaluate_backward.py [--calls 200] [--repeats 5] [--per-call]``
 """
 
 from __future__ import annotations
 
+import argparse
 import importlib
 import sys
 import time
@@ -32,11 +41,10 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from timing import timing_arguments  # noqa: E402
-
 import fsc  # noqa: E402
 import policies  # noqa: E402
 import tasks  # noqa: E402
+from fsc.engines import kernels  # noqa: E402
 from fsc.evaluate import _Evaluate, _scalar  # noqa: E402
 from fsc.objective import Objective  # noqa: E402
 
@@ -58,6 +66,29 @@ class _Before(_Evaluate):
         return (_scalar(run.gain), *map(_scalar, run.metrics.values()), torch.from_numpy(run.p_hat.reshape(K, S, N)))
 
 
+class _Previous(_Evaluate):
+    """``fsc.evaluate``'s autograd function before the five-result call: the forward call handing back its LU
+    factors with the gradient (:func:`fsc.engines.kernels.fused_forward_gradient`, eleven results), and the
+    whole backward pass inside ``once_differentiable``."""
+
+    @staticmethod
+    def forward(ctx, logits, init_logits, evaluator, box):
+        ctx.set_materialize_grads(False)
+        run = evaluator.forward_compiled(logits.detach().numpy(), init_logits.detach().numpy(), box["gradient"])
+        box["run"] = run
+        ctx.evaluator, ctx.run, ctx.gradient = evaluator, run, run.gradient
+        K, S, N, _ = evaluator.shape
+        return (_scalar(run.gain), *map(_scalar, run.metrics.values()), torch.from_numpy(run.p_hat.reshape(K, S, N)))
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, grad_gain, *grads):
+        if ctx.gradient is not None and grad_gain is not None and float(grad_gain) == 1.0 and all(g is None for g in grads):
+            (grad_logits, grad_init), ctx.gradient = ctx.gradient, None
+            return torch.from_numpy(grad_logits), torch.from_numpy(grad_init), None, None
+        return _Evaluate.adjoint.__wrapped__(ctx, grad_gain, *grads)
+
+
 class _Nothing(torch.autograd.Function):
     """Autograd's own cost: a function of the two leaves with ``evaluate``'s three outputs that computes nothing."""
 
@@ -68,9 +99,23 @@ class _Nothing(torch.autograd.Function):
         return _scalar(0.0), _scalar(0.0), distribution
 
     @staticmethod
-    @torch.autograd.function.once_differentiable
     def backward(ctx, *grads):
         return *ctx.zeros, None
+
+
+def fastest_calls(functions: dict, calls: int) -> dict:
+    """Seconds of the fastest single call of each function, the functions alternating call by call: on a
+    shared machine, the cost of a call that nothing interrupted."""
+    for function in functions.values():
+        function()
+    best = dict.fromkeys(functions, float("inf"))
+    clock = time.perf_counter
+    for _ in range(calls):
+        for name, function in functions.items():
+            start = clock()
+            function()
+            best[name] = min(best[name], clock() - start)
+    return best
 
 
 def rounds(functions: dict, calls: int, repeats: int) -> dict:
@@ -110,6 +155,14 @@ def cases(world, memory: str) -> tuple[dict, float]:
         finally:
             MODULE._Evaluate = _Evaluate
 
+    def previous():
+        leaves.logits.grad = leaves.init_logits.grad = None
+        MODULE._Evaluate = _Previous
+        try:
+            fsc.evaluate(world, leaves, reset=RESET, convention="paper").gain.backward()
+        finally:
+            MODULE._Evaluate = _Evaluate
+
     def after_new_policy():
         policy = fsc.Policy(architecture=arch, logits=logits.clone().requires_grad_(True), init_logits=init_logits.clone().requires_grad_(True))
         fsc.evaluate(world, policy, reset=RESET, convention="paper").gain.backward()
@@ -120,28 +173,38 @@ def cases(world, memory: str) -> tuple[dict, float]:
         leaves.logits.grad = leaves.init_logits.grad = None
         _Nothing.apply(leaves.logits, leaves.init_logits, distribution)[0].backward()
 
+    def kernel():
+        return kernels.fused_value_gradient(logits.numpy(), init_logits.numpy(), objective._fused)
+
     after()
     point = training()
     difference = max(float((leaves.logits.grad - point.grad_logits).abs().max()), float((leaves.init_logits.grad - point.grad_init).abs().max()))
-    return {"training": training, "before": before, "after": after, "after_new_policy": after_new_policy, "floor": autograd_floor}, difference
+    functions = {"training": training, "before": before, "previous": previous, "after": after, "after_new_policy": after_new_policy}
+    return {**functions, "floor": autograd_floor, "kernel": kernel}, difference
 
 
 def main() -> None:
-    args = timing_arguments(__doc__.splitlines()[0], calls=200)
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--calls", type=int, default=200)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--per-call", action="store_true", help="the fastest single call of --calls * --repeats, alternating call by call")
+    args = parser.parse_args()
     torch.set_num_threads(1)
     world = tasks.TwoHypothesis(0.1)
     print("microseconds per value and gradient; ratio: to training")
-    columns = ("training", "before", "ratio", "after", "ratio", "after, new policy", "ratio", "autograd floor", "max |dgrad|")
+    columns = ("training", "before", "ratio", "previous", "ratio", "after", "ratio", "after, new policy", "ratio", "autograd floor", "kernel",
+               "least", "max |dgrad|")  # fmt: skip
     print(f"{'memory':<10} " + " ".join(f"{name:>{max(8, len(name))}}" for name in columns))
     for memory in CASES:
         functions, difference = cases(world, memory)
         calls = max(5, args.calls // (10 if memory == "ram:64" else 1))
-        t = rounds(functions, calls, args.repeats)
+        t = fastest_calls(functions, calls * args.repeats) if args.per_call else rounds(functions, calls, args.repeats)
         train = t["training"]
         figures = (
-            f"{train * 1e6:.0f}", f"{t['before'] * 1e6:.0f}", f"{t['before'] / train:.2f}", f"{t['after'] * 1e6:.0f}",
+            f"{train * 1e6:.0f}", f"{t['before'] * 1e6:.0f}", f"{t['before'] / train:.2f}", f"{t['previous'] * 1e6:.0f}",
+            f"{t['previous'] / train:.2f}", f"{t['after'] * 1e6:.0f}",
             f"{t['after'] / train:.2f}", f"{t['after_new_policy'] * 1e6:.0f}", f"{t['after_new_policy'] / train:.2f}",
-            f"{t['floor'] * 1e6:.0f}", f"{difference:.2e}",
+            f"{t['floor'] * 1e6:.0f}", f"{t['kernel'] * 1e6:.0f}", f"{(t['kernel'] + t['floor']) / train:.2f}", f"{difference:.2e}",
         )  # fmt: skip
         print(f"{memory:<10} " + " ".join(f"{figure:>{max(8, len(name))}}" for figure, name in zip(figures, columns, strict=True)))
 

@@ -20,7 +20,6 @@ Usage: ``.venv/bin/python benchmarks/bench_sweep_points.py [--seeds 10] [--until
 from __future__ import annotations
 
 import argparse
-import csv
 import sys
 import tempfile
 import time
@@ -29,14 +28,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from fsc.sweep import Sweep, run_sweep  # noqa: E402
+from fsc.train import read_trajectory  # noqa: E402
 
 
-def trajectories(out: Path, sweep: Sweep) -> list[list[dict[str, str]]]:
-    runs = []
-    for point in sweep.points:
-        with open(out / "runs" / point.name / "trajectory.csv", newline="") as f:
-            runs.append([{k: v for k, v in row.items() if k != "seconds"} for row in csv.DictReader(f)])
-    return runs
+def trajectories(out: Path, sweep: Sweep) -> list[dict[str, list]]:
+    """Each point's trajectory but its wall times, as lists (compared whole)."""
+    return [{name: column.tolist() for name, column in read_trajectory(out / "runs" / point.name).items() if name != "seconds"}
+            for point in sweep.points]  # fmt: skip
 
 
 def trained_seconds(out: Path, sweep: Sweep) -> float:

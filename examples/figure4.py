@@ -54,10 +54,10 @@ DETERMINISTIC = ("near-ccp", "near-necklace")
 
 
 def run_one(job: dict) -> dict:
-    from fsc.train import run_training
+    from fsc.train import read_trajectory, run_training
 
     result = run_training(quiet=True, **job)
-    trajectory = np.genfromtxt(Path(job["out"]) / "trajectory.csv", delimiter=",", names=True)
+    trajectory = read_trajectory(job["out"], ["t", "q"])
     return {"job": job, "q": result.q, "t": result.t, "steps": result.steps, "seconds": result.seconds,
             "curve": (trajectory["t"], trajectory["q"])}  # fmt: skip
 

@@ -23,7 +23,7 @@ from fsc.model.chain import joint_chain, require_after_choice
 from fsc.model.policy import Policy, check_policy
 from fsc.model.pomdp import POMDP, Task, as_pomdp, paper_read
 
-__all__ = ["CONVENTIONS", "Evaluation", "Evaluator", "Pass", "check_reset", "evaluate", "read_out", "resolve_reset"]
+__all__ = ["CONVENTIONS", "Evaluation", "Evaluator", "Light", "Pass", "check_reset", "evaluate", "read_out", "resolve_reset"]
 
 
 @attrs.frozen(kw_only=True, eq=False)
@@ -56,7 +56,7 @@ class Evaluation:
     reset: float
     seconds: float
     info: dict = attrs.field(factory=dict)
-    _run: Pass = attrs.field(repr=False, alias="run")
+    _run: Pass | Light = attrs.field(repr=False, alias="run")
 
     @functools.cached_property
     def value(self) -> torch.Tensor | None:
@@ -226,8 +226,7 @@ class Evaluator:
             found = None
         if not ok:
             raise np.linalg.LinAlgError("I - (1 - r) P is singular")
-        native = dict(zip(self.table_names[1:], expected[1:].tolist(), strict=True))
-        gain, metrics = read_out(self.world, self.convention, self.reset, float(expected[0]), native)
+        gain, metrics = self._read_out(expected)
         return Pass(
             probs=probs,
             init_probs=init_probs,
@@ -236,9 +235,34 @@ class Evaluator:
             total=total,
             p_hat=p_hat,
             gain=gain,
-            metrics={name: float(value) for name, value in metrics.items()},
+            metrics=metrics,
             gradient=found,
         )
+
+    def forward_gradient(self, w_pi: np.ndarray, w_0: np.ndarray) -> Pass | Light:
+        """The forward pass of ``fsc.evaluate`` under autograd, with the gain's gradient.
+
+        On the dense and choices engines one compiled call (:func:`fsc.engines.kernels.fused_value_gradient_distribution`,
+        the training path's numbers) that hands back only the read-out, ``p_hat`` and the gradient: a
+        :class:`Light` pass, which computes the rest again (the factors another backward pass needs, the
+        residual) from copies of the logits if it is ever asked.  The other engines: :meth:`forward`.
+        """
+        if self.engine not in ("dense", "choices"):
+            return self.forward(w_pi, w_0)
+        if self.compiled_constants is None:
+            self.compiled_constants = self.fused_constants(gain=1.0)
+        expected, p_hat, grad_logits, grad_init, ok = kernels.fused_value_gradient_distribution(w_pi, w_0, self.compiled_constants)
+        if not ok:
+            raise np.linalg.LinAlgError("I - (1 - r) P is singular")
+        gain, metrics = self._read_out(expected)
+        return Light(self, w_pi.copy(), w_0.copy(), gain, metrics, p_hat, (grad_logits, grad_init))
+
+    def _read_out(self, expected: np.ndarray) -> tuple[float, dict[str, float]]:
+        """Gain and metrics (:func:`read_out`) from the native expectations of :attr:`tables`."""
+        expected = expected.tolist()
+        native = dict(zip(self.table_names[1:], expected[1:], strict=True))
+        gain, metrics = read_out(self.world, self.convention, self.reset, expected[0], native)
+        return gain, {name: float(value) for name, value in metrics.items()}
 
     def forward_probs(self, probs: np.ndarray, init_probs: np.ndarray) -> Pass:
         """:meth:`forward` from the probabilities ``(N, C)`` and ``(N,)`` themselves (checked by the caller)."""
@@ -285,6 +309,8 @@ class Evaluator:
         ``on="probs"``: the gradient with respect to the probabilities ``(pi, pi_0)``
         instead, each entry moved alone (before the softmax).
         """
+        if isinstance(run, Light):
+            run = run.full
         chain, r = self.chain, self.reset
         K, S, N, C = self.shape
         metrics = {name: weight for name, weight in (metrics or {}).items() if weight}
@@ -386,6 +412,41 @@ class Pass:
         """``max |p - (1 - r) P p - r p0|`` (computed when asked)."""
         return self.backend.residual(self.p)
 
+    @property
+    def info(self) -> dict:
+        """What the engine reports beyond the numbers (iterations, a fallback)."""
+        return self.backend.info
+
+
+class Light:
+    """A forward pass of :meth:`Evaluator.forward_gradient`: the read-out, ``p_hat`` and the gain's gradient.
+
+    What else a :class:`Pass` holds (the LU factors for another backward pass, the residual) is in :attr:`full`,
+    the same pass computed again (:meth:`Evaluator.forward_compiled`, the same bits) from copies of the logits,
+    when first asked.
+    """
+
+    __slots__ = ("_full", "evaluator", "gain", "gradient", "metrics", "p_hat", "w_0", "w_pi")
+
+    def __init__(self, evaluator: Evaluator, w_pi: np.ndarray, w_0: np.ndarray, gain: float, metrics: dict[str, float], p_hat: np.ndarray,
+                 gradient: tuple[np.ndarray, np.ndarray]) -> None:  # fmt: skip
+        self.evaluator, self.w_pi, self.w_0, self.gain, self.metrics, self.p_hat, self.gradient = evaluator, w_pi, w_0, gain, metrics, p_hat, gradient
+        self._full = None
+
+    @property
+    def full(self) -> Pass:
+        if self._full is None:
+            self._full = self.evaluator.forward_compiled(self.w_pi, self.w_0)
+        return self._full
+
+    @property
+    def residual(self) -> float:
+        return self.full.residual
+
+    @property
+    def info(self) -> dict:
+        return {}  # the compiled engines report nothing more
+
 
 def _scalar(x: float) -> torch.Tensor:
     return torch.from_numpy(np.array(x, dtype=np.float64))  # 4x faster than torch.tensor(x)
@@ -397,22 +458,28 @@ class _Evaluate(torch.autograd.Function):
     @staticmethod
     def forward(ctx, logits, init_logits, evaluator, box):
         ctx.set_materialize_grads(False)
-        run = evaluator.forward_compiled(logits.detach().numpy(), init_logits.detach().numpy(), box["gradient"])
-        box["run"] = run
-        ctx.evaluator, ctx.run, ctx.gradient = evaluator, run, run.gradient
-        K, S, N, _ = evaluator.shape
-        return (_scalar(run.gain), *map(_scalar, run.metrics.values()), torch.from_numpy(run.p_hat.reshape(K, S, N)))
+        w_pi, w_0 = logits.detach().numpy(), init_logits.detach().numpy()
+        run = evaluator.forward_gradient(w_pi, w_0) if box["gradient"] else evaluator.forward_compiled(w_pi, w_0)
+        box["run"] = ctx.run = run
+        ctx.evaluator, ctx.gradient = evaluator, run.gradient
+        return (_scalar(run.gain), *map(_scalar, run.metrics.values()), torch.from_numpy(run.p_hat.reshape(evaluator.shape[:3])))
+
+    @staticmethod
+    def backward(ctx, grad_gain, *grads):
+        if ctx.gradient is not None and grads.count(None) == len(grads) and grad_gain is not None and not torch.is_grad_enabled() and grad_gain.item() == 1.0:
+            # gain.backward(): the forward pass's gradient, the same bits; handed out once, since the leaves
+            # may keep these arrays as their .grad and add to them in place.  (Grad mode is on only for
+            # create_graph=True: then the general path, which refuses a second derivative.)
+            (grad_logits, grad_init), ctx.gradient = ctx.gradient, None
+            return torch.from_numpy(grad_logits), torch.from_numpy(grad_init), None, None
+        return _Evaluate.adjoint(ctx, grad_gain, *grads)
 
     @staticmethod
     @torch.autograd.function.once_differentiable
-    def backward(ctx, grad_gain, *grads):
+    def adjoint(ctx, grad_gain, *grads):
+        """The backward pass for any weights of the outputs: one adjoint solve (:meth:`Evaluator.backward`)."""
         evaluator, run = ctx.evaluator, ctx.run
         grad_metrics, grad_distribution = grads[:-1], grads[-1]
-        if ctx.gradient is not None and grad_gain is not None and float(grad_gain) == 1.0 and all(g is None for g in grads):
-            # gain.backward(): the forward pass's gradient, the same bits; handed out once, since the leaves
-            # may keep these arrays as their .grad and add to them in place
-            (grad_logits, grad_init), ctx.gradient = ctx.gradient, None
-            return torch.from_numpy(grad_logits), torch.from_numpy(grad_init), None, None
 
         def number(g) -> float:
             return 0.0 if g is None else float(g)
@@ -459,7 +526,8 @@ def evaluate(
 
     On the dense and choices engines both passes are the training path's
     compiled kernel (:meth:`Evaluator.forward_compiled`); when the logits require
-    a gradient, the forward call also computes the gain's, which
+    a gradient, the forward pass is the training path's very call
+    (:meth:`Evaluator.forward_gradient`), whose gradient of the gain
     ``gain.backward()`` hands over.
 
     Raises:
@@ -485,5 +553,5 @@ def evaluate(
         convention=convention,
         reset=reset,
         seconds=time.perf_counter() - start,
-        info=run.backend.info,
+        info=run.info,
     )

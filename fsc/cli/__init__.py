@@ -4,7 +4,7 @@ Every subcommand prints a small table, or JSON with ``--json``; errors are one l
 of :func:`fsc.console.run_command` (2 for bad input, 1 for a failing machine, 130 for an interrupt).
 
 A command's module is imported only when that command runs (or shows its ``--help``), so ``fsc --help``
-and the commands that need no torch (``pomdp``, ``closed-form``, ``necklace``) start at once
+and the commands that need no torch (``pomdp``, ``closed-form``, ``necklace``, ``export``) start at once
 (``benchmarks/bench_startup.py``).
 """
 
@@ -38,6 +38,7 @@ COMMANDS: dict[str, tuple[str | Callable[[argparse.Namespace], int], str | Calla
         "fsc.cli.solve:solve_options",
         "find a good controller within a time limit: several methods, the best kept, its gap to an upper bound",
     ),
+    "export": ("fsc.cli.export:cmd_export", "fsc.cli.export:export_options", "write a run's trajectory.npz (or every one of a sweep) as trajectory.csv"),
     "report": ("fsc.cli.runs:cmd_report", "fsc.cli.runs:report_options", "the main job: check, draw, train, and write an HTML report"),
     "sweep": ("fsc.cli.runs:cmd_sweep", "fsc.cli.runs:sweep_options", "run a sweep of fsc train points (local pool or Dask cluster); --summary collects it"),
     "inspect": (
@@ -50,7 +51,7 @@ COMMANDS: dict[str, tuple[str | Callable[[argparse.Namespace], int], str | Calla
 
 #: The commands that never compute with torch: they start without importing it.  Every other command
 #: imports it first and makes float64 its default.
-WITHOUT_TORCH = frozenset({"pomdp", "closed-form", "necklace"})
+WITHOUT_TORCH = frozenset({"pomdp", "closed-form", "necklace", "export"})
 
 
 def load(target: str | Callable) -> Callable:

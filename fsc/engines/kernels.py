@@ -36,6 +36,7 @@ __all__ = [
     "fused_backward",
     "fused_forward",
     "fused_forward_gradient",
+    "fused_value_gradient_distribution",
     "fused_value_gradient",
     "gradient_norm",
     "lu_parts",
@@ -721,3 +722,15 @@ def flow_run(w_pi, w_0, g, g0, gain, dt, max_dgrad, min_dt, factor, c, t, step, 
         if flow_stop(t, used, step, until_t, max_steps) != FLOW_GOES_ON or taken >= most:
             break
     return STEP_ACCEPTED, w_pi, w_0, g, g0, expected, used, dt, t, step, evaluations, rejections
+
+
+@njit(cache=True)
+def fused_value_gradient_distribution(w_pi, w_0, c):  # pragma: no cover - compiled
+    """:func:`fused_value_gradient` and the stationary distribution ``p_hat`` in one call, for ``fsc.evaluate`` under
+    autograd: ``(expected, p_hat, grad, grad_init, ok)``, the same numbers; five results to hand back to Python
+    instead of :func:`fused_forward_gradient`'s eleven (a caller that needs the factors computes them again)."""
+    probs, init_probs, A_t, piv, p, p_hat, total, expected, ok = fused_forward(w_pi, w_0, c)
+    if not ok:
+        return expected, p_hat, probs, init_probs, False
+    grad, grad_init = fused_backward(c, probs, init_probs, A_t, piv, p, p_hat, total, c[9], np.zeros((0, 0)), c[17], False)
+    return expected, p_hat, grad, grad_init, True

@@ -30,8 +30,8 @@ __all__ = ["RUN_FILES", "RunLock", "check_run_directory", "make_directory", "rea
 
 #: The files a run writes in its directory: ``run.json`` first (the mark of a run directory), the others after.
 #: Their temporaries, left by a kill during a write, are removed by the next run (:class:`RunLock`).
-RUN_FILES = ("run.json", "initial_policy.npz", "checkpoint.npz", "checkpoint.previous.npz", "checkpoint.json", "trajectory.csv",
-             "policy.npz", "result.json")  # fmt: skip
+RUN_FILES = ("run.json", "initial_policy.npz", "checkpoint.npz", "checkpoint.previous.npz", "checkpoint.json", "trajectory.npz",
+             "trajectory.csv", "policy.npz", "result.json")  # fmt: skip
 
 
 def _only_our_temporaries(directory: Path) -> bool:

@@ -184,7 +184,7 @@ def section_training(out: Path, log: Callable[[str], None]) -> Section:
     import numpy as np
 
     import viz
-    from fsc.train import run_training
+    from fsc.train import read_trajectory, run_training
     from policies.reference import reference_lines
 
     panels = (("ram:4", 1e-2, ("random", "linear", "columns", "near-ccp")), ("memento:3", 1e-3, ("random", "cycles", "near-necklace")))
@@ -198,7 +198,7 @@ def section_training(out: Path, log: Callable[[str], None]) -> Section:
             for seed in range(1 if init in ("near-ccp", "near-necklace") else seeds):  # cycles draws random numbers too
                 run = out / "runs" / f"{memory.replace(':', '')}-{init}-{seed}"
                 result = run_training(memory=memory, init=init, seed=seed, reset=reset, until_t=until_t, out=run, convention=convention, quiet=True)
-                data = np.genfromtxt(run / "trajectory.csv", delimiter=",", names=True)
+                data = read_trajectory(run, ["t", "q"])
                 curves.setdefault(init, []).append((data["t"], data["q"]))
                 finals.append(result.q)
             rows.append([memory, reset, init, len(finals), float(np.median(finals)), min(finals), max(finals)])

@@ -141,6 +141,7 @@ def _from_run(run: Path, point: Point) -> tuple[dict, tuple[np.ndarray, np.ndarr
     ``done`` as the sweep driver sees it (:func:`fsc.sweep.worker.is_finished`: finished with the point's
     stop conditions); a run finished with other ones, or interrupted, is ``running`` at its checkpoint.
     """
+    from fsc.io.trajectory import trajectory_file
     from fsc.sweep.worker import is_finished
     from fsc.train import read_trajectory
 
@@ -157,7 +158,7 @@ def _from_run(run: Path, point: Point) -> tuple[dict, tuple[np.ndarray, np.ndarr
         meta = _json(run / "checkpoint.json")
         fields.update(status="running", t=meta.get("t"), steps=meta.get("step"), seconds=meta.get("seconds"))
     curve = None
-    if (run / "trajectory.csv").is_file():
+    if trajectory_file(run) is not None:
         columns = read_trajectory(run, ["t", "q"])
         curve = (columns["t"], columns["q"])
     return fields, curve

@@ -20,7 +20,7 @@ def summarize(sweep: Sweep, out: str | os.PathLike) -> list[dict[str, Any]]:
 
     ``status`` is ``done`` (``result.json`` exists), ``failed`` (listed in
     ``failures.json`` by the last sweep) or ``pending``; the numbers are
-    ``None`` unless done.  ``q_start`` is the first ``q`` of ``trajectory.csv``.
+    ``None`` unless done.  ``q_start`` is the first ``q`` of the run's trajectory.
     """
     out = Path(out)
     failed = set()
@@ -45,7 +45,7 @@ def summarize(sweep: Sweep, out: str | os.PathLike) -> list[dict[str, Any]]:
             row["status"] = "done"
             for key in ("q", "t", "steps", "seconds", "stop", "value"):
                 row[key] = result.get(key)
-            trajectory = _read_trajectory(run_dir / "trajectory.csv")
+            trajectory = _read_trajectory(run_dir)
             if trajectory is not None and len(trajectory[1]) and math.isfinite(trajectory[1][0]):
                 row["q_start"] = float(trajectory[1][0])
         else:
@@ -69,12 +69,13 @@ def write_summary(sweep: Sweep, out: str | os.PathLike) -> list[dict[str, Any]]:
     return rows
 
 
-def _read_trajectory(path: Path) -> tuple[list[float], list[float]] | None:
-    """``(t, q)`` of a ``trajectory.csv``, or ``None`` when there is none (or the world has no ``q``)."""
+def _read_trajectory(run_dir: Path) -> tuple[list[float], list[float]] | None:
+    """``(t, q)`` of a run's trajectory (``trajectory.npz`` or ``.csv``), or ``None`` when it has none (or the
+    world has no ``q``)."""
     from fsc.train import read_trajectory
 
     try:
-        columns = read_trajectory(path)
+        columns = read_trajectory(run_dir)
     except (OSError, ValueError):
         return None
     return (columns["t"].tolist(), columns["q"].tolist()) if "q" in columns else None
@@ -109,7 +110,7 @@ def _plot_summary(sweep: Sweep, out: Path, path: Path) -> None:
         curves: dict[str, list[tuple[list[float], list[float]]]] = {}
         for point in points:
             run_dir = out / "runs" / point.name
-            trajectory = _read_trajectory(run_dir / "trajectory.csv") if (run_dir / "result.json").is_file() else None
+            trajectory = _read_trajectory(run_dir) if (run_dir / "result.json").is_file() else None
             if trajectory is not None and trajectory[0] and all(map(math.isfinite, trajectory[1])):  # a world without q has no curve
                 trajectory = _clip(*trajectory, float(point.arguments["until_t"]))
                 label = ", ".join(f"{k}={value_text(point.arguments.get(k))}" for k in colour_keys) or "all"

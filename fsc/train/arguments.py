@@ -125,6 +125,8 @@ TRAINING: tuple[Argument, ...] = (
              "a long run stays small and, on the dense and choices engines, runs the steps between rows in one compiled call; "
              "the final numbers are in result.json", check=lambda v: integer("rows_per_decade", v, 1, MAX_STEPS, optional=True), parse=positive_int,
              metavar="N"),
+    Argument("csv", "flag", "also write trajectory.csv (a line per row, floats as Python's repr) beside trajectory.npz; costs a few "
+             "microseconds a row (fsc export converts a trajectory.npz later)", default=False, check=bool, may_change=True, sweep=False),
     Argument("checkpoint_seconds", "number", "least wall time between checkpoints (default 60)", default=60.0,
              check=lambda v: nonnegative("checkpoint_seconds", v), may_change=True),
     Argument("threads", "integer", "torch and LAPACK threads during the run (default 1: bit-for-bit resumes; the API's None leaves them)",

@@ -19,7 +19,7 @@ import numpy as np
 import torch
 
 from fsc.io.checkpoint import save_checkpoint, write_json
-from fsc.io.trajectory import Trajectory, metric_key, trajectory_row, write_csv
+from fsc.io.trajectory import TRAJECTORY, TRAJECTORY_CSV, Trajectory, metric_key, trajectory_row, write_csv, write_trajectory
 from fsc.model.policy import Policy
 from fsc.optim import Record, State
 from fsc.provenance import source_commit
@@ -70,7 +70,7 @@ class TrainingResult:
         out: the run directory; resumed: this session continued a checkpoint.
         policy: the final policy (also in ``out/policy.npz``).
         history: the trajectory's rows as columns (``t, step``, the metrics, ``gain, dt, seconds, grad_norm,
-            evaluations``), as ``trajectory.csv`` and the checkpoint hold them.
+            evaluations``), as ``trajectory.npz`` and the checkpoint hold them.
     """
 
     q: float
@@ -201,6 +201,7 @@ class Run:
         out: the directory; policy: the initial policy; reset: ``r`` (the value is ``gain / r``).
         state: the checkpoint's state it resumes (``None``: a new run); trajectory: its rows so far.
         meta: ``run.json``'s content besides versions and status; keep: which steps become rows.
+        csv: write ``trajectory.csv`` too, beside ``trajectory.npz``.
     """
 
     out: Path
@@ -210,6 +211,7 @@ class Run:
     trajectory: Trajectory
     meta: dict[str, Any]
     keep: Thinning
+    csv: bool = False
 
 
 def train_loop(records: Iterator[Record], run: Run, config) -> TrainingResult:
@@ -252,6 +254,10 @@ def _start(run: Run) -> dict[str, Any]:
     (run.out / "result.json").unlink(missing_ok=True)  # not finished until written again
     run_doc = {**run.meta, "versions": versions(), "status": "running"}
     write_json(run.out / "run.json", run_doc)
+    if len(run.trajectory):  # resumed: its rows on disk at once, as trajectory.npz (a run made before it had a CSV only)
+        write_trajectory(run.out / TRAJECTORY, run.trajectory)
+    if not run.csv:  # a CSV of an earlier session (or of a run made before trajectory.npz) would fall behind
+        (run.out / TRAJECTORY_CSV).unlink(missing_ok=True)
     if not (run.out / "initial_policy.npz").exists():
         run.policy.save(run.out / "initial_policy.npz")
     return run_doc
@@ -259,7 +265,9 @@ def _start(run: Run) -> dict[str, Any]:
 
 def _save(run: Run, state: State) -> None:
     save_checkpoint(run.out, state, run.trajectory, run.meta)
-    write_csv(run.out / "trajectory.csv", run.trajectory)
+    write_trajectory(run.out / TRAJECTORY, run.trajectory)
+    if run.csv:
+        write_csv(run.out / TRAJECTORY_CSV, run.trajectory)
 
 
 def _finish(run: Run, run_doc: dict[str, Any], record: Record) -> TrainingResult:

@@ -1,7 +1,7 @@
 """Training runs on disk: :func:`run_training`, a run directory that survives being killed.
 
 The run trains with :func:`fsc.optim.optimize` and keeps everything in one directory: ``run.json``,
-``trajectory.csv`` (:mod:`fsc.io.trajectory`), the checkpoints (:mod:`fsc.io.checkpoint`), the initial and
+``trajectory.npz`` (and ``trajectory.csv`` on request, :mod:`fsc.io.trajectory`), the checkpoints (:mod:`fsc.io.checkpoint`), the initial and
 final policies and, last, ``result.json``.  Started again with the same arguments it resumes from its last
 checkpoint and ends bit for bit as an uninterrupted run.  docs/formats.md lists the files and
 docs/runs-on-disk.md says what survives a kill, a full disk or a second writer.
@@ -111,7 +111,7 @@ def open_run(config: TrainingConfig, inputs: Inputs) -> Run:
                 "never cut back; use another out directory"
             )
     return Run(out=out, policy=inputs.policy, reset=inputs.reset, state=state, trajectory=trajectory, meta=meta,
-               keep=Thinning(config.rows_per_decade, trajectory))  # fmt: skip
+               keep=Thinning(config.rows_per_decade, trajectory), csv=config.csv)  # fmt: skip
 
 
 def _check_directory(out: Path, arguments: dict[str, Any], policy: Policy) -> None:

@@ -51,6 +51,8 @@ def _fixtures(root: Path) -> None:
     (root / "listrun" / "run.json").write_text("[1]")
     (root / "badrun").mkdir()
     (root / "badrun" / "run.json").write_text("{not json")
+    (root / "badtrajectory").mkdir()
+    (root / "badtrajectory" / "trajectory.npz").write_bytes(b"this is not a zip file")
     os.symlink(root / "nowhere" / "x", root / "dangling")
     grid = {"fixed": {"memory": "ram:2", "until_t": 1, "init": "random"}, "grid": {"seed": [0]}}
     (root / "escape.json").write_text(json.dumps({**grid, "out": "../../etc/fsc"}))
@@ -301,6 +303,11 @@ CASES += [
     (["closed-form", "ccp"], "--M"),
     (["train", "--memory", "ram:2"], "--init"),
     (["draw", "--out", "x.pdf"], "--format"),
+    (["export"], "PATH"),
+    (["export", "nowhere"], "nowhere"),
+    (["export", "good.npz"], "good.npz"),
+    (["export", "keep"], "keep"),
+    (["export", "badtrajectory"], "is not a trajectory"),
 ]
 
 

@@ -15,6 +15,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from fsc.train import read_trajectory
+
 FSC = [sys.executable, "-m", "fsc.cli"]
 
 
@@ -67,8 +69,8 @@ def test_train_on_a_full_disk(small_disk, tmp_path):
     for name in ("policy.npz",):
         with np.load(tmp_path / "reference" / name) as a, np.load(disk / "run" / name) as b:
             assert all(np.array_equal(a[k], b[k]) for k in a.files)
-    strip = lambda text: [row.split(",")[:3] for row in text.splitlines()]  # noqa: E731 - t, step, q (not seconds)
-    assert strip((disk / "run" / "trajectory.csv").read_text()) == strip((tmp_path / "reference" / "trajectory.csv").read_text())
+    ours, theirs = read_trajectory(disk / "run"), read_trajectory(tmp_path / "reference")
+    assert list(ours) == list(theirs) and all(np.array_equal(ours[k], theirs[k]) for k in ours if k != "seconds")
 
 
 def test_report_on_a_full_disk(small_disk):

@@ -12,7 +12,7 @@ import torch
 
 import fsc
 import tasks
-from fsc.evaluate import Evaluator
+from fsc.evaluate import Evaluator, Light
 from fsc.objective import Objective
 
 CASES = [("ram:3", "choices"), ("ram:3", "dense"), ("memento:2", "choices"), ("memento:2", "dense"), ("column:2", "dense")]
@@ -67,3 +67,40 @@ def test_gradient_kept_by_the_forward_pass_is_handed_out_once(engine):
     (3 * gain).backward()
     torch.testing.assert_close(leaves.logits.grad, 3 * point.grad_logits, rtol=1e-14, atol=1e-15)
     torch.testing.assert_close(leaves.init_logits.grad, 3 * point.grad_init, rtol=1e-14, atol=1e-15)
+
+
+@pytest.mark.parametrize(("memory", "engine"), CASES[:4])
+def test_any_weights_of_the_outputs_give_the_python_paths_bits(memory, engine):
+    """Under autograd the forward pass keeps only the read-out, ``p_hat`` and the gain's gradient (a ``Light``
+    pass); any other weights of the gain, the metrics and the distribution take the adjoint pass on the
+    factors computed again, and give the evaluator's Python path to the bit; so does the residual."""
+    world, arch, policy, evaluator = _setup(memory, engine, "paper")
+    w_pi, w_0 = policy.logits.numpy().copy(), policy.init_logits.numpy().copy()
+    python = evaluator.forward(w_pi, w_0)
+    seed = np.random.default_rng(1).standard_normal(python.p_hat.shape)
+    expected = evaluator.backward(python, gain=0.5, metrics={"q": 3.0}, distribution=seed)
+    leaves = policy.requires_grad_()
+    result = fsc.evaluate(world, leaves, reset=0.05, engine=engine, convention="paper")
+    assert isinstance(result._run, Light) and result.info == {}
+    torch.autograd.backward([result.gain, result.metrics["q"], result.distribution],
+                            [torch.tensor(0.5), torch.tensor(3.0), torch.from_numpy(seed.reshape(result.distribution.shape))])  # fmt: skip
+    assert np.array_equal(leaves.logits.grad.numpy(), expected[0]) and np.array_equal(leaves.init_logits.grad.numpy(), expected[1])
+    assert result.residual == pytest.approx(python.residual, abs=1e-15) and result.residual < 1e-13
+    assert np.array_equal(result.distribution.detach().numpy().reshape(python.p_hat.shape), python.p_hat)
+
+
+@pytest.mark.parametrize("engine", ["choices", "dense"])
+def test_gradcheck_of_every_output_and_no_second_derivative(engine):
+    """torch's gradcheck on the gain, q and the distribution (unit weights: the gain's gradient handed over,
+    the others by the adjoint pass); a second derivative is refused, not silently zero."""
+    world, arch, policy, _ = _setup("ram:2", engine, "native")
+
+    def outputs(logits, init_logits):
+        result = fsc.evaluate(world, fsc.Policy(architecture=arch, logits=logits, init_logits=init_logits), reset=0.05, engine=engine)
+        return result.gain, result.metrics["q"], result.distribution
+
+    inputs = (policy.logits.clone().requires_grad_(), policy.init_logits.clone().requires_grad_())
+    assert torch.autograd.gradcheck(outputs, inputs, eps=1e-6, atol=1e-8, rtol=1e-5)
+    (first,) = torch.autograd.grad(outputs(*inputs)[0], inputs[0], create_graph=True)
+    with pytest.raises(RuntimeError, match="once_differentiable|does not require grad"):
+        first.sum().backward()

@@ -196,7 +196,7 @@ def test_training_on_any_world_records_its_metrics(tmp_path):
     world = attrs.evolve(base, metrics={"listening": listening, "gain": listening})
     result = run_training(world=world, memory="ram:2", init="random", seed=1, until_t=200.0, out=tmp_path / "run", quiet=True)
     columns = read_trajectory(tmp_path / "run")
-    assert list(columns) == ["t", "step", "listening", "metric:gain", "gain", "dt", "seconds"]
+    assert list(columns) == ["t", "step", "listening", "metric:gain", "gain", "dt", "seconds", "grad_norm", "evaluations"]
     assert np.array_equal(columns["listening"], columns["metric:gain"])
     last = fsc.evaluate(world, fsc.Policy.load(tmp_path / "run" / "policy.npz"))  # at the world's discount, as trained
     # One evaluator: training's last record and evaluate agree to the last bit.

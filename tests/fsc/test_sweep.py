@@ -20,6 +20,7 @@ import pytest
 from fsc import sweep as fsweep
 from fsc.cli import main as fsc_main
 from fsc.sweep import worker
+from fsc.train import read_trajectory
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples" / "sweeps"
@@ -269,7 +270,7 @@ def test_forked_trainers_equal_new_interpreters(reference, tmp_path):
     assert report.trained == 4 and report.failed == 0
 
     def rows(root):
-        return {name: [{k: v for k, v in row.items() if k != "seconds"} for row in read_csv(root / "runs" / name / "trajectory.csv")] for name in NAMES}
+        return {name: {k: v.tolist() for k, v in read_trajectory(root / "runs" / name).items() if k != "seconds"} for name in NAMES}
 
     assert rows(tmp_path / "exec") == rows(out)
     assert worker._FORK_READY is False  # this process only drove the pools; their workers forked
@@ -434,7 +435,7 @@ def test_sigkill_the_driver_then_resume(reference, tmp_path):
     assert {n: (out / "runs" / n / "result.json").stat().st_mtime_ns for n in finished} == finished
     for point in sweep.points:  # every point once: one result, one trajectory row per step
         run_dir = out / "runs" / point.name
-        steps = [int(row["step"]) for row in read_csv(run_dir / "trajectory.csv")]
+        steps = read_trajectory(run_dir)["step"].tolist()
         assert steps == list(range(len(steps)))
         assert steps[-1] == json.loads((run_dir / "result.json").read_text())["steps"]
     assert sorted(str(p.relative_to(out / "runs").parent) for p in (out / "runs").rglob("result.json")) == sorted(p.name for p in sweep.points)

@@ -25,9 +25,9 @@ ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 
-def trajectory_without_seconds(out: Path) -> list[str]:
-    lines = (out / "trajectory.csv").read_text().splitlines()
-    return [line.rsplit(",", 1)[0] for line in lines]
+def trajectory_without_seconds(out: Path) -> dict[str, list]:
+    """The run's trajectory.npz, every column but the wall times, as lists (compared to the bit)."""
+    return {name: column.tolist() for name, column in read_trajectory(out / "trajectory.npz").items() if name != "seconds"}
 
 
 def same_policy_file(a: Path, b: Path) -> bool:
@@ -43,15 +43,15 @@ def small_run(out, **kwargs):
 def test_run_directory(tmp_path):
     out = tmp_path / "run"
     result = small_run(out)
-    names = {"run.json", "result.json", "trajectory.csv", "policy.npz", "initial_policy.npz", "checkpoint.npz", "checkpoint.previous.npz", "checkpoint.json"}
+    names = {"run.json", "result.json", "trajectory.npz", "policy.npz", "initial_policy.npz", "checkpoint.npz", "checkpoint.previous.npz", "checkpoint.json"}
     assert {p.name for p in out.iterdir()} == names
     assert json.loads((out / "result.json").read_text()) == result.summary()
     assert result.stop == "until_t" and result.t >= 200.0 and result.steps > 10
     assert list(result.summary())[:4] == ["q", "t", "steps", "seconds"]
-    # trajectory.csv: the header of the issue, one row per accepted step, exact floats.
-    lines = (out / "trajectory.csv").read_text().splitlines()
-    assert lines[0] == csv_header(["q"]) == "t,step,q,gain,dt,seconds"
+    # trajectory.npz: one row per accepted step, every column of the checkpoint's.
     columns = read_trajectory(out)
+    assert list(columns) == ["t", "step", "q", "gain", "dt", "seconds", "grad_norm", "evaluations"]
+    assert columns["step"].dtype == columns["evaluations"].dtype == np.int64 and columns["t"].dtype == np.float64
     assert list(columns["step"]) == list(range(result.steps + 1))
     assert columns["t"][-1] == result.t and columns["q"][-1] == result.q
     assert columns["t"][0] == 0 and columns["dt"][0] == 0
@@ -77,7 +77,8 @@ def test_run_directory(tmp_path):
     final = fsc.Policy.load(out / "policy.npz")
     assert torch.equal(final.logits, state.point.logits) and state.step == result.steps
     assert list(columns["step"]) == list(range(result.steps + 1)) and columns["q"][-1] == result.q
-    for name in ("policy.npz", "initial_policy.npz", "checkpoint.npz"):
+    assert all(np.array_equal(column, read_trajectory(out)[name]) for name, column in columns.items())
+    for name in ("policy.npz", "initial_policy.npz", "checkpoint.npz", "trajectory.npz"):
         with np.load(out / name, allow_pickle=False) as data:
             assert all(data[key].dtype != object for key in data.files)
     assert meta["arguments"] == doc["arguments"]
@@ -121,13 +122,54 @@ def test_rows_per_decade_keeps_the_first_row_of_each_interval_and_resumes_alike(
         small_run(tmp_path / "thin", until_t=2e4, rows_per_decade=4)
 
 
+def test_csv_on_request_and_by_export(tmp_path, capsys):
+    """--csv writes trajectory.csv beside trajectory.npz, with the same numbers (seconds to the microsecond); a
+    session without it removes the CSV (it would fall behind); fsc export writes it again, byte for byte;
+    a run directory holding only a CSV (as runs made before trajectory.npz) is read from it."""
+    out = tmp_path / "run"
+    result = small_run(out, csv=True)
+    text = (out / "trajectory.csv").read_text()
+    assert text.splitlines()[0] == csv_header(["q"]) == "t,step,q,gain,dt,seconds" and len(text.splitlines()) == result.steps + 2
+    binary, written = read_trajectory(out / "trajectory.npz"), read_trajectory(out / "trajectory.csv")
+    assert list(written) == ["t", "step", "q", "gain", "dt", "seconds"]
+    for name, column in written.items():
+        if name == "seconds":
+            np.testing.assert_allclose(column, binary[name], rtol=0, atol=5e-7)
+        else:
+            assert column.tolist() == binary[name].tolist(), name
+    small_run(out)  # started again without --csv: the numbers stay, the CSV goes
+    assert not (out / "trajectory.csv").exists() and trajectory_without_seconds(out) == {k: v.tolist() for k, v in binary.items() if k != "seconds"}
+    assert main(["export", str(tmp_path)]) == 0  # a directory: every trajectory.npz under it
+    assert (out / "trajectory.csv").read_text() == text and "wrote 1 file" in capsys.readouterr().out
+    (out / "trajectory.npz").unlink()
+    assert read_trajectory(out)["q"].tolist() == written["q"].tolist()
+    assert main(["export", str(out / "result.json")]) == 2 and "is not a trajectory.npz" in capsys.readouterr().err
+    assert main(["export", str(out)]) == 2 and "holds no trajectory.npz" in capsys.readouterr().err
+
+
+def test_a_run_directory_made_before_trajectory_npz_continues_into_it(tmp_path):
+    """A run directory holding trajectory.csv alone (as runs made before trajectory.npz) reads from it, and
+    continued it writes trajectory.npz at once, drops the CSV and ends as an uninterrupted run."""
+    old = tmp_path / "old"
+    small_run(old, until_t=100.0, csv=True)
+    (old / "trajectory.npz").unlink()
+    rows = read_trajectory(old)
+    assert list(rows) == ["t", "step", "q", "gain", "dt", "seconds"]
+    rest = small_run(old)
+    whole = small_run(tmp_path / "whole")
+    assert rest.resumed and (rest.q, rest.steps) == (whole.q, whole.steps) and not (old / "trajectory.csv").exists()
+    assert trajectory_without_seconds(old) == trajectory_without_seconds(tmp_path / "whole")
+    assert read_trajectory(old)["q"][: len(rows["q"])].tolist() == rows["q"].tolist()
+
+
 def test_finished_run_started_again_changes_nothing(tmp_path):
     out = tmp_path / "run"
     first = small_run(out)
-    before = (out / "trajectory.csv").read_bytes()
+    before = read_trajectory(out)
     again = small_run(out)
     assert again.resumed and again.summary() == first.summary()
-    assert (out / "trajectory.csv").read_bytes() == before
+    after = read_trajectory(out)
+    assert list(after) == list(before) and all(np.array_equal(after[k], before[k]) for k in before)  # seconds too
 
 
 def test_a_directory_holding_another_run_is_refused_before_writing(tmp_path):
@@ -369,7 +411,7 @@ def test_interrupt_in_the_middle_of_the_steps_of_a_compiled_run_leaves_a_resumab
     original = train.Trajectory.extend
 
     class Breaking(array.array):
-        def extend(self, values):
+        def frombytes(self, values):
             raise KeyboardInterrupt
 
     def interrupted(self, steps):

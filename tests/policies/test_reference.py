@@ -83,7 +83,7 @@ def test_report_training_panel_lines_follow_its_runs_convention(tmp_path, monkey
     def fake_training(*, memory, init, seed, reset, until_t, out, convention, quiet):
         seen["conventions"].add(convention)
         Path(out).mkdir(parents=True, exist_ok=True)
-        (Path(out) / "trajectory.csv").write_text("t,q\n1,0.3\n2,0.2\n")
+        (Path(out) / "trajectory.csv").write_text("t,step,q\n1,0,0.3\n2,1,0.2\n")  # as runs made before trajectory.npz
         return SimpleNamespace(q=0.2)
 
     def fake_curves(curves, ax=None, *, reference=None, title=None, **kw):
