@@ -105,7 +105,7 @@ class Estimate:
 
 def world_sizes(world: POMDP, arch: MemoryArchitecture) -> Sizes:
     """The :class:`Sizes` of ``world`` with ``arch``, from the sparse tables (``O(nnz(T) + S A O + N C O)``)."""
-    observed = (world.dense_observation > 0).sum(axis=2)  # (A, S): observations each end state can give
+    observed = np.diff(world.observation_table.indptr).reshape(world.num_actions, -1)  # (A, S): observations each end state can give
     nnz_t = np.array([m.nnz for m in world.sparse_transition], dtype=np.int64)
     nnz_to = np.array([int(observed[a][m.indices].sum()) for a, m in enumerate(world.sparse_transition)], dtype=np.int64)
     allowed_per_action = np.bincount(arch.choice_action[np.nonzero(arch.allowed)[1]], minlength=world.num_actions)

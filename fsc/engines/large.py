@@ -154,7 +154,9 @@ def _block(part: int, a: int, states: np.ndarray, world: POMDP, classes: np.ndar
     transition = sp.coo_matrix((data, (rows, cols)), shape=(S, S)).tocsr()  # duplicates summed: sorted, one per (s, s2)
     transition.sort_indices()
     observation = np.zeros((S, world.num_observations))
-    observation[valid] = world.dense_observation[a][states[valid]]
+    table = world.observation_table  # rows (a, s2): read by rows, never as a dense (A, S, O) array
+    which, at = table.gather(a * world.num_states + states[valid])
+    observation[np.flatnonzero(valid)[which], table.indices[at]] = table.data[at]
     targets = nxt[classes]
     mask = allowed_q[targets].any(axis=1)  # (Q_a, Q): some node after the class allows q2
     unique = len(np.unique(targets)) == targets.size
