@@ -5,7 +5,8 @@ RAM memory (1, 2, 4, 8, 16 by default), one process per case (so that its peak m
 
 - ``set-up``: the first ``fsc.evaluate`` with its backward pass (the tables of the engine ``auto`` picks are
   built then), seconds;
-- ``value+grad``: a later one (the tables kept), best of ``--repeats``, seconds;
+- ``value+grad``: a later one (the tables kept), best of ``--repeats``, seconds: ``fsc.evaluate`` and
+  ``gain.backward()`` on a policy whose logits require a gradient (built once, its gradient cleared each time);
 - ``floor``: scipy alone on the same linear system, in the same process: one sparse LU (``splu``, the same
   ordering) of the matrix the engine factors and two solves (the value's and the adjoint's), best of
   ``--repeats``; ``ratio`` is value+grad over floor;
@@ -66,9 +67,11 @@ def one_case(path: Path, M: int, repeats: int) -> dict:
     sizes = est.world_sizes(world, arch)
     policy = fsc.Policy.random(arch, 0)
 
-    def value_and_gradient():
-        p = fsc.Policy(architecture=arch, logits=policy.logits.clone(), init_logits=policy.init_logits.clone()).requires_grad_()
-        ev = fsc.evaluate(world, p)
+    leaf = fsc.Policy(architecture=arch, logits=policy.logits.clone(), init_logits=policy.init_logits.clone()).requires_grad_()
+
+    def value_and_gradient():  # what a step of training asks: the value, then its gradient on the policy's leaves
+        leaf.logits.grad = leaf.init_logits.grad = None
+        ev = fsc.evaluate(world, leaf)
         ev.gain.backward()
         return ev
 
@@ -145,7 +148,10 @@ def refusal() -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("folder", type=Path, help="a folder of the classic .POMDP files (hallway, hallway2, fourth)")
+    parser.add_argument(
+        "folder", type=Path, nargs="?", default=ROOT.parent / "shared" / "pomdp",
+        help="a folder of the classic .POMDP files (hallway, hallway2, fourth); default ../shared/pomdp beside the repository",
+    )  # fmt: skip
     parser.add_argument("--worlds", nargs="+", default=list(WORLDS))
     parser.add_argument("--memories", nargs="+", type=int, default=list(MEMORIES))
     parser.add_argument("--repeats", type=int, default=3)

@@ -209,3 +209,43 @@ def test_gmres_on_an_incomplete_lu_agrees_with_the_complete_lu(arch):
     g = np.random.default_rng(0).normal(size=p.shape)
     np.testing.assert_allclose(krylov.solve_adjoint(g), lu.solve_adjoint(g), rtol=0, atol=1e-10)
     assert krylov.residual(q) < 1e-12
+
+
+@pytest.mark.parametrize("world", [tasks.CheeseMaze(), tasks.Grid4x3()], ids=lambda w: type(w).__name__)
+def test_the_entries_of_b_by_one_product_are_those_of_the_blocks(world):
+    """For RAM every class can follow every class, and ``B``'s entries come from one product with the policy
+    (``value_maps``) in the order of its data: the same numbers as the blocks' entries placed by their slots."""
+    pomdp = world.pomdp
+    arch = fsc.RAM(3, arms=pomdp.num_actions, observations=pomdp.num_observations)
+    chain = large_chain(pomdp, arch)
+    assert chain.value_maps[0] is not None
+    W = chain.class_weights(fsc.Policy.random(arch, 5).probs().detach().numpy())
+    _, _, slot, _, nnz = chain.pattern[0]
+    placed = np.zeros(nnz)
+    np.add.at(placed, slot, np.concatenate([chain.block_values(b, W) for b in chain.blocks]))
+    np.testing.assert_allclose(chain.entries(0, W), placed, rtol=0, atol=1e-15)
+    assert large_chain(pomdp, fsc.Memento(2, arms=pomdp.num_actions, observations=pomdp.num_observations)).value_maps[0] is None
+
+
+@pytest.mark.parametrize("arch", [fsc.RAM(2), fsc.Chain(3)], ids=ids)
+def test_a_world_stored_sparse_evaluates_as_the_same_world_dense(arch):
+    """The large engine on a world holding SparseTable s (as a large .POMDP file is read) against the dense
+    engine on the same world held in dense arrays."""
+    from fsc.model.pomdp import SparseTable
+
+    world = padded_world()
+    reward = np.array(world.reward)  # every (s, a, s2, o): the reward table's widest form
+    dense = fsc.POMDP(transition=world.transition, observation=world.observation, reward=reward, initial=world.initial)
+    sparse = fsc.POMDP(
+        transition=SparseTable.from_dense(world.transition),
+        observation=SparseTable.from_dense(world.observation),
+        reward=SparseTable.from_dense(reward, columns=2),
+        initial=world.initial,
+    )
+    assert sparse.is_sparse and not dense.is_sparse
+    policy = fsc.Policy.random(arch, 4)
+    ref, ref_grad, ref_init = _value_and_gradient(dense, policy, 0.05, "dense")
+    got, grad, init = _value_and_gradient(sparse, policy, 0.05, "large")
+    assert abs(float(got.gain.detach()) - float(ref.gain.detach())) < 1e-10
+    torch.testing.assert_close(grad, ref_grad, rtol=0, atol=1e-10)
+    torch.testing.assert_close(init, ref_init, rtol=0, atol=1e-10)
