@@ -31,6 +31,9 @@ __all__ = ["Estimate", "Sizes", "available_bytes", "check_sizes", "estimate", "f
 CHAIN_BYTES_PER_NONZERO = 100
 #: Bytes per entry of the chain after each choice ``B`` (its pattern, slots, values and CSC copy).
 LARGE_BYTES_PER_NONZERO = 48
+#: Bytes per entry of the large engine's step ``G``: it, its transpose and the map to ``B``'s entries (CSR, 12 bytes
+#: an entry each), and the index arrays they are built from.
+STEP_BYTES_PER_NONZERO = 60
 #: SuperLU's factors hold about this many times the nonzeros of ``B`` (1.2 to 1.8 measured on the benchmark's
 #: worlds with COLAMD; kept pessimistic, since it grows with the world's graph).
 LARGE_FILL = 4
@@ -67,6 +70,8 @@ class Sizes:
             choices of action ``a`` over all nodes).
         large_nonzeros: entries of the chain after each choice, at most ``sum_a (nnz(T_a) + K S_part) |Q_a| Q``
             (the diagonal is always in the pattern).
+        step_nonzeros: entries of the large engine's step ``G`` (and of its transpose, and of the map from the
+            policy to ``B``'s entries), at most ``sum_a nnz(T_a O_a) |Q_a|``.
     """
 
     states: int
@@ -81,6 +86,7 @@ class Sizes:
     largest_action_classes: int
     chain_nonzeros: int
     large_nonzeros: int
+    step_nonzeros: int = 0
 
     @property
     def joint_states(self) -> int:
@@ -135,6 +141,7 @@ def world_sizes(world: POMDP, arch: MemoryArchitecture) -> Sizes:
         largest_action_classes=int(classes_per_action.max(initial=0)),
         chain_nonzeros=int((nnz_to * allowed_per_action).sum()),
         large_nonzeros=int(((nnz_t + len(parts) * S_part) * per_action).sum()),
+        step_nonzeros=int((nnz_to * classes_per_action).sum()),
     )
 
 
@@ -151,6 +158,8 @@ def estimate(engine: str, sizes: Sizes) -> Estimate:
         # Per block, the dense (S_part, Q_a, Q) table of sum_o O W and the (Q_a, Q) masks of the classes that follow.
         vectors += 8 * sizes.states_per_part * sizes.largest_action_classes * sizes.classes
         vectors += (9 + sizes.observations) * K * sizes.actions * sizes.largest_action_classes * sizes.classes
+        # G, G^T and the map from the policy to B's entries, CSR (12 bytes an entry), and their construction
+        vectors += STEP_BYTES_PER_NONZERO * sizes.step_nonzeros
         seconds = SPARSE_SECONDS_PER_FLOP * fill**2 / max(Y, 1) + SPARSE_SECONDS_PER_NONZERO * (nnz + K * X * C)
         if not factor_fits(nnz):  # GMRES on an incomplete LU of at most 3 times the entries (LargeLU)
             fill, seconds = 3 * nnz, SPARSE_SECONDS_PER_NONZERO * (KRYLOV_PRODUCTS * nnz + K * X * C)

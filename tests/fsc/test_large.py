@@ -92,7 +92,8 @@ def test_auto_picks_the_large_engine_for_a_large_chain(monkeypatch):
 @pytest.mark.parametrize("arch", [fsc.RAM(3), fsc.Chain(2), fsc.Memento(2), fsc.Column(3, arms=3)], ids=ids)
 def test_sizes_count_the_chains_exactly(arch):
     """The joint chain's nonzeros as counted from the world's tables are those the chain stores; the entries
-    of the chain after each choice bound its pattern within a factor 2 (its diagonal is counted apart)."""
+    of the chain after each choice bound its pattern within a factor 2 (its diagonal is counted apart); the
+    step G and the map to the entries of B hold at most the entries counted for them."""
     world = (padded_world() if arch.arms == 2 else tasks.TwoHypothesis(0.2, arms=3).pomdp)
     sizes = est.world_sizes(world, arch)
     chain = fsc.joint_chain(world, arch)
@@ -100,6 +101,8 @@ def test_sizes_count_the_chains_exactly(arch):
     assert (sizes.parts, sizes.states_per_part, sizes.nodes) == (chain.num_parts, chain.states_per_part, arch.num_nodes)
     large = large_chain(world, arch)
     assert large.nnz <= sizes.large_nonzeros <= 2 * large.nnz
+    G, GT = large.steps[0]
+    assert G.nnz == GT.nnz <= sizes.step_nonzeros and (large.value_maps[0] is None or large.value_maps[0].nnz <= sizes.step_nonzeros)
 
 
 def test_an_engine_that_does_not_fit_is_refused_in_one_line(monkeypatch):
