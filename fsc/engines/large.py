@@ -119,6 +119,9 @@ class LargeChain:
         value_maps: per part, when every class can follow every class (RAM), a CSR matrix ``L`` with
             ``nnz(B) / Q`` rows and ``N`` columns such that ``(L W).reshape(-1)`` is ``Pi G``'s entries in
             the order of ``B``'s CSC data (one product, nothing placed); else None.
+        orderings: per part, the fill-reducing ordering of ``B`` (:class:`_Ordering`), found by the first
+            factorisation (COLAMD) and reused by the next ones: the pattern of ``B`` depends on the world
+            and the memory only.
     """
 
     frame: ChainFrame
@@ -129,6 +132,7 @@ class LargeChain:
     choice_is_class: bool
     steps: tuple[tuple[sp.csr_matrix, sp.csr_matrix], ...]
     value_maps: tuple[sp.csr_matrix | None, ...]
+    orderings: list = attrs.field(factory=list, repr=False)
 
     @property
     def architecture(self) -> MemoryArchitecture:
@@ -347,6 +351,38 @@ def _steps(blocks: list[Block], S: int, N: int, Q: int) -> tuple[sp.csr_matrix, 
 large_chain = RecentTables(lambda world, arch: build_large_chain(world, arch), lambda: 2)
 
 
+class _Ordering:
+    """A fill-reducing ordering of one part's ``B``, kept for the next factorisations: ``B' = B[order][:, order]``
+    (a symmetric permutation, so the diagonal stays the pivot), as its CSC pattern and the place of each
+    entry of ``B``'s data in ``B'``'s."""
+
+    def __init__(self, order: np.ndarray, indptr: np.ndarray, indices: np.ndarray, Y: int):
+        self.order = order
+        numbered = sp.csc_matrix((np.arange(len(indices), dtype=np.float64), indices, indptr), shape=(Y, Y))
+        permuted = numbered[order][:, order].tocsc()
+        permuted.sort_indices()
+        self.indptr, self.indices = permuted.indptr.astype(np.int32), permuted.indices.astype(np.int32)
+        self.take = permuted.data.astype(np.int64)  # B'.data = B.data[take]
+        self.Y = Y
+
+    def factor(self, data: np.ndarray) -> _OrderedLU:
+        B = sp.csc_matrix((data[self.take], self.indices, self.indptr), shape=(self.Y, self.Y), copy=False)
+        B.has_canonical_format = True
+        return _OrderedLU(spla.splu(B, permc_spec="NATURAL", diag_pivot_thresh=0.0), self.order)
+
+
+class _OrderedLU:
+    """The LU of ``B' = B[order][:, order]``, solving with ``B`` (or ``B^T``)."""
+
+    def __init__(self, lu, order: np.ndarray):
+        self.lu, self.order, self.nnz = lu, order, lu.nnz
+
+    def solve(self, b: np.ndarray, trans: str = "N") -> np.ndarray:
+        x = np.empty(len(b))
+        x[self.order] = self.lu.solve(np.ascontiguousarray(b[self.order]), trans=trans)
+        return x
+
+
 class _Krylov:
     """GMRES on ``B`` (or ``B^T``) preconditioned by an incomplete LU of ``B``: the solver of :class:`LargeLU`
     when the complete factor would not fit.  Solves to a relative residual of ``tol`` or raises."""
@@ -413,10 +449,20 @@ class LargeLU(Backend):
             B = sp.csc_matrix((data, indices, indptr), shape=(Y, Y), copy=False)
             B.has_canonical_format = True
             self.matrices.append(B)
-            self.factors.append(_Krylov(B) if krylov else spla.splu(B, permc_spec="COLAMD", diag_pivot_thresh=0.0))
+            self.factors.append(_Krylov(B) if krylov else self._factor(k, B))
         fill = sum(f.nnz for f in self.factors)
         seconds = time.perf_counter() - start
         self.info = {"states": int(Y), "nonzeros": chain.nnz, "fill": int(fill), "factor_seconds": seconds, "solver": "gmres" if krylov else "lu"}
+
+    def _factor(self, k: int, B: sp.csc_matrix) -> object:
+        """The LU of part ``k``'s ``B``: on the ordering the first one found (COLAMD), kept on the chain."""
+        orderings = self.chain.orderings
+        if len(orderings) > k:
+            return orderings[k].factor(B.data)
+        lu = spla.splu(B, permc_spec="COLAMD", diag_pivot_thresh=0.0)
+        if len(orderings) == k:
+            orderings.append(_Ordering(np.argsort(lu.perm_c), B.indptr, B.indices, B.shape[0]))
+        return lu
 
     def _b_solve(self, rhs: np.ndarray, trans: str) -> np.ndarray:
         out = np.empty(rhs.shape)

@@ -252,3 +252,19 @@ def test_a_world_stored_sparse_evaluates_as_the_same_world_dense(arch):
     assert abs(float(got.gain.detach()) - float(ref.gain.detach())) < 1e-10
     torch.testing.assert_close(grad, ref_grad, rtol=0, atol=1e-10)
     torch.testing.assert_close(init, ref_init, rtol=0, atol=1e-10)
+
+
+def test_later_factorisations_reuse_the_first_ordering_and_agree():
+    """The first factorisation finds B's ordering (COLAMD) and keeps it on the chain; later ones factor the
+    permuted B in that order: the same fill, and the same numbers as the dense engine."""
+    world = tasks.CheeseMaze().pomdp
+    arch = fsc.RAM(3, arms=world.num_actions, observations=world.num_observations)
+    chain = large_chain(world, arch)
+    chain.orderings.clear()
+    first = fsc.evaluate(world, fsc.Policy.random(arch, 1), engine="large")
+    assert len(chain.orderings) == 1
+    for seed in (2, 3):
+        policy = fsc.Policy.random(arch, seed)
+        _assert_agree(world, arch, 1 - world.discount, seed=seed)
+        again = fsc.evaluate(world, policy, engine="large")
+        assert again.info["fill"] == first.info["fill"] and again.residual < 1e-12
