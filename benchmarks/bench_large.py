@@ -7,8 +7,9 @@ RAM memory (1, 2, 4, 8, 16 by default), one process per case (so that its peak m
   built then), seconds;
 - ``value+grad``: a later one (the tables kept), best of ``--repeats``, seconds: ``fsc.evaluate`` and
   ``gain.backward()`` on a policy whose logits require a gradient (built once, its gradient cleared each time);
-- ``floor``: scipy alone on the same linear system, in the same process: one sparse LU (``splu``, the same
-  ordering) of the matrix the engine factors and two solves (the value's and the adjoint's), best of
+- ``floor``: scipy alone on the same linear system, in the same process: one sparse LU (``splu`` with COLAMD,
+  the ordering the engine finds on its first factorisation and then keeps) of the matrix the engine factors
+  and two solves (the value's and the adjoint's), best of
   ``--repeats``; ``ratio`` is value+grad over floor, ``CPU ratio`` the same with the process's CPU seconds
   (which a loaded machine distorts less);
 - ``peak MB``: the process's peak resident memory (Python, numpy, torch and scipy alone take about

@@ -52,6 +52,9 @@ KRYLOV_PRODUCTS = 100
 #: has classes of choices): building the chain's list would take longer than the whole large-world
 #: evaluation (benchmarks/bench_large.py).
 LARGE_CHAIN_NONZEROS = 2_000_000
+#: A joint chain whose fastest engine is estimated over this many seconds goes to the large engine when that one
+#: is estimated ten times faster.
+SLOW_CHAIN_SECONDS = 0.1
 #: The share of the machine's available memory an evaluation may plan to use.
 MEMORY_SHARE = 0.8
 
@@ -229,6 +232,15 @@ def check_sizes(world: POMDP, arch: MemoryArchitecture) -> None:
         )
 
 
+def _much_faster(sizes: Sizes, limit: float) -> bool:
+    """Whether the large engine is estimated at under a tenth of the joint chain's fastest engine that fits, one
+    that would take over ``SLOW_CHAIN_SECONDS`` (``machine`` with ``ram:1``: a long horizon whose chain the
+    iterative engine solves in many seconds, the large engine in milliseconds)."""
+    chain = [estimate(name, sizes) for name in ("choices", "sparse")]
+    seconds = min((e.seconds for e in chain if e.bytes <= limit), default=float("inf"))
+    return seconds > SLOW_CHAIN_SECONDS and 10 * estimate("large", sizes).seconds < seconds
+
+
 def plan_engine(world: POMDP, arch: MemoryArchitecture, reset: float, engine: str) -> str:
     """The engine to run: ``engine`` itself, or for ``auto`` ``large`` when it fits and the joint chain would
     hold more than ``LARGE_CHAIN_NONZEROS`` nonzeros (or its engines would not fit); else ``auto``, which
@@ -246,7 +258,7 @@ def plan_engine(world: POMDP, arch: MemoryArchitecture, reset: float, engine: st
         else:
             large_fits = estimate("large", sizes).bytes <= limit
             chain_fits = estimate("iterative", sizes).bytes <= limit  # the lightest engine on the joint chain
-            wants_large = sizes.chain_nonzeros > LARGE_CHAIN_NONZEROS or estimate("choices", sizes).bytes > limit
+            wants_large = sizes.chain_nonzeros > LARGE_CHAIN_NONZEROS or estimate("choices", sizes).bytes > limit or _much_faster(sizes, limit)
             if large_fits and (wants_large or not chain_fits):
                 engine = "large"
             elif chain_fits:
