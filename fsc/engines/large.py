@@ -30,7 +30,6 @@ import attrs
 import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
-from numba import njit
 
 from fsc.engines.estimate import factor_fits
 from fsc.engines.iterative import ConvergenceError
@@ -40,36 +39,6 @@ from fsc.model.chain import ChainFrame, RecentTables, chain_frame, successor_cla
 from fsc.model.pomdp import POMDP
 
 __all__ = ["Block", "LargeChain", "LargeLU", "large_chain"]
-
-
-@njit(cache=True)
-def _add_product(indptr, indices, data, x, out):  # pragma: no cover - compiled
-    """``out += A x`` for ``A`` in CSR form (scipy's own product costs tens of microseconds per call, more than
-    the whole product on small worlds)."""
-    for i in range(len(indptr) - 1):
-        acc = 0.0
-        for j in range(indptr[i], indptr[i + 1]):
-            acc += data[j] * x[indices[j]]
-        out[i] += acc
-
-
-@njit(cache=True)
-def _product_rows(indptr, indices, data, W):  # pragma: no cover - compiled
-    """``A W`` for ``A`` in CSR form and ``W`` dense ``(n, Q)``: ``(rows, Q)``."""
-    Q = W.shape[1]
-    out = np.zeros((len(indptr) - 1, Q))
-    for i in range(len(indptr) - 1):
-        for j in range(indptr[i], indptr[i + 1]):
-            d = data[j]
-            w = W[indices[j]]
-            for q in range(Q):
-                out[i, q] += d * w[q]
-    return out
-
-
-def _product(A: sp.csr_matrix, x: np.ndarray, out: np.ndarray) -> np.ndarray:
-    _add_product(A.indptr, A.indices, A.data, x, out)
-    return out
 
 
 @attrs.frozen(eq=False, slots=False)
@@ -173,20 +142,19 @@ class LargeChain:
         """``out += G z`` for ``z`` ``(K, S, Q)``, ``out`` ``(K, S, N)`` (C-contiguous)."""
         flat = out.reshape(len(self.steps), -1)
         for k, (G, _) in enumerate(self.steps):
-            _product(G, np.ascontiguousarray(z[k]).reshape(-1), flat[k])
+            flat[k] += G @ np.ascontiguousarray(z[k]).reshape(-1)
 
     def apply_g_t(self, g: np.ndarray) -> np.ndarray:
         """``G^T g`` for ``g`` ``(K, S, N)``: ``(K, S, Q)``."""
         K, S = g.shape[0], g.shape[1]
         u = np.zeros((K, S * self.num_classes))
         for k, (_, GT) in enumerate(self.steps):
-            _product(GT, np.ascontiguousarray(g[k]).reshape(-1), u[k])
+            u[k] = GT @ np.ascontiguousarray(g[k]).reshape(-1)
         return u.reshape(K, S, self.num_classes)
 
     def entries(self, k: int, W: np.ndarray) -> np.ndarray:
         """``Pi G``'s entries in part ``k``, in the order of ``B``'s data (``value_maps``), a new array."""
-        L = self.value_maps[k]
-        return _product_rows(L.indptr, L.indices, L.data, W).reshape(-1)
+        return (self.value_maps[k] @ W).reshape(-1)
 
 
 def _block(part: int, a: int, states: np.ndarray, world: POMDP, classes: np.ndarray, nxt: np.ndarray, allowed_q: np.ndarray, S: int) -> Block:
