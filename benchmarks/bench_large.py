@@ -5,10 +5,13 @@ RAM memory (1, 2, 4, 8, 16 by default), one process per case (so that its peak m
 
 - ``set-up``: the first ``fsc.evaluate`` with its backward pass (the tables of the engine ``auto`` picks are
   built then), seconds;
-- ``value+grad``: a later one (the tables kept), best of ``--repeats``, seconds;
-- ``floor``: scipy alone on the same linear system, in the same process: one sparse LU (``splu``, the same
-  ordering) of the matrix the engine factors and two solves (the value's and the adjoint's), best of
-  ``--repeats``; ``ratio`` is value+grad over floor;
+- ``value+grad``: a later one (the tables kept), best of ``--repeats``, seconds: ``fsc.evaluate`` and
+  ``gain.backward()`` on a policy whose logits require a gradient (built once, its gradient cleared each time);
+- ``floor``: scipy alone on the same linear system, in the same process: one sparse LU (``splu`` with COLAMD,
+  the ordering the engine finds on its first factorisation and then keeps) of the matrix the engine factors
+  and two solves (the value's and the adjoint's), best of
+  ``--repeats``; ``ratio`` is value+grad over floor, ``CPU ratio`` the same with the process's CPU seconds
+  (which a loaded machine distorts less);
 - ``peak MB``: the process's peak resident memory (Python, numpy, torch and scipy alone take about
   ``base MB``);
 - the engine's up-front estimate of memory and time (:mod:`fsc.engines.estimate`).
@@ -66,20 +69,22 @@ def one_case(path: Path, M: int, repeats: int) -> dict:
     sizes = est.world_sizes(world, arch)
     policy = fsc.Policy.random(arch, 0)
 
-    def value_and_gradient():
-        p = fsc.Policy(architecture=arch, logits=policy.logits.clone(), init_logits=policy.init_logits.clone()).requires_grad_()
-        ev = fsc.evaluate(world, p)
+    leaf = fsc.Policy(architecture=arch, logits=policy.logits.clone(), init_logits=policy.init_logits.clone()).requires_grad_()
+
+    def value_and_gradient():  # what a step of training asks: the value, then its gradient on the policy's leaves
+        leaf.logits.grad = leaf.init_logits.grad = None
+        ev = fsc.evaluate(world, leaf)
         ev.gain.backward()
         return ev
 
     start = time.perf_counter()
     ev = value_and_gradient()
     set_up = time.perf_counter() - start
-    times = _times(value_and_gradient, repeats)
+    seconds, cpu_seconds = _times(value_and_gradient, repeats)
     ev = value_and_gradient()
     row = {
         "world": path.stem, "M": M, "S": world.num_states, "N": arch.num_nodes, "SN": world.num_states * arch.num_nodes,
-        "chain_nnz": sizes.chain_nonzeros, "engine": ev.engine, "set_up": set_up, "seconds": min(times),
+        "chain_nnz": sizes.chain_nonzeros, "engine": ev.engine, "set_up": set_up, "seconds": seconds, "cpu_seconds": cpu_seconds,
         "value": float(ev.value.detach()), "estimate": attrs.asdict(est.estimate(ev.engine, sizes)), "base_mb": base,
     }  # fmt: skip
     backend = Evaluator.of(world, arch, world_reset(world), "auto", "native").forward(policy.logits.numpy(), policy.init_logits.numpy()).backend
@@ -94,20 +99,24 @@ def one_case(path: Path, M: int, repeats: int) -> dict:
                 factor.solve(b)
                 factor.solve(b, trans="T")
 
-        row["floor"] = min(_times(floor, repeats))
+        row["floor"], row["cpu_floor"] = _times(floor, repeats)
     row["peak_mb"] = _peak_mb()
     del torch
     return row
 
 
-def _times(function, repeats: int, seconds: float = 1.0, most: int = 100) -> list[float]:
-    """Seconds of ``repeats`` calls of ``function()``, and more (up to ``most``) while they add up to less than ``seconds``."""
-    times: list[float] = []
-    while len(times) < repeats or (sum(times) < seconds and len(times) < most):
-        start = time.perf_counter()
+def _times(function, repeats: int, seconds: float = 1.0, most: int = 100) -> tuple[float, float]:
+    """The best wall-clock and the best CPU seconds (this process's, one thread) of ``repeats`` calls of
+    ``function()``, and more (up to ``most``) while they add up to less than ``seconds``.  On a loaded machine
+    the CPU seconds keep what the call costs when other processes take the cores away."""
+    wall: list[float] = []
+    cpu: list[float] = []
+    while len(wall) < repeats or (sum(wall) < seconds and len(wall) < most):
+        start, start_cpu = time.perf_counter(), time.process_time()
         function()
-        times.append(time.perf_counter() - start)
-    return times
+        wall.append(time.perf_counter() - start)
+        cpu.append(time.process_time() - start_cpu)
+    return min(wall), min(cpu)
 
 
 def world_reset(world) -> float:
@@ -145,7 +154,10 @@ def refusal() -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("folder", type=Path, help="a folder of the classic .POMDP files (hallway, hallway2, fourth)")
+    parser.add_argument(
+        "folder", type=Path, nargs="?", default=ROOT.parent / "shared" / "pomdp",
+        help="a folder of the classic .POMDP files (hallway, hallway2, fourth); default ../shared/pomdp beside the repository",
+    )  # fmt: skip
     parser.add_argument("--worlds", nargs="+", default=list(WORLDS))
     parser.add_argument("--memories", nargs="+", type=int, default=list(MEMORIES))
     parser.add_argument("--repeats", type=int, default=3)
@@ -158,7 +170,7 @@ def main() -> None:
     rows = []
     header = (
         f"{'world':9} {'M':>3} {'S*N':>9} {'chain nnz':>12} {'B states':>9} {'B nnz':>10} {'engine':>7} {'set-up s':>9} "
-        f"{'value+grad s':>13} {'floor s':>8} {'ratio':>6} {'peak MB':>8} {'est. MB':>8}"
+        f"{'value+grad s':>13} {'floor s':>8} {'ratio':>6} {'CPU ratio':>9} {'peak MB':>8} {'est. MB':>8}"
     )
     print(header)
     for name in args.worlds:
@@ -172,9 +184,10 @@ def main() -> None:
             row = json.loads(done.stdout.strip().splitlines()[-1])
             rows.append(row)
             ratio = row["seconds"] / row["floor"] if "floor" in row else float("nan")
+            cpu_ratio = row["cpu_seconds"] / row["cpu_floor"] if "cpu_floor" in row else float("nan")
             print(
                 f"{name:9} {M:>3} {row['SN']:>9,} {row['chain_nnz']:>12,} {row.get('B_states', 0):>9,} {row.get('B_nnz', 0):>10,} {row['engine']:>7} "
-                f"{row['set_up']:>9.3f} {row['seconds']:>13.3f} {row.get('floor', float('nan')):>8.3f} {ratio:>6.2f} {row['peak_mb']:>8.0f} "
+                f"{row['set_up']:>9.3f} {row['seconds']:>13.4f} {row.get('floor', float('nan')):>8.4f} {ratio:>6.2f} {cpu_ratio:>9.2f} {row['peak_mb']:>8.0f} "
                 f"{row['estimate']['bytes'] / 1e6 + row['base_mb']:>8.0f}",
                 flush=True,
             )

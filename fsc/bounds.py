@@ -21,7 +21,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from fsc.errors import InputError
-from fsc.model.pomdp import as_pomdp
+from fsc.model.pomdp import SparseTable, as_pomdp
 
 __all__ = ["informed_bound", "mdp_bound", "two_state_bound"]
 
@@ -56,7 +56,7 @@ def informed_bound(world, discount: float, tolerance: float = 1e-12) -> float:
     """
     pomdp, rbar = _tables(world, discount)
     S, A = rbar.shape
-    steps = [_step(T, pomdp.dense_observation[a]) for a, T in enumerate(pomdp.sparse_transition)]
+    steps = [_step(T, pomdp.observation_table, a) for a, T in enumerate(pomdp.sparse_transition)]
     Q = np.zeros_like(rbar)
     for _ in range(_iterations(rbar, discount, tolerance)):
         # sum_o max_a' sum_s2 T(s2 | s, a) O(o | a, s2) Q(s2, a'), per action a
@@ -65,15 +65,19 @@ def informed_bound(world, discount: float, tolerance: float = 1e-12) -> float:
     return float((pomdp.initial @ Q).max())
 
 
-def _step(transition: sp.csr_matrix, observation: np.ndarray) -> sp.csr_matrix:
+def _step(transition: sp.csr_matrix, observation: SparseTable, a: int) -> sp.csr_matrix:
     """``K[(s, o), s2] = T(s2 | s, a) O(o | a, s2)`` over the observations ``o`` action ``a`` can give, CSR
-    ``(S O', S)``: its product with ``Q`` holds every ``sum_s2 T O Q(s2, a')`` of a sweep."""
+    ``(S O', S)``: its product with ``Q`` holds every ``sum_s2 T O Q(s2, a')`` of a sweep.  Built from the
+    entries of ``T`` and ``O`` alone (``O`` by rows ``(a, s2)``)."""
     S = transition.shape[0]
-    seen = np.flatnonzero(observation.any(axis=0))
     coo = transition.tocoo()
-    values = coo.data[:, None] * observation[coo.col][:, seen]  # (E, O')
-    e, o = np.nonzero(values)
-    return sp.csr_matrix((values[e, o], (coo.row[e] * len(seen) + o, coo.col[e])), shape=(S * len(seen), S))
+    lo, hi = observation.indptr[a * S], observation.indptr[(a + 1) * S]
+    seen = np.unique(observation.indices[lo:hi])
+    position = np.zeros(observation.num_columns, dtype=np.int64)
+    position[seen] = np.arange(len(seen))
+    which, at = observation.gather(a * S + coo.col)  # each transition (s, s2) against the observations of s2
+    values = coo.data[which] * observation.data[at]
+    return sp.csr_matrix((values, (coo.row[which] * len(seen) + position[observation.indices[at]], coo.col[which])), shape=(S * len(seen), S))
 
 
 def two_state_bound(world, discount: float, points: int = 200_001, tolerance: float = 1e-12) -> float:

@@ -31,6 +31,9 @@ __all__ = ["Estimate", "Sizes", "available_bytes", "check_sizes", "estimate", "f
 CHAIN_BYTES_PER_NONZERO = 100
 #: Bytes per entry of the chain after each choice ``B`` (its pattern, slots, values and CSC copy).
 LARGE_BYTES_PER_NONZERO = 48
+#: Bytes per entry of the large engine's step ``G``: it, its transpose and the map to ``B``'s entries (CSR, 12 bytes
+#: an entry each), and the index arrays they are built from.
+STEP_BYTES_PER_NONZERO = 60
 #: SuperLU's factors hold about this many times the nonzeros of ``B`` (1.2 to 1.8 measured on the benchmark's
 #: worlds with COLAMD; kept pessimistic, since it grows with the world's graph).
 LARGE_FILL = 4
@@ -49,6 +52,9 @@ KRYLOV_PRODUCTS = 100
 #: has classes of choices): building the chain's list would take longer than the whole large-world
 #: evaluation (benchmarks/bench_large.py).
 LARGE_CHAIN_NONZEROS = 2_000_000
+#: A joint chain whose fastest engine is estimated over this many seconds goes to the large engine when that one
+#: is estimated ten times faster.
+SLOW_CHAIN_SECONDS = 0.1
 #: The share of the machine's available memory an evaluation may plan to use.
 MEMORY_SHARE = 0.8
 
@@ -67,6 +73,8 @@ class Sizes:
             choices of action ``a`` over all nodes).
         large_nonzeros: entries of the chain after each choice, at most ``sum_a (nnz(T_a) + K S_part) |Q_a| Q``
             (the diagonal is always in the pattern).
+        step_nonzeros: entries of the large engine's step ``G`` (and of its transpose, and of the map from the
+            policy to ``B``'s entries), at most ``sum_a nnz(T_a O_a) |Q_a|``.
     """
 
     states: int
@@ -81,6 +89,7 @@ class Sizes:
     largest_action_classes: int
     chain_nonzeros: int
     large_nonzeros: int
+    step_nonzeros: int = 0
 
     @property
     def joint_states(self) -> int:
@@ -105,7 +114,7 @@ class Estimate:
 
 def world_sizes(world: POMDP, arch: MemoryArchitecture) -> Sizes:
     """The :class:`Sizes` of ``world`` with ``arch``, from the sparse tables (``O(nnz(T) + S A O + N C O)``)."""
-    observed = (world.dense_observation > 0).sum(axis=2)  # (A, S): observations each end state can give
+    observed = np.diff(world.observation_table.indptr).reshape(world.num_actions, -1)  # (A, S): observations each end state can give
     nnz_t = np.array([m.nnz for m in world.sparse_transition], dtype=np.int64)
     nnz_to = np.array([int(observed[a][m.indices].sum()) for a, m in enumerate(world.sparse_transition)], dtype=np.int64)
     allowed_per_action = np.bincount(arch.choice_action[np.nonzero(arch.allowed)[1]], minlength=world.num_actions)
@@ -135,6 +144,7 @@ def world_sizes(world: POMDP, arch: MemoryArchitecture) -> Sizes:
         largest_action_classes=int(classes_per_action.max(initial=0)),
         chain_nonzeros=int((nnz_to * allowed_per_action).sum()),
         large_nonzeros=int(((nnz_t + len(parts) * S_part) * per_action).sum()),
+        step_nonzeros=int((nnz_to * classes_per_action).sum()),
     )
 
 
@@ -151,6 +161,8 @@ def estimate(engine: str, sizes: Sizes) -> Estimate:
         # Per block, the dense (S_part, Q_a, Q) table of sum_o O W and the (Q_a, Q) masks of the classes that follow.
         vectors += 8 * sizes.states_per_part * sizes.largest_action_classes * sizes.classes
         vectors += (9 + sizes.observations) * K * sizes.actions * sizes.largest_action_classes * sizes.classes
+        # G, G^T and the map from the policy to B's entries, CSR (12 bytes an entry), and their construction
+        vectors += STEP_BYTES_PER_NONZERO * sizes.step_nonzeros
         seconds = SPARSE_SECONDS_PER_FLOP * fill**2 / max(Y, 1) + SPARSE_SECONDS_PER_NONZERO * (nnz + K * X * C)
         if not factor_fits(nnz):  # GMRES on an incomplete LU of at most 3 times the entries (LargeLU)
             fill, seconds = 3 * nnz, SPARSE_SECONDS_PER_NONZERO * (KRYLOV_PRODUCTS * nnz + K * X * C)
@@ -220,6 +232,15 @@ def check_sizes(world: POMDP, arch: MemoryArchitecture) -> None:
         )
 
 
+def _much_faster(sizes: Sizes, limit: float) -> bool:
+    """Whether the large engine is estimated at under a tenth of the joint chain's fastest engine that fits, one
+    that would take over ``SLOW_CHAIN_SECONDS`` (``machine`` with ``ram:1``: a long horizon whose chain the
+    iterative engine solves in many seconds, the large engine in milliseconds)."""
+    chain = [estimate(name, sizes) for name in ("choices", "sparse")]
+    seconds = min((e.seconds for e in chain if e.bytes <= limit), default=float("inf"))
+    return seconds > SLOW_CHAIN_SECONDS and 10 * estimate("large", sizes).seconds < seconds
+
+
 def plan_engine(world: POMDP, arch: MemoryArchitecture, reset: float, engine: str) -> str:
     """The engine to run: ``engine`` itself, or for ``auto`` ``large`` when it fits and the joint chain would
     hold more than ``LARGE_CHAIN_NONZEROS`` nonzeros (or its engines would not fit); else ``auto``, which
@@ -237,7 +258,7 @@ def plan_engine(world: POMDP, arch: MemoryArchitecture, reset: float, engine: st
         else:
             large_fits = estimate("large", sizes).bytes <= limit
             chain_fits = estimate("iterative", sizes).bytes <= limit  # the lightest engine on the joint chain
-            wants_large = sizes.chain_nonzeros > LARGE_CHAIN_NONZEROS or estimate("choices", sizes).bytes > limit
+            wants_large = sizes.chain_nonzeros > LARGE_CHAIN_NONZEROS or estimate("choices", sizes).bytes > limit or _much_faster(sizes, limit)
             if large_fits and (wants_large or not chain_fits):
                 engine = "large"
             elif chain_fits:

@@ -41,7 +41,7 @@ from fsc.model.pomdp import POMDP
 __all__ = ["Block", "LargeChain", "LargeLU", "large_chain"]
 
 
-@attrs.frozen(eq=False)
+@attrs.frozen(eq=False, slots=False)
 class Block:
     """One (part, action) block of the world's tables, in the part's local state numbering.
 
@@ -65,6 +65,11 @@ class Block:
     unique_targets: bool
     mask: np.ndarray
 
+    @functools.cached_property
+    def every_class_follows(self) -> bool:
+        """Whether every class can follow every class of the block (RAM): then ``mask`` selects nothing out."""
+        return bool(self.mask.all())
+
 
 @attrs.frozen(eq=False)
 class LargeChain:
@@ -78,6 +83,14 @@ class LargeChain:
         pattern: per part, the CSC pattern of ``B``: ``(indptr, indices, slot, diag_slot, nnz)``; ``slot``
             maps the entries of the part's blocks, in order, to ``B.data``.
         choice_is_class: ``class_of[n, c] = c`` everywhere (RAM): then ``W`` is ``pi`` itself.
+        steps: per part, ``G`` as a CSR matrix ``(S_part N, S_part Q)`` and ``G^T`` as another: the world's
+            step and observation from ``(s, q)`` to ``(s2, nxt[q, o])``, one product each way.
+        value_maps: per part, when every class can follow every class (RAM), a CSR matrix ``L`` with
+            ``nnz(B) / Q`` rows and ``N`` columns such that ``(L W).reshape(-1)`` is ``Pi G``'s entries in
+            the order of ``B``'s CSC data (one product, nothing placed); else None.
+        orderings: per part, the fill-reducing ordering of ``B`` (:class:`_Ordering`), found by the first
+            factorisation (COLAMD) and reused by the next ones: the pattern of ``B`` depends on the world
+            and the memory only.
     """
 
     frame: ChainFrame
@@ -86,6 +99,9 @@ class LargeChain:
     blocks: tuple[Block, ...]
     pattern: tuple[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int], ...]
     choice_is_class: bool
+    steps: tuple[tuple[sp.csr_matrix, sp.csr_matrix], ...]
+    value_maps: tuple[sp.csr_matrix | None, ...]
+    orderings: list = attrs.field(factory=list, repr=False)
 
     @property
     def architecture(self) -> MemoryArchitecture:
@@ -118,26 +134,27 @@ class LargeChain:
         """The entries of ``Pi G`` the block makes, in its layout: ``T[s, s2] sum_o O[s2, o] W[targets[i, o], q2]``."""
         V = np.einsum("so,iop->sip", block.observation, W[block.targets])  # (S_part, Q_a, Q)
         t = block.transition
+        if block.every_class_follows:  # the mask keeps all: no copy through it
+            return (t.data[:, None, None] * V[t.indices]).reshape(-1)
         return (t.data[:, None] * V[t.indices][:, block.mask]).reshape(-1)
 
     def apply_g(self, z: np.ndarray, out: np.ndarray) -> None:
-        """``out += G z`` for ``z`` ``(K, S, Q)``, ``out`` ``(K, S, N)``."""
-        for b in self.blocks:
-            Z = b.transition.T @ z[b.part][:, b.classes]  # (S, Q_a): sum_s T[s, s2] z[s, q]
-            contribution = b.observation[:, None, :] * Z[:, :, None]  # (S, Q_a, O)
-            if b.unique_targets:
-                out[b.part][:, b.targets.reshape(-1)] += contribution.reshape(len(Z), -1)
-            else:
-                np.add.at(out[b.part].T, b.targets.reshape(-1), contribution.reshape(len(Z), -1).T)
+        """``out += G z`` for ``z`` ``(K, S, Q)``, ``out`` ``(K, S, N)`` (C-contiguous)."""
+        flat = out.reshape(len(self.steps), -1)
+        for k, (G, _) in enumerate(self.steps):
+            flat[k] += G @ np.ascontiguousarray(z[k]).reshape(-1)
 
     def apply_g_t(self, g: np.ndarray) -> np.ndarray:
         """``G^T g`` for ``g`` ``(K, S, N)``: ``(K, S, Q)``."""
         K, S = g.shape[0], g.shape[1]
-        u = np.zeros((K, S, self.num_classes))
-        for b in self.blocks:
-            H = np.einsum("so,sio->si", b.observation, g[b.part][:, b.targets])  # sum_o O[s2, o] g[s2, nxt]
-            u[b.part][:, b.classes] += b.transition @ H
-        return u
+        u = np.zeros((K, S * self.num_classes))
+        for k, (_, GT) in enumerate(self.steps):
+            u[k] = GT @ np.ascontiguousarray(g[k]).reshape(-1)
+        return u.reshape(K, S, self.num_classes)
+
+    def entries(self, k: int, W: np.ndarray) -> np.ndarray:
+        """``Pi G``'s entries in part ``k``, in the order of ``B``'s data (``value_maps``), a new array."""
+        return (self.value_maps[k] @ W).reshape(-1)
 
 
 def _block(part: int, a: int, states: np.ndarray, world: POMDP, classes: np.ndarray, nxt: np.ndarray, allowed_q: np.ndarray, S: int) -> Block:
@@ -154,7 +171,9 @@ def _block(part: int, a: int, states: np.ndarray, world: POMDP, classes: np.ndar
     transition = sp.coo_matrix((data, (rows, cols)), shape=(S, S)).tocsr()  # duplicates summed: sorted, one per (s, s2)
     transition.sort_indices()
     observation = np.zeros((S, world.num_observations))
-    observation[valid] = world.dense_observation[a][states[valid]]
+    table = world.observation_table  # rows (a, s2): read by rows, never as a dense (A, S, O) array
+    which, at = table.gather(a * world.num_states + states[valid])
+    observation[np.flatnonzero(valid)[which], table.indices[at]] = table.data[at]
     targets = nxt[classes]
     mask = allowed_q[targets].any(axis=1)  # (Q_a, Q): some node after the class allows q2
     unique = len(np.unique(targets)) == targets.size
@@ -241,11 +260,95 @@ def build_large_chain(world: POMDP, arch: MemoryArchitecture) -> LargeChain:
         blocks.extend(part)
         pattern.append(_pattern(part, S, Q))
     choice_is_class = bool(np.array_equal(class_of, np.broadcast_to(np.arange(arch.num_choices), class_of.shape)))
-    return LargeChain(frame, Q, class_of, tuple(blocks), tuple(pattern), choice_is_class)
+    by_part = [[b for b in blocks if b.part == k] for k in range(frame.num_parts)]
+    steps = tuple(_steps(part, S, arch.num_nodes, Q) for part in by_part)
+    value_maps = tuple(_value_map(part, pattern[k][0], S, arch.num_nodes, Q) for k, part in enumerate(by_part))
+    return LargeChain(frame, Q, class_of, tuple(blocks), tuple(pattern), choice_is_class, steps, value_maps)
+
+
+def _observed_steps(b: Block) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Each transition entry ``e`` of the block (the pattern's explicit zeros included) against each observation
+    ``o`` its end state can give: ``(e, o, T[s, s2] O[s2, o])`` over the pairs whose product is not 0, and
+    the start state of each entry."""
+    t = b.transition
+    observed = sp.csr_matrix(b.observation)
+    counts = np.diff(observed.indptr)[t.indices]
+    which = np.repeat(np.arange(t.nnz), counts)
+    at = np.repeat(observed.indptr[t.indices] - (np.cumsum(counts) - counts), counts) + np.arange(len(which))
+    weight = t.data[which] * observed.data[at]
+    keep = weight != 0
+    return which[keep], observed.indices[at][keep], weight[keep], np.repeat(np.arange(t.shape[0]), np.diff(t.indptr))
+
+
+def _value_map(blocks: list[Block], indptr: np.ndarray, S: int, N: int, Q: int) -> sp.csr_matrix | None:
+    """:attr:`LargeChain.value_maps` of one part: row ``indptr[s Q + q] / Q + j`` (the ``j``-th end state ``s2``
+    of row ``s`` of ``T_{a_q}``) holds ``T[s, s2] O[s2, o]`` at the node ``nxt[q, o]``."""
+    if not all(b.every_class_follows for b in blocks):
+        return None  # a column of B holds fewer than Q entries per end state
+    rows, cols, values = [], [], []
+    for b in blocks:
+        e, o, weight, s_of_e = _observed_steps(b)
+        local = e - b.transition.indptr[s_of_e[e]]
+        start = np.asarray(indptr[:-1], dtype=np.int64).reshape(S, Q)[:, b.classes] // Q  # (S, Q_a): each column's first row
+        rows.append((start[s_of_e[e]] + local[:, None]).reshape(-1))
+        cols.append(b.targets[:, o].T.reshape(-1))
+        values.append(np.repeat(weight, len(b.classes)))
+    size = int(indptr[-1]) // Q
+    L = sp.csr_matrix((np.concatenate(values), (np.concatenate(rows), np.concatenate(cols))), shape=(size, N))  # duplicates summed
+    L.sort_indices()
+    return L
+
+
+def _steps(blocks: list[Block], S: int, N: int, Q: int) -> tuple[sp.csr_matrix, sp.csr_matrix]:
+    """``G`` of one part, CSR ``(S N, S Q)``: ``G[(s2, nxt[q, o]), (s, q)] += T[s, a_q, s2] O[a_q, s2, o]``, and ``G^T``."""
+    rows, cols, values = [], [], []
+    for b in blocks:
+        e, o, weight, s_of_e = _observed_steps(b)
+        rows.append((b.transition.indices[e][:, None] * N + b.targets[:, o].T).reshape(-1))
+        cols.append((s_of_e[e][:, None] * Q + b.classes[None, :]).reshape(-1))
+        values.append(np.repeat(weight, len(b.classes)))
+    cat = (lambda xs, dtype: np.concatenate(xs) if xs else np.zeros(0, dtype=dtype))
+    G = sp.csr_matrix((cat(values, np.float64), (cat(rows, np.int64), cat(cols, np.int64))), shape=(S * N, S * Q))  # duplicates summed
+    G.sort_indices()
+    GT = G.T.tocsr()
+    GT.sort_indices()
+    return G, GT
 
 
 #: The large chains last built (two: each holds the pattern of ``B``).
 large_chain = RecentTables(lambda world, arch: build_large_chain(world, arch), lambda: 2)
+
+
+class _Ordering:
+    """A fill-reducing ordering of one part's ``B``, kept for the next factorisations: ``B' = B[order][:, order]``
+    (a symmetric permutation, so the diagonal stays the pivot), as its CSC pattern and the place of each
+    entry of ``B``'s data in ``B'``'s."""
+
+    def __init__(self, order: np.ndarray, indptr: np.ndarray, indices: np.ndarray, Y: int):
+        self.order = order
+        numbered = sp.csc_matrix((np.arange(len(indices), dtype=np.float64), indices, indptr), shape=(Y, Y))
+        permuted = numbered[order][:, order].tocsc()
+        permuted.sort_indices()
+        self.indptr, self.indices = permuted.indptr.astype(np.int32), permuted.indices.astype(np.int32)
+        self.take = permuted.data.astype(np.int64)  # B'.data = B.data[take]
+        self.Y = Y
+
+    def factor(self, data: np.ndarray) -> _OrderedLU:
+        B = sp.csc_matrix((data[self.take], self.indices, self.indptr), shape=(self.Y, self.Y), copy=False)
+        B.has_canonical_format = True
+        return _OrderedLU(spla.splu(B, permc_spec="NATURAL", diag_pivot_thresh=0.0), self.order)
+
+
+class _OrderedLU:
+    """The LU of ``B' = B[order][:, order]``, solving with ``B`` (or ``B^T``)."""
+
+    def __init__(self, lu, order: np.ndarray):
+        self.lu, self.order, self.nnz = lu, order, lu.nnz
+
+    def solve(self, b: np.ndarray, trans: str = "N") -> np.ndarray:
+        x = np.empty(len(b))
+        x[self.order] = self.lu.solve(np.ascontiguousarray(b[self.order]), trans=trans)
+        return x
 
 
 class _Krylov:
@@ -300,24 +403,39 @@ class LargeLU(Backend):
         for b in chain.blocks:
             blocks[b.part].append(b)
         for k, (indptr, indices, slot, diag_slot, nnz) in enumerate(chain.pattern):
-            values_k = np.concatenate([chain.block_values(b, self.W) for b in blocks[k]]) if blocks[k] else np.zeros(0)
-            if chain.unique_slots[k]:  # each entry of B made once: placed, not summed
-                data = np.zeros(nnz)
-                data[slot] = values_k
+            if chain.value_maps[k] is not None:  # one product lays the entries out in B's own order
+                data = chain.entries(k, self.W)
             else:
-                data = np.bincount(slot, weights=values_k, minlength=nnz)
+                values_k = np.concatenate([chain.block_values(b, self.W) for b in blocks[k]]) if blocks[k] else np.zeros(0)
+                if chain.unique_slots[k]:  # each entry of B made once: placed, not summed
+                    data = np.zeros(nnz)
+                    data[slot] = values_k
+                else:
+                    data = np.bincount(slot, weights=values_k, minlength=nnz)
             data *= -a
             data[diag_slot] += 1.0
             B = sp.csc_matrix((data, indices, indptr), shape=(Y, Y), copy=False)
             B.has_canonical_format = True
             self.matrices.append(B)
-            self.factors.append(_Krylov(B) if krylov else spla.splu(B, permc_spec="COLAMD", diag_pivot_thresh=0.0))
+            self.factors.append(_Krylov(B) if krylov else self._factor(k, B))
         fill = sum(f.nnz for f in self.factors)
         seconds = time.perf_counter() - start
         self.info = {"states": int(Y), "nonzeros": chain.nnz, "fill": int(fill), "factor_seconds": seconds, "solver": "gmres" if krylov else "lu"}
 
+    def _factor(self, k: int, B: sp.csc_matrix) -> object:
+        """The LU of part ``k``'s ``B``: on the ordering the first one found (COLAMD), kept on the chain."""
+        orderings = self.chain.orderings
+        if len(orderings) > k:
+            return orderings[k].factor(B.data)
+        lu = spla.splu(B, permc_spec="COLAMD", diag_pivot_thresh=0.0)
+        if len(orderings) == k:
+            orderings.append(_Ordering(np.argsort(lu.perm_c), B.indptr, B.indices, B.shape[0]))
+        return lu
+
     def _b_solve(self, rhs: np.ndarray, trans: str) -> np.ndarray:
-        out = np.stack([f.solve(np.ascontiguousarray(b.reshape(-1)), trans=trans) for f, b in zip(self.factors, rhs, strict=True)]).reshape(rhs.shape)
+        out = np.empty(rhs.shape)
+        for k, f in enumerate(self.factors):
+            out[k] = f.solve(np.ascontiguousarray(rhs[k]).reshape(-1), trans=trans).reshape(rhs.shape[1:])
         self._note_iterations()
         return out
 
@@ -354,7 +472,7 @@ class LargeLU(Backend):
     def residual(self, p: np.ndarray) -> float:
         K, S, N, r = self.K, self.S, self.N, self.reset
         p3 = p.reshape(K, S, N)
-        Pp = np.zeros_like(p3)
+        Pp = np.zeros(p3.shape)
         self.chain.apply_g(p3 @ self.W, Pp)
         Pp += self.chain.frame.padding.reshape(K, S, N) * p3
         return float(np.abs(p3 - (1 - r) * Pp - r * self.p0.reshape(K, S, N)).max(initial=0.0))

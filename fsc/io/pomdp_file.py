@@ -20,22 +20,23 @@ import math
 import re
 from pathlib import Path
 
+import attrs
 import numpy as np
 
 from fsc.errors import InputError, InputTypeError, quoted
 from fsc.files import read_limited
 from fsc.limits import MAX_INTEGER_DIGITS, MAX_POMDP_BYTES
-from fsc.model.pomdp import POMDP, Task, as_pomdp
+from fsc.model.pomdp import POMDP, SparseTable, Task, as_pomdp
 
-__all__ = ["MAX_TABLE_BYTES", "ROW_TOLERANCE", "format_pomdp", "parse_pomdp", "pomdp_summary", "read_pomdp", "write_pomdp"]
+__all__ = ["DENSE_NUMBERS", "MAX_TABLE_BYTES", "ROW_TOLERANCE", "format_pomdp", "parse_pomdp", "pomdp_summary", "read_pomdp", "write_pomdp"]
 
 #: Rows of ``T``, ``O`` and ``start`` may differ from 1 by at most this much.
 ROW_TOLERANCE = 1e-5
 #: Rows within this of 1 are kept as written (the POMDP class accepts them);
 #: rows further off, but within ROW_TOLERANCE, are divided by their sum.
 _KEEP_TOLERANCE = 1e-9
-#: Largest total size of the dense tables (transition, observation, reward,
-#: initial, float64) a file may declare: 2 GiB.
+#: Largest size of the tables a file may make: the entries it gives (16 bytes each, value and index) and
+#: what is kept per (state, action): 2 GiB.
 MAX_TABLE_BYTES = 2 * 1024**3
 
 _PREAMBLE = ("discount", "values", "states", "actions", "observations")
@@ -45,6 +46,74 @@ _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_\-.]*")
 _INDEX = re.compile(r"[0-9]+")
 _NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 _KIND_WORD = {"state": "states", "action": "actions", "observation": "observations"}
+
+
+#: Worlds whose dense tables (transition, observation and reward, float64) hold at most this many numbers are
+#: read into dense arrays, as small worlds always were; larger ones keep sparse tables (fsc.POMDP.is_sparse).
+DENSE_NUMBERS = 2**20
+
+
+def _ids(index, size: int) -> np.ndarray:
+    """The indices an entry names: one (an int) or all of ``size`` (``*``)."""
+    if isinstance(index, slice):
+        return np.arange(size, dtype=np.int64)[index]
+    return np.array([index], dtype=np.int64)
+
+
+class _Log:
+    """The writes into one table of ``rows x cols`` cells, in file order, resolved at the end: a later write
+    of a cell wins.  A row written whole is cleared first (its other cells take the ``fill`` given, 0 for
+    probabilities), so nothing but the entries a file gives is ever stored."""
+
+    def __init__(self, rows: int, cols: int) -> None:
+        self.rows, self.cols = rows, cols
+        self.fill = np.zeros(rows)
+        self.fill_seq = np.zeros(rows, dtype=np.int64)
+        self.seq = 0
+        self.single: tuple[list, list, list, list] = ([], [], [], [])  # one cell per entry, the commonest line
+        self.chunks: list[tuple[np.ndarray, np.ndarray, np.ndarray, int]] = []
+        self.count = 0
+
+    def statement(self) -> None:
+        self.seq += 1
+
+    def cell(self, row: int, col: int, value: float) -> None:
+        for out, x in zip(self.single, (row, col, value, self.seq), strict=True):
+            out.append(x)
+        self.count += 1
+
+    def cells(self, rows: np.ndarray, cols: np.ndarray, values: np.ndarray) -> None:
+        """Cells ``(rows[i], cols[i])`` take ``values[i]`` (arrays broadcast together)."""
+        rows, cols, values = np.broadcast_arrays(rows, cols, values)
+        self.chunks.append((rows.reshape(-1).copy(), cols.reshape(-1).copy(), values.reshape(-1).copy(), self.seq))
+        self.count += rows.size
+
+    def clear(self, rows: np.ndarray, fill: float = 0.0) -> None:
+        """Every cell of ``rows`` takes ``fill``: the rows' earlier writes are forgotten."""
+        self.fill[rows] = fill
+        self.fill_seq[rows] = self.seq
+
+    def entries(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The writes not cleared since, as ``(rows, cols, values, seq)``."""
+        r, c, v, q = (np.array(x, dtype=dtype) for x, dtype in zip(self.single, (np.int64, np.int64, np.float64, np.int64), strict=True))
+        parts = [(r, c, v, q)] + [(rr, cc, vv, np.full(len(rr), seq, dtype=np.int64)) for rr, cc, vv, seq in self.chunks]
+        r, c, v, q = (np.concatenate([p[i] for p in parts]) for i in range(4))
+        self.single, self.chunks = ([], [], [], []), []
+        keep = q >= self.fill_seq[r]
+        return r[keep], c[keep], v[keep], q[keep]
+
+    def table(self, shape: tuple[int, ...], columns: int, entries=None, *, fill: bool = False) -> SparseTable:
+        """The last write of each cell, as a :class:`SparseTable` (zeros dropped unless ``fill``)."""
+        r, c, v, q = self.entries() if entries is None else entries
+        order = np.lexsort((q, c, r))
+        r, c, v = r[order], c[order], v[order]
+        last = np.ones(len(r), dtype=bool)
+        last[:-1] = (r[1:] != r[:-1]) | (c[1:] != c[:-1])
+        base = self.fill[r] if fill else np.zeros(len(r))
+        keep = last & ((v != base) | (np.signbit(v) != np.signbit(base)))  # a cell that differs from its fill, -0.0 too
+        indptr = np.zeros(self.rows + 1, dtype=np.int64)
+        np.cumsum(np.bincount(r[keep], minlength=self.rows), out=indptr[1:])
+        return SparseTable(shape, columns, indptr, c[keep], v[keep], self.fill if fill else None)
 
 
 class _Statement:
@@ -229,31 +298,41 @@ class _Reader:
                 self.index[kind] = seen
 
     def allocate(self, line: int) -> None:
-        """Check the preamble and the declared sizes, then allocate the tables."""
+        """Check the preamble and the declared sizes, then set up the tables' logs (nothing of ``S*A*S``)."""
         for key in ("states", "actions", "observations"):
             if key not in self.sizes:
                 raise self.err(line, f"expected '{key}:' in the preamble before start, T, O and R entries")
         if self.require_discount and self.discount is None:
             raise self.err(line, "expected 'discount:' in the preamble before start, T, O and R entries")
         S, A, O = self.sizes["states"], self.sizes["actions"], self.sizes["observations"]
-        need = 8 * (S * A * S + A * S * O + S * A + S)  # the reward grows further axes only when entries need them
+        need = 8 * (8 * S * A + S)  # what is kept per row: (state, action) of T and R, (action, state) of O
         if need > MAX_TABLE_BYTES:
             raise self.err(
                 line,
-                f"states={S}, actions={A}, observations={O} need {need / 1024**3:.3g} GiB of dense tables "
-                f"(transition alone is S*A*S = {S * A * S} numbers), over the limit of {MAX_TABLE_BYTES / 1024**3:g} GiB",
+                f"states={S}, actions={A}, observations={O} need {need / 1024**3:.3g} GiB of tables "
+                f"(S*A = {S * A} rows of transitions and as many of rewards), over the limit of {MAX_TABLE_BYTES / 1024**3:g} GiB",
             )
         self.S, self.A, self.O = S, A, O
-        self.transition = np.zeros((S, A, S))
-        self.observation = np.zeros((A, S, O))
-        # Kept compact, (S, A, 1, 1), until an entry depends on the end state or the observation (grow_reward).
-        self.reward = np.zeros((S, A, 1, 1))
+        self.t = _Log(S * A, S)  # rows (s, a), columns s2
+        self.o = _Log(A * S, O)  # rows (a, s2), columns o
+        self.r = _Log(S * A, (S + 1) * (O + 1))  # rows (s, a), columns (s2 + 1, o + 1): -1 standing for '*'
+        self.reward_axes = [False, False]  # whether the reward depends on the end state, on the observation
         self.initial = np.full(S, 1.0 / S)
         self.start_line = 0
         # Line of the last entry that touched each row (0: never set).
         self.t_line = np.zeros((S, A), dtype=np.int64)
         self.o_line = np.zeros((A, S), dtype=np.int64)
         self.tables_ready = True
+
+    def room(self, line: int, cells: int) -> None:
+        """Refuse an entry that would take the tables past :data:`MAX_TABLE_BYTES` (16 bytes per cell kept)."""
+        kept = self.t.count + self.o.count + self.r.count + cells
+        if 16 * kept > MAX_TABLE_BYTES:
+            raise self.err(
+                line,
+                f"with states={self.S}, actions={self.A}, observations={self.O} the tables reach {kept:,} entries "
+                f"({16 * kept / 1024**3:.3g} GiB), over the limit of {MAX_TABLE_BYTES / 1024**3:g} GiB",
+            )
 
     # -- start ----------------------------------------------------------
 
@@ -357,87 +436,173 @@ class _Reader:
         values = self.probabilities(data, data_lines) if probability else self.numbers(data, data_lines, "a number")
         return values.reshape(shape)
 
+    def rows_of(self, first, second, size_second: int, first_size: int) -> np.ndarray:
+        """Rows ``first * size_second + second`` of every pair the two indices name."""
+        return (_ids(first, first_size)[:, None] * size_second + _ids(second, size_second)[None, :]).reshape(-1)
+
+    def matrix(self, st, data, lines, shape, what: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """A probability matrix entry as its cells ``(i, j, value)`` that differ from 0."""
+        n, m = shape
+        if data == ["identity"] and n == m:
+            return np.arange(n), np.arange(n), np.ones(n)
+        if data == ["uniform"]:
+            self.room(st.line, n * m)
+            i, j = np.divmod(np.arange(n * m), m)
+            return i, j, np.full(n * m, 1.0 / m)
+        matrix = self.data(st, data, lines, shape, probability=True, identity_ok=True, what=what)
+        i, j = np.nonzero((matrix != 0) | np.signbit(matrix))
+        return i, j, matrix[i, j]
+
     def transition_entry(self, st: _Statement) -> None:
-        S = self.S
+        S, A = self.S, self.A
         (a, *rest), data, lines = self.split(st, ("action", "state", "state"), 1)
-        a = a if isinstance(a, slice) else slice(a, a + 1)
+        log = self.t
+        log.statement()
         if len(rest) == 2:
             s, s2 = rest
-            self.transition[s, a, s2] = self.data(st, data, lines, (1,), probability=True, entry=True)[0]
+            value = self.data(st, data, lines, (1,), probability=True, entry=True)[0]
+            if not isinstance(a, slice) and not isinstance(s, slice) and not isinstance(s2, slice):
+                log.cell(s * A + a, s2, value)
+            else:
+                rows, cols = self.rows_of(s, a, A, S), _ids(s2, S)
+                self.room(st.line, rows.size * cols.size)
+                log.cells(rows[:, None], cols[None, :], value)
             self.t_line[s, a] = st.line
         elif len(rest) == 1:
             (s,) = rest
-            s = s if isinstance(s, slice) else slice(s, s + 1)
-            self.transition[s, a, :] = self.data(st, data, lines, (S,), probability=True, what="a row over end states", reset_ok=True)
+            row = self.data(st, data, lines, (S,), probability=True, what="a row over end states", reset_ok=True)
+            rows, cols = self.rows_of(s, a, A, S), np.flatnonzero((row != 0) | np.signbit(row))
+            self.room(st.line, rows.size * cols.size)
+            log.clear(rows)
+            log.cells(rows[:, None], cols[None, :], row[cols][None, :])
             self.t_line[s, a] = st.line
         else:
-            matrix = self.data(st, data, lines, (S, S), probability=True, identity_ok=True, what=f"a {S}x{S} matrix, start state by end state")
-            self.transition[:, a, :] = matrix[:, None, :]
+            i, j, values = self.matrix(st, data, lines, (S, S), f"a {S}x{S} matrix, start state by end state")
+            actions = _ids(a, A)
+            self.room(st.line, len(i) * len(actions))
+            log.clear(self.rows_of(slice(None), a, A, S))
+            log.cells(i[:, None] * A + actions[None, :], j[:, None], values[:, None])
             self.t_line[:, a] = st.line
 
     def observation_entry(self, st: _Statement) -> None:
         S, O = self.S, self.O
         (a, *rest), data, lines = self.split(st, ("action", "state", "observation"), 1)
+        log = self.o
+        log.statement()
         if len(rest) == 2:
             s2, o = rest
-            self.observation[a, s2, o] = self.data(st, data, lines, (1,), probability=True, entry=True)[0]
+            value = self.data(st, data, lines, (1,), probability=True, entry=True)[0]
+            if not isinstance(a, slice) and not isinstance(s2, slice) and not isinstance(o, slice):
+                log.cell(a * S + s2, o, value)
+            else:
+                rows, cols = self.rows_of(a, s2, S, self.A), _ids(o, O)
+                self.room(st.line, rows.size * cols.size)
+                log.cells(rows[:, None], cols[None, :], value)
             self.o_line[a, s2] = st.line
         elif len(rest) == 1:
             (s2,) = rest
-            self.observation[a, s2, :] = self.data(st, data, lines, (O,), probability=True, what="a row over observations")
+            row = self.data(st, data, lines, (O,), probability=True, what="a row over observations")
+            rows, cols = self.rows_of(a, s2, S, self.A), np.flatnonzero((row != 0) | np.signbit(row))
+            self.room(st.line, rows.size * cols.size)
+            log.clear(rows)
+            log.cells(rows[:, None], cols[None, :], row[cols][None, :])
             self.o_line[a, s2] = st.line
         else:
-            what = f"a {S}x{O} matrix, end state by observation"
-            self.observation[a, :, :] = self.data(st, data, lines, (S, O), probability=True, identity_ok=True, what=what)
+            i, j, values = self.matrix(st, data, lines, (S, O), f"a {S}x{O} matrix, end state by observation")
+            actions = _ids(a, self.A)
+            self.room(st.line, len(i) * len(actions))
+            log.clear(self.rows_of(a, slice(None), S, self.A))
+            log.cells(actions[None, :] * S + i[:, None], j[:, None], values[:, None])
             self.o_line[a, :] = st.line
 
     def reward_entry(self, st: _Statement) -> None:
-        S, O = self.S, self.O
+        S, A, O = self.S, self.A, self.O
         (a, s, *rest), data, lines = self.split(st, ("action", "state", "state", "observation"), 2)
-        a = a if isinstance(a, slice) else slice(a, a + 1)
-        s = s if isinstance(s, slice) else slice(s, s + 1)
         sign = -1.0 if self.cost else 1.0
         everything = slice(None)
-        # The reward grows an end-state or observation axis only when an entry depends on it.
-        self.grow_reward(st.line, end_state=len(rest) < 2 or rest[0] != everything, observation=len(rest) < 2 or rest[1] != everything)
+        # The reward has an end-state or observation axis only when an entry depends on it.
+        self.reward_axes[0] |= len(rest) < 2 or rest[0] != everything
+        self.reward_axes[1] |= len(rest) < 2 or rest[1] != everything
+        log = self.r
+        log.statement()
+        rows = self.rows_of(s, a, A, S)
+
+        def pattern(s2, o):  # the column of a pattern of cells, -1 standing for '*'
+            s2 = np.where(s2 < 0, -1, s2) if isinstance(s2, np.ndarray) else (-1 if isinstance(s2, slice) else s2)
+            o = np.where(o < 0, -1, o) if isinstance(o, np.ndarray) else (-1 if isinstance(o, slice) else o)
+            return (s2 + 1) * (O + 1) + o + 1
+
         if len(rest) == 2:
             s2, o = rest
-            self.reward[s, a, s2, o] = sign * self.data(st, data, lines, (1,), probability=False, entry=True)[0]
+            value = sign * self.data(st, data, lines, (1,), probability=False, entry=True)[0]
+            if s2 == everything and o == everything:
+                log.clear(rows, value)
+            elif len(rows) == 1:
+                log.cell(int(rows[0]), pattern(s2, o), value)
+            else:
+                self.room(st.line, len(rows))
+                log.cells(rows, pattern(s2, o), value)
         elif len(rest) == 1:
             (s2,) = rest
-            self.reward[s, a, s2, :] = sign * self.data(st, data, lines, (O,), probability=False, what="a row over observations")
+            row = sign * self.data(st, data, lines, (O,), probability=False, what="a row over observations")
+            self.room(st.line, len(rows) * O)
+            log.cells(rows[:, None], pattern(s2, np.arange(O))[None, :], row[None, :])
         else:
-            self.reward[s, a, :, :] = sign * self.data(st, data, lines, (S, O), probability=False, what=f"a {S}x{O} matrix, end state by observation")
+            matrix = sign * self.data(st, data, lines, (S, O), probability=False, what=f"a {S}x{O} matrix, end state by observation")
+            i, j = np.nonzero((matrix != 0) | np.signbit(matrix))
+            self.room(st.line, len(rows) * len(i))
+            log.clear(rows)
+            log.cells(rows[:, None], pattern(i, j)[None, :], matrix[i, j][None, :])
 
-    def grow_reward(self, line: int, *, end_state: bool, observation: bool) -> None:
-        """Give the reward table its end-state axis (size ``S``) and its observation axis (size ``O``) when
-        asked and not there yet; refuse when the tables would pass ``MAX_TABLE_BYTES``."""
-        shape = (self.S, self.A, self.S if end_state else self.reward.shape[2], self.O if observation else self.reward.shape[3])
-        if shape == self.reward.shape:
-            return
-        need = 8 * (self.S * self.A * self.S + self.A * self.S * self.O + self.S + int(np.prod(shape)))
-        if need > MAX_TABLE_BYTES:
-            axes = "end state and the observation" if shape[2:] == (self.S, self.O) else "end state" if end_state else "observation"
-            raise self.err(
-                line,
-                f"a reward that depends on the {axes} "
-                f"needs {need / 1024**3:.3g} GiB of dense tables with states={self.S}, actions={self.A}, observations={self.O}, "
-                f"over the limit of {MAX_TABLE_BYTES / 1024**3:g} GiB",
-            )
-        self.reward = np.broadcast_to(self.reward, shape).copy()
+    def reward_table(self, last_line: int) -> SparseTable:
+        """The reward's cells: each write's pattern (``*`` standing for every end state or observation along
+        the axes the reward has) spread over its cells, the last write of a cell winning."""
+        S, A, O = self.S, self.A, self.O
+        r, c, v, q = self.r.entries()
+        S2, O2 = (S if self.reward_axes[0] else 1), (O if self.reward_axes[1] else 1)
+        s2, o = c // (O + 1) - 1, c % (O + 1) - 1
+        width_o = np.where(o < 0, O2, 1)
+        counts = np.where(s2 < 0, S2, 1) * width_o
+        self.room(last_line, int(counts.sum()) - len(c))
+        e = np.repeat(np.arange(len(c)), counts)
+        k = np.arange(len(e)) - np.repeat(np.cumsum(counts) - counts, counts)
+        cell_s2 = np.where(s2[e] < 0, k // width_o[e], s2[e])
+        cell_o = np.where(o[e] < 0, k % width_o[e], o[e])
+        return self.r.table((S, A, S2, O2), 2, (r[e], cell_s2 * O2 + cell_o, v[e], q[e]), fill=True)
 
     # -- the end ----------------------------------------------------------
 
-    def check_rows(self, last_line: int) -> None:
-        """Every row of T and O sums to 1 within ROW_TOLERANCE; renormalise those off by more than 1e-9."""
+    def tables(self, last_line: int) -> dict:
+        """The world's tables: dense arrays for a small world (:data:`DENSE_NUMBERS`), :class:`SparseTable` s
+        otherwise.  Every row of T and O sums to 1 within ROW_TOLERANCE; those off by more than 1e-9 are
+        divided by their sum."""
         S, A, O = self.S, self.A, self.O
-        self.transition = self._rows(self.transition.reshape(S * A, S), self.t_line.reshape(-1), last_line, "T").reshape(S, A, S)
-        self.observation = self._rows(self.observation.reshape(A * S, O), self.o_line.reshape(-1), last_line, "O").reshape(A, S, O)
+        transition, observation = self.t.table((S, A, S), 1), self.o.table((A, S, O), 1)
+        reward = self.reward_table(last_line)
+        dense = S * A * S + A * S * O + math.prod(reward.shape) <= DENSE_NUMBERS
+        out = {}
+        for name, table, row_lines, letter in (("transition", transition, self.t_line, "T"), ("observation", observation, self.o_line, "O")):
+            sums = table.row_sums()
+            self.check_sums(sums, row_lines.reshape(-1), last_line, letter)
+            fix = np.abs(sums - 1.0) > _KEEP_TOLERANCE
+            if dense:
+                rows = table.dense().reshape(table.num_rows, -1)
+                sums = rows.sum(axis=1)  # as a dense row always summed: the same numbers as ever
+                fix = np.abs(sums - 1.0) > _KEEP_TOLERANCE
+                rows[fix] /= sums[fix, None]
+                out[name] = rows.reshape(table.shape)
+            elif fix.any():
+                on = fix[table.row_of]
+                data = table.data.copy()
+                data[on] /= sums[table.row_of[on]]
+                out[name] = attrs.evolve(table, data=data)
+            else:
+                out[name] = table
+        out["reward"] = reward.dense() if dense else reward
+        return out
 
-    def _rows(self, rows: np.ndarray, row_lines: np.ndarray, last_line: int, letter: str) -> np.ndarray:
-        sums = rows.sum(axis=1)
-        off = np.abs(sums - 1.0)
-        bad = np.flatnonzero(off > ROW_TOLERANCE)
+    def check_sums(self, sums: np.ndarray, row_lines: np.ndarray, last_line: int, letter: str) -> None:
+        bad = np.flatnonzero(np.abs(sums - 1.0) > ROW_TOLERANCE)
         if bad.size:
             i = int(bad[0])
             if letter == "T":
@@ -450,11 +615,6 @@ class _Reader:
             if line == 0:
                 raise self.err(last_line, f"{where} was never given (it sums to 0), expected probabilities summing to 1")
             raise self.err(line, f"{where} sums to {float(sums[i])!r}, expected 1 (within {ROW_TOLERANCE:g})")
-        fix = off > _KEEP_TOLERANCE
-        if fix.any():
-            rows = rows.copy()
-            rows[fix] /= sums[fix, None]
-        return rows
 
     def label(self, kind: str, i: int) -> str:
         names = self.names[_KIND_WORD[kind]]
@@ -498,13 +658,11 @@ def parse_pomdp(text: str, *, source: str = "<string>", require_discount: bool =
         reader.allocate(last_line)
     if not (reader.t_line > 0).any() and not (reader.o_line > 0).any():
         raise reader.err(last_line, "expected T: and O: entries, the file has none")
-    reader.check_rows(last_line)
+    tables = reader.tables(last_line)
     names = reader.names
     try:
         return POMDP(
-            transition=reader.transition,
-            observation=reader.observation,
-            reward=reader.reward,
+            **tables,
             initial=reader.initial,
             state_labels=names["states"],
             action_labels=names["actions"],
@@ -594,20 +752,45 @@ def format_pomdp(world: POMDP | Task) -> str:
     out.append("observations: " + (" ".join(obs_names) if obs_names else str(O)))
     out.append("start: " + " ".join(_fmt(x) for x in world.initial))
     out.append("")
-    # T and O: one row per (action, state); a sparse row as entries.
+    # T and O: one row per (action, state); a sparse row as entries.  A world stored sparse is read by rows
+    # of its tables, never as dense arrays.
+    if world.is_sparse:
+        t_row, o_row = (lambda s, a: world.transition_table.row(s * A + a)), (lambda a, s2: world.observation_table.row(a * S + s2))
+    else:
+        t_row, o_row = (lambda s, a: world.transition[s, a]), (lambda a, s2: world.observation[a, s2])
     for a in range(A):
         for s in range(S):
-            out.extend(_row_lines(f"T: {a_[a]} : {s_[s]}", world.transition[s, a], s_))
+            out.extend(_row_lines(f"T: {a_[a]} : {s_[s]}", t_row(s, a), s_))
     out.append("")
     for a in range(A):
         for s2 in range(S):
-            out.extend(_row_lines(f"O: {a_[a]} : {s_[s2]}", world.observation[a, s2], o_))
+            out.extend(_row_lines(f"O: {a_[a]} : {s_[s2]}", o_row(a, s2), o_))
     out.append("")
+    reward = world.reward_table
     for a in range(A):
         for s in range(S):
-            out.extend(_reward_lines(f"R: {a_[a]} : {s_[s]}", world.reward[s, a], s_, o_))
+            head = f"R: {a_[a]} : {s_[s]}"
+            if isinstance(reward, SparseTable):
+                out.extend(_sparse_reward_lines(head, reward, s * A + a, s_, o_))
+            else:
+                out.extend(_reward_lines(head, world.reward[s, a], s_, o_))
     out.append("")
     return "\n".join(out)
+
+
+def _sparse_reward_lines(head: str, reward: SparseTable, row: int, s_, o_) -> list[str]:
+    """Lines for one row ``(s, a)`` of a reward stored sparse: its fill as a ``* : *`` wildcard, then its entries
+    (``s2 : o``, ``s2 : *`` or ``* : o`` by the axes the reward has)."""
+    fill = float(reward.fill[row]) if reward.fill is not None else 0.0
+    lines = [f"{head} : * : * {_fmt(fill)}"] if fill != 0 or np.signbit(fill) else []
+    S2, O2 = reward.shape[2], reward.shape[3]
+    lo, hi = reward.indptr[row], reward.indptr[row + 1]
+    for col, value in zip(reward.indices[lo:hi], reward.data[lo:hi], strict=True):
+        s2, o = divmod(int(col), O2)
+        end = s_[s2] if S2 > 1 else "*"
+        seen = o_[o] if O2 > 1 else "*"
+        lines.append(f"{head} : {end} : {seen} {_fmt(value)}")
+    return lines
 
 
 def _reward_lines(head: str, block: np.ndarray, s_, o_) -> list[str]:

@@ -92,7 +92,8 @@ def test_auto_picks_the_large_engine_for_a_large_chain(monkeypatch):
 @pytest.mark.parametrize("arch", [fsc.RAM(3), fsc.Chain(2), fsc.Memento(2), fsc.Column(3, arms=3)], ids=ids)
 def test_sizes_count_the_chains_exactly(arch):
     """The joint chain's nonzeros as counted from the world's tables are those the chain stores; the entries
-    of the chain after each choice bound its pattern within a factor 2 (its diagonal is counted apart)."""
+    of the chain after each choice bound its pattern within a factor 2 (its diagonal is counted apart); the
+    step G and the map to the entries of B hold at most the entries counted for them."""
     world = (padded_world() if arch.arms == 2 else tasks.TwoHypothesis(0.2, arms=3).pomdp)
     sizes = est.world_sizes(world, arch)
     chain = fsc.joint_chain(world, arch)
@@ -100,6 +101,8 @@ def test_sizes_count_the_chains_exactly(arch):
     assert (sizes.parts, sizes.states_per_part, sizes.nodes) == (chain.num_parts, chain.states_per_part, arch.num_nodes)
     large = large_chain(world, arch)
     assert large.nnz <= sizes.large_nonzeros <= 2 * large.nnz
+    G, GT = large.steps[0]
+    assert G.nnz == GT.nnz <= sizes.step_nonzeros and (large.value_maps[0] is None or large.value_maps[0].nnz <= sizes.step_nonzeros)
 
 
 def test_an_engine_that_does_not_fit_is_refused_in_one_line(monkeypatch):
@@ -209,3 +212,59 @@ def test_gmres_on_an_incomplete_lu_agrees_with_the_complete_lu(arch):
     g = np.random.default_rng(0).normal(size=p.shape)
     np.testing.assert_allclose(krylov.solve_adjoint(g), lu.solve_adjoint(g), rtol=0, atol=1e-10)
     assert krylov.residual(q) < 1e-12
+
+
+@pytest.mark.parametrize("world", [tasks.CheeseMaze(), tasks.Grid4x3()], ids=lambda w: type(w).__name__)
+def test_the_entries_of_b_by_one_product_are_those_of_the_blocks(world):
+    """For RAM every class can follow every class, and ``B``'s entries come from one product with the policy
+    (``value_maps``) in the order of its data: the same numbers as the blocks' entries placed by their slots."""
+    pomdp = world.pomdp
+    arch = fsc.RAM(3, arms=pomdp.num_actions, observations=pomdp.num_observations)
+    chain = large_chain(pomdp, arch)
+    assert chain.value_maps[0] is not None
+    W = chain.class_weights(fsc.Policy.random(arch, 5).probs().detach().numpy())
+    _, _, slot, _, nnz = chain.pattern[0]
+    placed = np.zeros(nnz)
+    np.add.at(placed, slot, np.concatenate([chain.block_values(b, W) for b in chain.blocks]))
+    np.testing.assert_allclose(chain.entries(0, W), placed, rtol=0, atol=1e-15)
+    assert large_chain(pomdp, fsc.Memento(2, arms=pomdp.num_actions, observations=pomdp.num_observations)).value_maps[0] is None
+
+
+@pytest.mark.parametrize("arch", [fsc.RAM(2), fsc.Chain(3)], ids=ids)
+def test_a_world_stored_sparse_evaluates_as_the_same_world_dense(arch):
+    """The large engine on a world holding SparseTable s (as a large .POMDP file is read) against the dense
+    engine on the same world held in dense arrays."""
+    from fsc.model.pomdp import SparseTable
+
+    world = padded_world()
+    reward = np.array(world.reward)  # every (s, a, s2, o): the reward table's widest form
+    dense = fsc.POMDP(transition=world.transition, observation=world.observation, reward=reward, initial=world.initial)
+    sparse = fsc.POMDP(
+        transition=SparseTable.from_dense(world.transition),
+        observation=SparseTable.from_dense(world.observation),
+        reward=SparseTable.from_dense(reward, columns=2),
+        initial=world.initial,
+    )
+    assert sparse.is_sparse and not dense.is_sparse
+    policy = fsc.Policy.random(arch, 4)
+    ref, ref_grad, ref_init = _value_and_gradient(dense, policy, 0.05, "dense")
+    got, grad, init = _value_and_gradient(sparse, policy, 0.05, "large")
+    assert abs(float(got.gain.detach()) - float(ref.gain.detach())) < 1e-10
+    torch.testing.assert_close(grad, ref_grad, rtol=0, atol=1e-10)
+    torch.testing.assert_close(init, ref_init, rtol=0, atol=1e-10)
+
+
+def test_later_factorisations_reuse_the_first_ordering_and_agree():
+    """The first factorisation finds B's ordering (COLAMD) and keeps it on the chain; later ones factor the
+    permuted B in that order: the same fill, and the same numbers as the dense engine."""
+    world = tasks.CheeseMaze().pomdp
+    arch = fsc.RAM(3, arms=world.num_actions, observations=world.num_observations)
+    chain = large_chain(world, arch)
+    chain.orderings.clear()
+    first = fsc.evaluate(world, fsc.Policy.random(arch, 1), engine="large")
+    assert len(chain.orderings) == 1
+    for seed in (2, 3):
+        policy = fsc.Policy.random(arch, seed)
+        _assert_agree(world, arch, 1 - world.discount, seed=seed)
+        again = fsc.evaluate(world, policy, engine="large")
+        assert again.info["fill"] == first.info["fill"] and again.residual < 1e-12

@@ -18,6 +18,7 @@ import pytest
 
 import fsc
 import tasks
+from fsc.bounds import mdp_bound
 from fsc.cli import main
 from fsc.io.pomdp_file import MAX_TABLE_BYTES, ROW_TOLERANCE, format_pomdp, parse_pomdp
 
@@ -392,22 +393,84 @@ def test_missing_discount_where_required(tmp_path):
     assert fsc.read_pomdp(path).discount is None
 
 
-def test_the_size_limit_counts_the_reward_table_as_it_grows():
-    # 100 states, 100 actions, 300 observations: a reward of every (s, a, s2, o) is 3e8 floats = 2.2 GiB, one of
-    # (s, a) 80 KB. The file is read while its rewards need no more; the entry that would grow them is refused.
+def test_a_large_world_keeps_its_entries_and_refuses_what_is_dense():
+    # 100 states, 100 actions, 300 observations: a dense reward of every (s, a, s2, o) would be 3e8 floats
+    # (2.2 GiB), the dense observation table 3e6. The file is read into sparse tables of its entries.
     head = "states: 100\nactions: 100\nobservations: 300\nT: *\nidentity\nO: *\nuniform\nR: 3 : * : * : * 2.5\n"
     world = parse_pomdp(head, source="x")
-    assert world.reward.strides[2:] == (0, 0) and world.reward[0, 3, 7, 9] == 2.5
-    with pytest.raises(ValueError, match=r"^x:9: a reward that depends on the end state and the observation needs 2.2\d* GiB"):
-        parse_pomdp(head + "R: * : * : 4 : 5 1\n", source="x")
-    # One that depends on the end state alone grows that axis alone.
-    world = parse_pomdp(head + "R: * : * : 4 : * 1\n", source="x")
-    assert world.reward.shape == (100, 100, 100, 300) and world.reward.strides[3] == 0
-    assert world.reward[0, 0, 4, 299] == 1 and world.reward[0, 3, 5, 0] == 2.5
-    # The transition table is counted up front.
-    with pytest.raises(ValueError, match=r"^x:4: states=20000, actions=1000, observations=1 need .* GiB"):
-        parse_pomdp("states: 20000\nactions: 1000\nobservations: 1\nT: *\nidentity\n", source="x")
+    assert world.is_sparse and world.reward_table.shape == (100, 100, 1, 1) and world.reward_table.nnz == 0
+    assert world.transition_table.nnz == 100 * 100 and world.observation_table.nnz == 100 * 100 * 300
+    # An entry of one end state and one observation makes one cell per (state, action), not a dense table.
+    world = parse_pomdp(head + "R: * : * : 4 : 5 1\n", source="x")
+    table = world.reward_table
+    assert table.shape == (100, 100, 100, 300) and table.nnz == 100 * 100
+    # By hand: action 3 pays 2.5 everywhere; from state 4 (T is the identity) observation 5 comes with
+    # probability 1/300 and then pays 1 instead.
+    expected = np.zeros((100, 100))
+    expected[:, 3] = 2.5
+    expected[4] += (1 - expected[4]) / 300
+    np.testing.assert_allclose(world.expected_step(table), expected, rtol=0, atol=1e-15)
+    # A dense entry still costs what it is: a uniform 20000 x 20000 transition matrix is refused on its line.
+    with pytest.raises(ValueError, match=r"^x:4: with states=20000, actions=10, observations=1 the tables reach 400,000,000 entries"):
+        parse_pomdp("states: 20000\nactions: 10\nobservations: 1\nT: *\nuniform\n", source="x")
+    # So does a reward given for every cell, 100 * 100 rows of 100 * 300 cells: refused once its '*' is spread
+    # over the axes the reward has, at the end of the file.
+    with pytest.raises(ValueError, match=r"^x:10: with states=100, actions=100, observations=300 the tables reach 303,010,000 entries"):
+        parse_pomdp(head + "R: * : * : *\n" + "1 " * 300 + "\n", source="x")
+    # And sizes whose rows alone do not fit, before anything is read.
+    with pytest.raises(ValueError, match=r"^x:4: states=200000000, actions=1000, observations=1 need .* GiB"):
+        parse_pomdp("states: 200000000\nactions: 1000\nobservations: 1\nT: *\nidentity\n", source="x")
     assert MAX_TABLE_BYTES == 2 * 1024**3
+
+
+def _chain_file(S: int) -> str:
+    """A corridor of ``S`` states: 'right' moves one state right with probability 0.9 (else stays), 'left' one
+    left; the ends are seen, the middle is not; arriving in the last state pays 1 (a reward by end state); the
+    world starts three states from the end."""
+    lines = [f"discount: 0.95\nvalues: reward\nstates: {S}\nactions: right left\nobservations: first middle last\nstart: {S - 3}"]
+    for s in range(S):
+        up, down = min(s + 1, S - 1), max(s - 1, 0)
+        lines.append(f"T: right : {s} : {up} 0.9\nT: right : {s} : {s} 0.1" if up != s else f"T: right : {s} : {s} 1.0")
+        lines.append(f"T: left : {s} : {down} 0.9\nT: left : {s} : {s} 0.1" if down != s else f"T: left : {s} : {s} 1.0")
+    lines.append(f"O: * : * : middle 1.0\nO: * : 0\n1 0 0\nO: * : {S - 1}\n0 0 1")
+    lines.append(f"R: * : * : {S - 1} : * 1.0")
+    return "\n".join(lines) + "\n"
+
+
+def test_a_world_of_thousands_of_states_is_read_sparse_in_bounded_memory(tmp_path):
+    S = 5000
+    path = tmp_path / "corridor.POMDP"
+    path.write_text(_chain_file(S))
+    tracemalloc.start()
+    try:
+        world = fsc.read_pomdp(path)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    # Dense, the transitions alone are S * A * S floats (400 MB) and so is a reward by end state.
+    assert peak < 60 * 2**20, f"reading took {peak / 2**20:.0f} MB"
+    assert world.is_sparse and (world.num_states, world.num_actions, world.num_observations) == (S, 2, 3)
+    assert world.transition_table.nnz == 2 * (2 * S - 1) and world.observation_table.nnz == 2 * S
+    assert world.reward_table.shape == (S, 2, S, 1) and world.reward_table.nnz == 2 * S  # one cell per (s, a), as written
+    # By hand: the step pays P(arrive in S-1) = 0.9 moving right from S-2, 1 staying there, 0.1 moving left.
+    rbar = world.expected_step(world.reward_table)
+    expected = np.zeros((S, 2))
+    expected[S - 2, 0], expected[S - 1, 0], expected[S - 1, 1] = 0.9, 1.0, 0.1
+    np.testing.assert_array_equal(rbar, expected)
+    assert world.parts == (tuple(range(S)),)
+    # The MDP bound (sparse value iteration): always right, by hand V(S-1) = 1 / (1 - gamma),
+    # V(S-2) = (0.9 + 0.9 gamma V(S-1)) / (1 - 0.1 gamma) and V(S-3) = 0.9 gamma V(S-2) / (1 - 0.1 gamma).
+    gamma = 0.95
+    V = 1 / (1 - gamma)
+    V = (0.9 + 0.9 * gamma * V) / (1 - 0.1 * gamma)
+    V *= 0.9 * gamma / (1 - 0.1 * gamma)  # V(S-3)
+    assert mdp_bound(world, gamma) == pytest.approx(V, rel=1e-9, abs=1e-300)
+    # Written and read back: the same tables, still sparse.
+    back = parse_pomdp(format_pomdp(world))
+    assert back.is_sparse
+    for name in ("transition_table", "observation_table", "reward_table"):
+        got, want = getattr(back, name), getattr(world, name)
+        assert np.array_equal(got.indptr, want.indptr) and np.array_equal(got.indices, want.indices) and np.array_equal(got.data, want.data), name
 
 
 def test_unreadable_and_binary_files(tmp_path):
