@@ -155,8 +155,8 @@ def refusal() -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument(
-        "folder", type=Path, nargs="?", default=ROOT.parent / "shared" / "pomdp",
-        help="a folder of the classic .POMDP files (hallway, hallway2, fourth); default ../shared/pomdp beside the repository",
+        "folder", type=Path,
+        help="a folder of the classic .POMDP files (hallway, hallway2, fourth)",
     )  # fmt: skip
     parser.add_argument("--worlds", nargs="+", default=list(WORLDS))
     parser.add_argument("--memories", nargs="+", type=int, default=list(MEMORIES))

@@ -49,7 +49,6 @@ def _summary(spec: Path, out: Path) -> list[dict]:
         return [{k: v for k, v in row.items() if k != "seconds"} for row in csv.DictReader(f)]
 
 
-@pytest.mark.skipif(not Path("/proc/self/cmdline").exists(), reason="counts processes through /proc")
 @pytest.mark.slow
 @pytest.mark.parametrize("fraction", [0.0, 0.04, 0.1, 0.2, 0.35])
 def test_killed_driver_leaves_nothing_and_resumes_equal(tmp_path, fraction):
