@@ -175,7 +175,7 @@ def main() -> None:
     print(header)
     for name in args.worlds:
         for M in args.memories:
-            command = [sys.executable, __file__, "--one", str(args.folder / f"{name}.POMDP"), str(M), "--repeats", str(args.repeats)]
+            command = [sys.executable, __file__, str(args.folder), "--one", str(args.folder / f"{name}.POMDP"), str(M), "--repeats", str(args.repeats)]
             done = subprocess.run(command, capture_output=True, text=True)
             if done.returncode != 0:
                 last = (done.stderr.strip().splitlines() or ["?"])[-1]
