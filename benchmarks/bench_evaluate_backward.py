@@ -16,8 +16,9 @@ All in the same process, one torch thread, paper convention, mu = 0.1, r = 1e-3,
 
 The three alternate in each of ``--repeats`` rounds of ``--calls`` calls, so that the load of the machine
 falls on all alike; each figure is the best round, in microseconds per value and gradient.  Also printed:
-``after`` with a new ``fsc.Policy`` built each call, and the largest difference between the gradients of
-``after`` and of training (0 when they are the same bits); ``autograd floor``, what torch's autograd costs
+``after`` with a new ``fsc.Policy`` built each call; ``gradient=True``, ``fsc.evaluate(..., gradient=True)``
+(the gain's gradient as ``grad_logits`` and ``grad_init_logits``, outside autograd); and the largest
+difference between the gradients of ``after``, of ``gradient=True`` and of training (0 when they are the same bits); ``autograd floor``, what torch's autograd costs
 for a function of the two leaves with ``evaluate``'s three outputs that computes nothing (apply, then
 ``backward``); ``kernel``, the training path's compiled call alone; and ``least``, ``(kernel + floor) /
 training``: the ratio ``evaluate`` + ``backward`` would have if everything but the compiled call and autograd
@@ -163,6 +164,9 @@ def cases(world, memory: str) -> tuple[dict, float]:
         finally:
             MODULE._Evaluate = _Evaluate
 
+    def gradient():
+        return fsc.evaluate(world, start, reset=RESET, convention="paper", gradient=True).grad_logits
+
     def after_new_policy():
         policy = fsc.Policy(architecture=arch, logits=logits.clone().requires_grad_(True), init_logits=init_logits.clone().requires_grad_(True))
         fsc.evaluate(world, policy, reset=RESET, convention="paper").gain.backward()
@@ -178,8 +182,12 @@ def cases(world, memory: str) -> tuple[dict, float]:
 
     after()
     point = training()
-    difference = max(float((leaves.logits.grad - point.grad_logits).abs().max()), float((leaves.init_logits.grad - point.grad_init).abs().max()))
-    functions = {"training": training, "before": before, "previous": previous, "after": after, "after_new_policy": after_new_policy}
+    found = fsc.evaluate(world, start, reset=RESET, convention="paper", gradient=True)
+    difference = max(
+        float((leaves.logits.grad - point.grad_logits).abs().max()), float((leaves.init_logits.grad - point.grad_init).abs().max()),
+        float((found.grad_logits - point.grad_logits).abs().max()), float((found.grad_init_logits - point.grad_init).abs().max()),
+    )  # fmt: skip
+    functions = {"training": training, "before": before, "previous": previous, "after": after, "after_new_policy": after_new_policy, "gradient": gradient}
     return {**functions, "floor": autograd_floor, "kernel": kernel}, difference
 
 
@@ -192,7 +200,7 @@ def main() -> None:
     torch.set_num_threads(1)
     world = tasks.TwoHypothesis(0.1)
     print("microseconds per value and gradient; ratio: to training")
-    columns = ("training", "before", "ratio", "previous", "ratio", "after", "ratio", "after, new policy", "ratio", "autograd floor", "kernel",
+    columns = ("training", "before", "ratio", "previous", "ratio", "after", "ratio", "after, new policy", "ratio", "gradient=True", "ratio", "autograd floor", "kernel",
                "least", "max |dgrad|")  # fmt: skip
     print(f"{'memory':<10} " + " ".join(f"{name:>{max(8, len(name))}}" for name in columns))
     for memory in CASES:
@@ -204,7 +212,7 @@ def main() -> None:
             f"{train * 1e6:.0f}", f"{t['before'] * 1e6:.0f}", f"{t['before'] / train:.2f}", f"{t['previous'] * 1e6:.0f}",
             f"{t['previous'] / train:.2f}", f"{t['after'] * 1e6:.0f}",
             f"{t['after'] / train:.2f}", f"{t['after_new_policy'] * 1e6:.0f}", f"{t['after_new_policy'] / train:.2f}",
-            f"{t['floor'] * 1e6:.0f}", f"{t['kernel'] * 1e6:.0f}", f"{(t['kernel'] + t['floor']) / train:.2f}", f"{difference:.2e}",
+            f"{t['gradient'] * 1e6:.0f}", f"{t['gradient'] / train:.2f}", f"{t['floor'] * 1e6:.0f}", f"{t['kernel'] * 1e6:.0f}", f"{(t['kernel'] + t['floor']) / train:.2f}", f"{difference:.2e}",
         )  # fmt: skip
         print(f"{memory:<10} " + " ".join(f"{figure:>{max(8, len(name))}}" for figure, name in zip(figures, columns, strict=True)))
 

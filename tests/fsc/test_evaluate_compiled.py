@@ -104,3 +104,65 @@ def test_gradcheck_of_every_output_and_no_second_derivative(engine):
     (first,) = torch.autograd.grad(outputs(*inputs)[0], inputs[0], create_graph=True)
     with pytest.raises(RuntimeError, match="once_differentiable|does not require grad"):
         first.sum().backward()
+
+
+@pytest.mark.parametrize(("memory", "engine"), CASES)
+@pytest.mark.parametrize("convention", ["native", "paper"])
+def test_gradient_without_autograd_is_the_training_paths_to_the_bit(memory, engine, convention):
+    """``fsc.evaluate(..., gradient=True)``: the gain's gradient outside autograd, the training path's own bits;
+    nothing it returns carries a graph, even from leaves that require a gradient."""
+    world, arch, policy, _ = _setup(memory, engine, convention)
+    point = Objective(world=world, architecture=arch, reset=0.05, engine=engine, convention=convention)(policy.logits, policy.init_logits)
+    result = fsc.evaluate(world, policy.requires_grad_(), reset=0.05, engine=engine, convention=convention, gradient=True)
+    assert result.engine == engine and float(result.gain) == point.gain
+    assert torch.equal(result.grad_logits, point.grad_logits) and torch.equal(result.grad_init_logits, point.grad_init)
+    assert not any(t.requires_grad for t in (result.gain, result.distribution, *result.metrics.values()))
+
+
+@pytest.mark.parametrize("engine", ["accurate", "iterative", "large", "power", "sparse"])
+@pytest.mark.parametrize("memory", ["ram:2", "memento:2"])
+def test_gradient_without_autograd_on_every_other_engine_is_what_backward_gives(memory, engine):
+    """On the engines without a compiled pass, ``gradient=True`` runs the adjoint solve ``gain.backward()``
+    runs: the same bits (after a first call, which lays out what the large engine keeps from call to call)."""
+    world, arch = tasks.TwoHypothesis(0.2), fsc.parse_memory(memory)
+    policy = fsc.Policy.random(arch, 5)
+    fsc.evaluate(world, policy, reset=0.05, engine=engine)
+    leaves = policy.requires_grad_()
+    found = fsc.evaluate(world, policy, reset=0.05, engine=engine, gradient=True)
+    fsc.evaluate(world, leaves, reset=0.05, engine=engine).gain.backward()
+    assert found.engine == engine
+    assert torch.equal(found.grad_logits, leaves.logits.grad) and torch.equal(found.grad_init_logits, leaves.init_logits.grad)
+    plain = fsc.evaluate(world, policy, reset=0.05, engine=engine)
+    assert plain.grad_logits is None and plain.grad_init_logits is None
+
+
+def test_gradient_without_autograd_matches_central_differences():
+    """An independent check: central differences of the gain in every logit (step 1e-6) on RAM 2 and the task's
+    hand-sized chain, to 1e-8."""
+    world, arch = tasks.TwoHypothesis(0.3), fsc.parse_memory("ram:2")
+    policy = fsc.Policy.random(arch, 7)
+    found = fsc.evaluate(world, policy, reset=0.1, gradient=True)
+
+    def gain(logits, init_logits):
+        moved = fsc.Policy(architecture=arch, logits=logits, init_logits=init_logits)
+        return float(fsc.evaluate(world, moved, reset=0.1).gain)
+
+    h = 1e-6
+    for name, tensor, grad in (("logits", policy.logits, found.grad_logits), ("init", policy.init_logits, found.grad_init_logits)):
+        flat = tensor.reshape(-1)
+        for i in range(flat.numel()):
+            if not torch.isfinite(flat[i]):
+                assert grad.reshape(-1)[i] == 0
+                continue
+            up, down = tensor.clone(), tensor.clone()
+            up.reshape(-1)[i] += h
+            down.reshape(-1)[i] -= h
+            args_up = (up, policy.init_logits) if name == "logits" else (policy.logits, up)
+            args_down = (down, policy.init_logits) if name == "logits" else (policy.logits, down)
+            assert float(grad.reshape(-1)[i]) == pytest.approx((gain(*args_up) - gain(*args_down)) / (2 * h), abs=1e-8)
+
+
+def test_gradient_flag_must_be_a_bool():
+    world, arch = tasks.TwoHypothesis(0.2), fsc.parse_memory("ram:2")
+    with pytest.raises(TypeError, match="gradient must be True or False, got 'yes'"):
+        fsc.evaluate(world, fsc.Policy.uniform(arch), reset=0.05, gradient="yes")
