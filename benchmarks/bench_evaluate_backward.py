@@ -18,7 +18,8 @@ The three alternate in each of ``--repeats`` rounds of ``--calls`` calls, so tha
 falls on all alike; each figure is the best round, in microseconds per value and gradient.  Also printed:
 ``after`` with a new ``fsc.Policy`` built each call; ``gradient=True``, ``fsc.evaluate(..., gradient=True)``
 (the gain's gradient as ``grad_logits`` and ``grad_init_logits``, outside autograd); and the largest
-difference between the gradients of ``after``, of ``gradient=True`` and of training (0 when they are the same bits); ``autograd floor``, what torch's autograd costs
+difference between the gradients of ``after``, of ``gradient=True`` and of training (0 when they are the same
+bits); ``autograd floor``, what torch's autograd costs
 for a function of the two leaves with ``evaluate``'s three outputs that computes nothing (apply, then
 ``backward``); ``kernel``, the training path's compiled call alone; and ``least``, ``(kernel + floor) /
 training``: the ratio ``evaluate`` + ``backward`` would have if everything but the compiled call and autograd
@@ -200,8 +201,8 @@ def main() -> None:
     torch.set_num_threads(1)
     world = tasks.TwoHypothesis(0.1)
     print("microseconds per value and gradient; ratio: to training")
-    columns = ("training", "before", "ratio", "previous", "ratio", "after", "ratio", "after, new policy", "ratio", "gradient=True", "ratio", "autograd floor", "kernel",
-               "least", "max |dgrad|")  # fmt: skip
+    columns = ("training", "before", "ratio", "previous", "ratio", "after", "ratio", "after, new policy", "ratio", "gradient=True", "ratio",
+               "autograd floor", "kernel", "least", "max |dgrad|")  # fmt: skip
     print(f"{'memory':<10} " + " ".join(f"{name:>{max(8, len(name))}}" for name in columns))
     for memory in CASES:
         functions, difference = cases(world, memory)
@@ -212,7 +213,8 @@ def main() -> None:
             f"{train * 1e6:.0f}", f"{t['before'] * 1e6:.0f}", f"{t['before'] / train:.2f}", f"{t['previous'] * 1e6:.0f}",
             f"{t['previous'] / train:.2f}", f"{t['after'] * 1e6:.0f}",
             f"{t['after'] / train:.2f}", f"{t['after_new_policy'] * 1e6:.0f}", f"{t['after_new_policy'] / train:.2f}",
-            f"{t['gradient'] * 1e6:.0f}", f"{t['gradient'] / train:.2f}", f"{t['floor'] * 1e6:.0f}", f"{t['kernel'] * 1e6:.0f}", f"{(t['kernel'] + t['floor']) / train:.2f}", f"{difference:.2e}",
+            f"{t['gradient'] * 1e6:.0f}", f"{t['gradient'] / train:.2f}",
+            f"{t['floor'] * 1e6:.0f}", f"{t['kernel'] * 1e6:.0f}", f"{(t['kernel'] + t['floor']) / train:.2f}", f"{difference:.2e}",
         )  # fmt: skip
         print(f"{memory:<10} " + " ".join(f"{figure:>{max(8, len(name))}}" for figure, name in zip(figures, columns, strict=True)))
 
