@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import gzip
 import json
 import subprocess
 import sys
@@ -32,7 +33,8 @@ def test_ship_a_small_sweep(tmp_path, monkeypatch):
     for row in rows:
         result = json.loads((Path("sweep/runs") / row["run"] / "result.json").read_text())
         assert float(row["q"]) == result["q"] and int(row["steps"]) == result["steps"]
-    with open("shipped/trajectories.csv") as f:
+    assert not Path("shipped/trajectories.csv").exists()
+    with gzip.open("shipped/trajectories.csv.gz", "rt", newline="") as f:
         kept = list(csv.DictReader(f))
     for row in rows:
         full = read_trajectory(Path("sweep/runs") / row["run"])
