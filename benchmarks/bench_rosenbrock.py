@@ -17,7 +17,7 @@ With ``--shipped``, only the Rosenbrock integrator runs, to the t where the poin
 rule ended (``results/fig2`` and ``results/fig4``: the grids' own horizons, or earlier where that run stopped on
 ``max_steps`` or ``stalled``), and is compared with that run: its steps and seconds from ``summary.csv`` (measured
 in another process, at another time), the final q of both, and ``max |dq|`` at the Rosenbrock run's t within the
-span of the shipped curve (``trajectories.csv``, thinned to about 100 rows per decade of t, interpolated linearly).
+span of the shipped curve (``trajectories.csv.gz``, thinned to about 100 rows per decade of t, interpolated linearly).
 
 Usage: ``.venv/bin/python benchmarks/bench_rosenbrock.py [--until-t 1e6] [--tolerance 1e-5] [--refined] [--reference] [--shipped] [--only NAME]``
 """
@@ -25,7 +25,7 @@ Usage: ``.venv/bin/python benchmarks/bench_rosenbrock.py [--until-t 1e6] [--tole
 from __future__ import annotations
 
 import argparse
-import csv
+import functools
 import math
 import sys
 import time
@@ -121,13 +121,21 @@ def distance(t: np.ndarray, q: np.ndarray, exact) -> float:
     return max(abs(q[i] - exact(t[i])) for i in pick)
 
 
+@functools.cache
+def shipped_folder(figure: str) -> tuple[dict[str, dict], dict[str, tuple[np.ndarray, np.ndarray]]]:
+    """``results/figure``'s rows and curves (``summary.csv``, ``trajectories.csv.gz``), read once."""
+    from fsc.report.results import read_shipped
+
+    return read_shipped(ROOT / "results" / figure)
+
+
 def shipped(mu: float, memory: str, init: str, seed: int, reset: float) -> tuple[dict, np.ndarray, np.ndarray]:
     """The shipped run of the published rule at this point: its ``summary.csv`` row and its curve ``(t, q)``."""
     for figure in ("fig4", "fig2"):
-        for row in csv.DictReader((ROOT / "results" / figure / "summary.csv").open()):
+        rows, curves = shipped_folder(figure)
+        for row in rows.values():
             if (float(row["mu"]), row["memory"], row["init"], int(row["seed"]), float(row["reset"])) == (mu, memory, init, seed, reset):
-                rows = csv.DictReader((ROOT / "results" / figure / "trajectories.csv").open())
-                t, q = np.array([(float(r["t"]), float(r["q"])) for r in rows if r["run"] == row["run"]]).T
+                t, q = curves[row["run"]]
                 return row, t, q
     raise SystemExit(f"no shipped run at mu={mu} memory={memory} init={init} seed={seed} reset={reset}")
 

@@ -1,7 +1,8 @@
 """Files written whole or not at all (a reader never sees a half-written file), and read within limits.
 
 Writing: :func:`atomic_write` writes a temporary sibling ``.NAME.<8 random characters>.tmp`` and renames it into place;
-:func:`remove_stale_temporaries` removes those a killed writer left behind. JSON is strict
+:func:`remove_stale_temporaries` removes those a killed writer left behind. :func:`write_gzip_text` writes
+gzip-compressed text whose bytes depend on the text alone (no time or file name in the gzip header). JSON is strict
 (:func:`strict_json`: a number that is not finite is written ``null``).
 
 Reading: :func:`read_limited` and :class:`NpzArchive` open only regular files (a FIFO, a device, a directory
@@ -11,6 +12,7 @@ the limit, and (``.npz``) check every array's declared shape and type before all
 
 from __future__ import annotations
 
+import gzip
 import json
 import math
 import os
@@ -25,8 +27,8 @@ from pathlib import Path
 from fsc.errors import InputError, quoted
 
 __all__ = [
-    "UMASK", "NpzArchive", "atomic_write", "check_regular_file", "read_limited", "remove_stale_temporaries", "strict_json", "temporary_target",
-    "write_rows", "write_text",
+    "GZIP_LEVEL", "UMASK", "NpzArchive", "atomic_write", "check_regular_file", "read_limited", "remove_stale_temporaries", "strict_json", "temporary_target",
+    "write_gzip_text", "write_rows", "write_text",
 ]  # fmt: skip
 
 
@@ -92,6 +94,22 @@ def _keep_as(path: Path, previous: Path) -> None:
 def write_text(path: str | os.PathLike, text: str) -> None:
     """``text`` (UTF-8) in ``path``, atomically (:func:`atomic_write`)."""
     atomic_write(path, lambda f: f.write(text.encode()))
+
+
+#: The gzip compression level of :func:`write_gzip_text`: fixed, so that the same text gives the same bytes.
+GZIP_LEVEL = 9
+
+
+def write_gzip_text(path: str | os.PathLike, text: str) -> None:
+    """``text`` (UTF-8) gzip-compressed in ``path``, atomically (:func:`atomic_write`), with deterministic bytes:
+    the header's modification time is 0 and it names no file, and the level is :data:`GZIP_LEVEL`, so writing
+    the same text again gives a byte-identical file. ``gzip -dc PATH`` gives the text back."""
+
+    def write(f) -> None:
+        with gzip.GzipFile(filename="", mode="wb", fileobj=f, mtime=0, compresslevel=GZIP_LEVEL) as compressed:
+            compressed.write(text.encode())
+
+    atomic_write(path, write)
 
 
 def write_rows(path: str | os.PathLike, rows: list[dict], fields: list[str] | None = None) -> Path:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import csv
+import gzip
+import io
 import json
 import subprocess
 import sys
@@ -32,7 +34,8 @@ def test_ship_a_small_sweep(tmp_path, monkeypatch):
     for row in rows:
         result = json.loads((Path("sweep/runs") / row["run"] / "result.json").read_text())
         assert float(row["q"]) == result["q"] and int(row["steps"]) == result["steps"]
-    with open("shipped/trajectories.csv") as f:
+    assert not Path("shipped/trajectories.csv").exists()
+    with gzip.open("shipped/trajectories.csv.gz", "rt", newline="") as f:
         kept = list(csv.DictReader(f))
     for row in rows:
         full = read_trajectory(Path("sweep/runs") / row["run"])
@@ -132,6 +135,39 @@ def test_every_policy_file_under_results_follows_the_format_doc():
         assert not np.isnan(logits).any() and not np.isposinf(logits).any() and not np.isnan(init_logits).any(), path
         assert np.all(np.isneginf(logits[~arch.allowed])), path
         assert np.all(np.isneginf(init_logits[~arch.reset_mask])) and np.isfinite(init_logits[arch.reset_mask]).any(), path
+
+
+def test_the_shipped_trajectories_are_compressed_csv_of_every_run():
+    """results/fig2 and results/fig4 ship their curves as trajectories.csv.gz (docs/formats.md): gzip with no time
+    or file name in its header, decompressing to run,t,q with every run of summary.csv, in its order, and no
+    other; each curve starts at t = 0 and ends at or before its run's final t. Written again from the rows it
+    holds, it is the same file to the byte; no plain trajectories.csv is left beside it."""
+    from fsc.report.results import read_shipped, write_trajectories
+
+    for figure in ("fig2", "fig4"):
+        path = RESULTS / figure / "trajectories.csv.gz"
+        data = path.read_bytes()
+        assert data[:4] == b"\x1f\x8b\x08\x00" and data[4:8] == b"\0\0\0\0", path  # deflate, no file name, modification time 0
+        text = gzip.decompress(data).decode()
+        assert text.startswith("run,t,q\n") and text.endswith("\n"), path
+        with open(RESULTS / figure / "summary.csv", newline="") as f:
+            rows = {r["run"]: r for r in csv.DictReader(f)}
+        curves: dict[str, list] = {}
+        for row in csv.DictReader(io.StringIO(text)):
+            curves.setdefault(row["run"], []).append((float(row["t"]), float(row["q"])))
+        assert list(curves) == list(rows) and len(rows) == {"fig2": 210, "fig4": 284}[figure], path
+        for run, curve in curves.items():
+            t, q = np.array(curve).T
+            assert t[0] == 0 and np.all(np.diff(t) >= 0) and t[-1] <= float(rows[run]["t"]) and np.all((q > 0) & (q < 1)), run
+        _, read = read_shipped(RESULTS / figure)
+        assert write_trajectories(Path(tempfile.mkdtemp()), read).read_bytes() == data, path
+    assert not list(RESULTS.rglob("trajectories.csv"))
+
+
+def test_results_stay_under_20_mb():
+    """Everything shipped in results/ (the files' sizes, as git stores them) stays under 20 MB."""
+    size = sum(p.stat().st_size for p in RESULTS.rglob("*") if p.is_file())
+    assert 10_000_000 < size < 20_000_000, size
 
 
 def _shipped_policies() -> list[tuple[Path, float, float, str, float]]:

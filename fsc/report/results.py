@@ -7,8 +7,11 @@ A shipped sweep is a folder of small files made from sweep directories (nothing 
   ``stalled``, ``max_seconds``), the final ``q``, ``t``, ``steps``, the run's
   ``seconds`` (its wall time over every session; one thread, so also its CPU time) and ``commit`` (the
   project's commit that made or last resumed it);
-- ``trajectories.csv``: ``run,t,q``, each run's q(t) down-sampled to at most ``points`` log-spaced times
-  (first and last row kept);
+- ``trajectories.csv.gz``: ``run,t,q``, each run's q(t) down-sampled to at most ``points`` log-spaced times
+  (first and last row kept), gzip-compressed with deterministic bytes (:func:`fsc.files.write_gzip_text`: the
+  same rows give the same file); ``gzip -dc`` or ``pandas.read_csv`` reads it. A folder shipped before holds a
+  plain ``trajectories.csv`` instead, which is read the same way (:func:`trajectories_file`) and replaced by
+  the ``.csv.gz`` at the next shipping;
 - ``groups.csv``: per group of seeds (the spec's arguments but the seed, the stop, the convention and how
   rows are stored), the finished runs and the median, quartiles, minimum and maximum of their final q;
 - ``figure.png``: Figure 4's panels (q against t, seeds faint, medians bold, reference lines dashed), or for
@@ -28,11 +31,13 @@ it in: ``fsc report --full``.
 from __future__ import annotations
 
 import csv
+import gzip
 import io
 import json
 import math
 import os
 import platform
+import zlib
 from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -40,20 +45,23 @@ from pathlib import Path
 import attrs
 import numpy as np
 
-from fsc.errors import InputError
-from fsc.files import atomic_write, write_text
+from fsc.errors import InputError, quoted
+from fsc.files import atomic_write, write_gzip_text, write_text
 from fsc.provenance import source_commit
 from fsc.report import page
 from fsc.sweep.spec import NOT_NAMING, STOP_ARGUMENTS, Point, Sweep, cap_not_reached, load_spec
 
 __all__ = [
     "FIGURE4_PANELS", "FULL_SIZE", "SPECS", "complete", "draw_figure", "lacking", "log_spaced", "policy_file", "read_shipped", "ship",
-    "write_claims", "write_policy",
+    "trajectories_file", "write_claims", "write_policy", "write_trajectories",
 ]  # fmt: skip
 
 #: The published set-ups, one sweep spec each, and the folder of ``results/`` each is shipped to.
 SPECS = page.SHIPPED.parent / "examples" / "sweeps"
 FULL_SIZE = ("fig4", "fig2")
+
+#: The curves of a shipped folder, and the plain CSV that folders shipped before hold instead (read, never written).
+TRAJECTORIES, PLAIN_TRAJECTORIES = "trajectories.csv.gz", "trajectories.csv"
 
 _RUN_FIELDS = ("status", "stop", "q", "t", "steps", "seconds", "commit")
 
@@ -115,17 +123,55 @@ def read_shipped(folder: str | os.PathLike) -> tuple[dict[str, dict], dict[str, 
     if (folder / "summary.csv").is_file():
         with open(folder / "summary.csv", newline="") as f:
             rows = {row["run"]: row for row in csv.DictReader(f)}
-    curves: dict[str, tuple[list, list]] = {}
-    if (folder / "trajectories.csv").is_file():
-        with open(folder / "trajectories.csv", newline="") as f:
-            for number, row in enumerate(csv.DictReader(f), 2):
-                t, q = curves.setdefault(row["run"], ([], []))
-                try:
-                    t.append(float(row["t"]))
-                    q.append(float(row["q"]))
-                except (TypeError, ValueError, KeyError):
-                    raise InputError(f"{str(folder / 'trajectories.csv')!r}, line {number}: expected run,t,q numbers, got {row!r}") from None
+    path = trajectories_file(folder)
+    curves = _read_curves(path) if path is not None else {}
     return rows, {name: (np.array(t), np.array(q)) for name, (t, q) in curves.items()}
+
+
+def trajectories_file(folder: str | os.PathLike) -> Path | None:
+    """The curves of the shipped ``folder``: its ``trajectories.csv.gz``, else the plain ``trajectories.csv`` of a
+    folder shipped before the compressed file; ``None`` when it has neither."""
+    for name in (TRAJECTORIES, PLAIN_TRAJECTORIES):
+        if (Path(folder) / name).is_file():
+            return Path(folder) / name
+    return None
+
+
+def _read_curves(path: Path) -> dict[str, tuple[list, list]]:
+    """Run name -> ``(t, q)`` lists of a ``run,t,q`` file, gzip-compressed (``.gz``) or plain; bad content is
+    an :class:`InputError` naming the file and the line."""
+    curves: dict[str, tuple[list, list]] = {}
+    reader = None
+    try:
+        with (gzip.open if path.suffix == ".gz" else open)(path, "rt", encoding="utf-8", newline="") as f:
+            reader = csv.reader(f)
+            header = next(reader, None)
+            if header != ["run", "t", "q"]:
+                raise InputError(f"{quoted(path)}, line 1: expected the header run,t,q, got {quoted(header)}")
+            for row in reader:
+                try:
+                    run, t, q = row
+                    t, q = float(t), float(q)
+                except ValueError:
+                    raise InputError(f"{quoted(path)}, line {reader.line_num}: expected run,t,q numbers, got {quoted(row)}") from None
+                ts, qs = curves.setdefault(run, ([], []))
+                ts.append(t)
+                qs.append(q)
+    except (OSError, EOFError, zlib.error, UnicodeDecodeError, csv.Error) as error:  # not gzip, cut short, not text
+        line = 1 if reader is None else reader.line_num + 1
+        raise InputError(f"{quoted(path)}, line {line}: cannot be read as {'gzip-compressed ' * (path.suffix == '.gz')}CSV text ({error})") from None
+    return curves
+
+
+def write_trajectories(folder: str | os.PathLike, curves: dict[str, tuple[np.ndarray, np.ndarray]]) -> Path:
+    """``curves`` (run name -> ``(t, q)``) as the shipped ``folder``'s ``trajectories.csv.gz``, atomically and
+    with deterministic bytes (the same curves give the same file); a plain ``trajectories.csv`` that the folder
+    held from before is removed once the compressed file is in place. Returns the file's path."""
+    path = Path(folder) / TRAJECTORIES
+    samples = [[name, repr(float(t)), repr(float(q))] for name, (ts, qs) in curves.items() for t, q in zip(ts, qs, strict=True)]
+    write_gzip_text(path, _csv([["run", "t", "q"], *samples]))
+    (Path(folder) / PLAIN_TRAJECTORIES).unlink(missing_ok=True)  # its curves are in the new file (read before shipping)
+    return path
 
 
 def _json(path: Path) -> dict:
@@ -246,8 +292,7 @@ def ship(
             write_policy(source, policy_file(out, name))
         elif source is False:
             policy_file(out, name).unlink(missing_ok=True)  # not (or no longer) a final policy of the spec
-    samples = [[name, repr(float(t)), repr(float(q))] for name, (ts, qs) in curves.items() for t, q in zip(ts, qs, strict=True)]
-    write_text(out / "trajectories.csv", _csv([["run", "t", "q"], *samples]))
+    write_trajectories(out, curves)
 
     group_keys = _group_keys(sweep)
     groups: dict[tuple, list[float]] = {}
@@ -348,7 +393,7 @@ def _write_claims(out: Path, claims: list[dict]) -> None:
 
 def draw_figure(sweep: Sweep, folder: str | os.PathLike) -> None:
     """Draw ``figure.png`` of the shipped ``folder`` of ``sweep`` again from its ``summary.csv`` and
-    ``trajectories.csv``; nothing else changes."""
+    ``trajectories.csv.gz``; nothing else changes."""
     shipped, curves = read_shipped(folder)
     rows = [shipped.get(p.name, {"status": "absent"}) for p in sweep.points]
     draw = _draw_figure2 if sweep.name == "fig2" else _draw_q_curves
@@ -357,7 +402,7 @@ def draw_figure(sweep: Sweep, folder: str | os.PathLike) -> None:
 
 def write_claims(sweep: Sweep, folder: str | os.PathLike) -> list[dict] | None:
     """Check the paper's claims again on the shipped ``folder`` of ``sweep`` (its ``summary.csv`` and
-    ``trajectories.csv``) and rewrite its ``claims.json`` and ``claims.md``; nothing else changes. Returns the
+    ``trajectories.csv.gz``) and rewrite its ``claims.json`` and ``claims.md``; nothing else changes. Returns the
     claims (None for a spec with no claims)."""
     shipped, curves = read_shipped(folder)
     missing = [p.name for p in sweep.points if p.name not in shipped]

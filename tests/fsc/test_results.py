@@ -289,3 +289,80 @@ def test_fsc_report_full_on_complete_results_changes_no_file(tmp_path, monkeypat
     assert after.keys() == before.keys() and all(after[p] == before[p] for p in before)
     assert json.loads((tmp_path / "results" / "tiny" / "provenance.json").read_text())["commands"] == ["by hand"]
     assert not (tmp_path / "sw").exists()  # nothing ran
+
+
+def test_the_same_curves_give_the_same_trajectories_bytes(tmp_path):
+    """trajectories.csv.gz depends on the curves alone: shipping the same runs again, into another folder, gives
+    the same bytes (no time or file name in the gzip header), and they decompress to the run,t,q text."""
+    import gzip
+
+    from fsc.report.results import write_trajectories
+
+    sweep = load_spec(_spec(tmp_path, TINY))
+    _run(sweep, range(4), tmp_path / "a")
+    ship(sweep, [tmp_path / "a"], tmp_path / "first", points=20)
+    ship(sweep, [tmp_path / "a"], tmp_path / "second, elsewhere", points=20)
+    first = (tmp_path / "first" / "trajectories.csv.gz").read_bytes()
+    assert (tmp_path / "second, elsewhere" / "trajectories.csv.gz").read_bytes() == first
+    assert not (tmp_path / "first" / "trajectories.csv").exists()
+    assert first[3] == 0 and first[4:8] == b"\0\0\0\0"  # no flags (no file name), modification time 0
+    _, curves = read_shipped(tmp_path / "first")
+    assert write_trajectories(tmp_path / "third", curves).read_bytes() == first  # the rows read back, written again
+    text = gzip.decompress(first).decode()
+    assert text.startswith("run,t,q\n") and len(text.splitlines()) == 1 + sum(len(t) for t, _ in curves.values())
+    for name, (t, q) in curves.items():
+        full = read_trajectory(tmp_path / "a" / "runs" / name)
+        assert t[0] == full["t"][0] and q[-1] == full["q"][-1] and 2 <= len(t) <= 20
+
+
+def test_a_folder_shipped_with_a_plain_trajectories_csv_still_reads(tmp_path):
+    """A results folder made before the compressed file holds trajectories.csv: it reads as before, the claims
+    and lacking points come from it, and the next shipping replaces it by the same trajectories.csv.gz."""
+    import gzip
+
+    from fsc.report.results import trajectories_file, write_claims
+
+    sweep = load_spec(_spec(tmp_path, {**TINY, "name": "fig4"}))
+    _run(sweep, [0, 1, 2], tmp_path / "a")
+    ship(sweep, [tmp_path / "a"], tmp_path / "shipped", points=20)
+    folder = tmp_path / "shipped"
+    compressed = (folder / "trajectories.csv.gz").read_bytes()
+    rows, curves = read_shipped(folder)
+    claims = write_claims(sweep, folder)
+    (folder / "trajectories.csv").write_bytes(gzip.decompress(compressed))
+    (folder / "trajectories.csv.gz").unlink()
+
+    assert trajectories_file(folder) == folder / "trajectories.csv"
+    rows_plain, curves_plain = read_shipped(folder)
+    assert rows_plain == rows and list(curves_plain) == list(curves) == [p.name for p in sweep.points[:3]]
+    assert all(np.array_equal(curves_plain[n][0], curves[n][0]) and np.array_equal(curves_plain[n][1], curves[n][1]) for n in curves)
+    assert write_claims(sweep, folder) == claims and lacking(sweep, folder) == [sweep.points[3]]
+
+    ship(sweep, [], folder, points=20)  # shipped again, nothing new: the same curves, now compressed
+    assert trajectories_file(folder) == folder / "trajectories.csv.gz" and not (folder / "trajectories.csv").exists()
+    assert (folder / "trajectories.csv.gz").read_bytes() == compressed
+
+
+def test_bad_trajectories_are_refused_naming_the_file_and_line(tmp_path):
+    import gzip
+
+    from fsc.errors import InputError
+
+    folder = tmp_path / "shipped"
+    folder.mkdir()
+    (folder / "trajectories.csv").write_text("run,t,q\nmemory=ram-2/seed=0,0.0,0.5\nmemory=ram-2/seed=0,1.0,half\n")
+    with pytest.raises(InputError, match=r"trajectories\.csv', line 3: expected run,t,q numbers, got \['memory=ram-2/seed=0', '1.0', 'half'\]"):
+        read_shipped(folder)
+    (folder / "trajectories.csv.gz").write_bytes(gzip.compress(b"run,t,q\nx,0.0,0.5\nx,1.0\n", mtime=0))  # read first
+    with pytest.raises(InputError, match=r"trajectories\.csv\.gz', line 3: expected run,t,q numbers, got \['x', '1.0'\]"):
+        read_shipped(folder)
+    (folder / "trajectories.csv.gz").write_bytes(gzip.compress(b"run,t\nx,0.0\n", mtime=0))
+    with pytest.raises(InputError, match=r"trajectories\.csv\.gz', line 1: expected the header run,t,q, got \['run', 't'\]"):
+        read_shipped(folder)
+    whole = gzip.compress(b"run,t,q\n" + b"x,1.0,0.5\n" * 10_000, mtime=0)
+    (folder / "trajectories.csv.gz").write_bytes(whole[: len(whole) // 2])  # cut short
+    with pytest.raises(InputError, match=r"trajectories\.csv\.gz', line \d+: cannot be read as gzip-compressed CSV text \(Compressed file ended"):
+        read_shipped(folder)
+    (folder / "trajectories.csv.gz").write_text("run,t,q\nx,1.0,0.5\n")  # not compressed
+    with pytest.raises(InputError, match=r"trajectories\.csv\.gz', line 1: cannot be read as gzip-compressed CSV text \(Not a gzipped file"):
+        read_shipped(folder)
