@@ -56,7 +56,7 @@ WITHOUT_TORCH = frozenset({"pomdp", "closed-form", "necklace", "export"})
 #: The commands that read a world and build a memory (where the sizes nobody can afford are refused,
 #: :mod:`fsc.limits`) before they import torch: each calls :func:`fsc.console.import_torch` itself once its
 #: world and memory are built.  Every other command imports torch first and makes float64 its default.
-TORCH_AFTER_INPUT = frozenset({"evaluate", "simulate", "draw", "solve"})
+TORCH_AFTER_INPUT = frozenset({"evaluate", "simulate", "draw", "train", "solve"})
 
 
 def load(target: str | Callable) -> Callable:
