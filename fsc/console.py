@@ -18,7 +18,7 @@ from fsc.errors import InputError, quoted
 from fsc.files import strict_json
 from fsc.limits import MAX_STEPS, bounded_int
 
-__all__ = ["MAX_LINE", "Parser", "UsageError", "emit", "number", "one_line", "positive_int", "run_command"]
+__all__ = ["MAX_LINE", "Parser", "UsageError", "emit", "import_torch", "number", "one_line", "positive_int", "run_command"]
 
 #: The longest error line a command prints (its messages quote at most about 80 characters of input,
 #: :func:`fsc.errors.quoted`; this is the net under them).
@@ -66,6 +66,18 @@ def run_command(prog: str, command: Callable[[], int]) -> int:
     except KeyboardInterrupt:
         print(f"{prog}: interrupted", file=sys.stderr)
         return 130
+
+
+def import_torch() -> None:
+    """Import torch and make float64 its default dtype, as every command that computes runs.
+
+    A command that reads a world and a memory calls this after them (:data:`fsc.cli.TORCH_AFTER_INPUT`): a file
+    declaring more than the machine can hold is refused before torch, numba and the engines take a second
+    to import.
+    """
+    import torch
+
+    torch.set_default_dtype(torch.float64)
 
 
 def one_line(text: str, limit: int = MAX_LINE) -> str:

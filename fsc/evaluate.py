@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import math
 import time
 from typing import ClassVar
 
@@ -17,11 +16,11 @@ from fsc.engines.estimate import check_sizes, plan_engine
 from fsc.engines.large import large_chain
 from fsc.engines.solve import BACKENDS, ZERO_RESET_ENGINES, choose_engine
 from fsc.engines.sparse import Backend, stationary_residual
-from fsc.errors import InputError, InputTypeError
+from fsc.errors import InputError
 from fsc.model.architecture import MemoryArchitecture
 from fsc.model.chain import joint_chain, require_after_choice
 from fsc.model.policy import Policy, check_policy
-from fsc.model.pomdp import POMDP, Task, as_pomdp, paper_read
+from fsc.model.pomdp import POMDP, Task, as_pomdp, paper_read, resolve_reset
 
 __all__ = ["CONVENTIONS", "Evaluation", "Evaluator", "Light", "Pass", "check_reset", "evaluate", "read_out", "resolve_reset"]
 
@@ -87,32 +86,6 @@ class Evaluation:
             "reset": self.reset,
             "seconds": self.seconds,
         }
-
-
-def resolve_reset(world: POMDP | Task, reset: object = None, discount: object = None, *, allow_zero: bool = True, default: float | None = None) -> float:
-    """The reset ``r`` from ``reset``, or ``discount`` (``r = 1 - discount``), or the world's discount, or ``default``.
-
-    ``reset`` and ``discount`` are two names for one parameter: give at most one.
-
-    Raises:
-        ValueError: both given; neither, and the world declares no discount; out of range.
-    """
-    if reset is not None and discount is not None:
-        raise InputError(f"give reset or discount, not both (reset={reset!r}, discount={discount!r}): reset = 1 - discount")
-    if discount is not None:
-        if isinstance(discount, bool) or not isinstance(discount, (int, float)):
-            raise InputTypeError(f"discount must be a number in [0, 1], got {discount!r}")
-        if not (math.isfinite(discount) and 0 <= discount <= 1):
-            raise InputError(f"discount must be in [0, 1], got {discount!r}")
-        return check_reset(1.0 - float(discount), allow_zero=allow_zero)
-    if reset is None:
-        declared = as_pomdp(world).discount
-        if declared is not None:
-            return 1.0 - declared
-        if default is None:
-            raise InputError("give reset= or discount=: the world declares no discount")
-        reset = default
-    return check_reset(reset, allow_zero=allow_zero)
 
 
 def read_out(world: object, convention: str, reset: float, gain, metrics: dict):

@@ -13,6 +13,7 @@ import attrs
 import numpy as np
 import torch
 
+from fsc.choices import TARGETS  # what the optimisers climb: the gain per step, or the return gain / r
 from fsc.engines import kernels
 from fsc.errors import InputError, InputTypeError
 from fsc.evaluate import Evaluator, read_out
@@ -21,9 +22,6 @@ from fsc.model.policy import Policy
 from fsc.model.pomdp import POMDP, Task
 
 __all__ = ["TARGETS", "FlowSettings", "Objective", "Point"]
-
-#: What the optimisers climb: the gain per step, or the discounted return ``gain / r``.
-TARGETS = ("gain", "return")
 
 
 class FlowSettings(Protocol):

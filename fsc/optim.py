@@ -37,6 +37,7 @@ import numpy as np
 import torch
 
 from fsc.checks import integer, nonnegative
+from fsc.choices import FLOW_MAX_DGRAD, ROSENBROCK_TOLERANCE
 from fsc.engines import kernels
 from fsc.errors import InputError, InputTypeError
 from fsc.evaluate import CONVENTIONS, check_reset
@@ -214,7 +215,7 @@ class GradientFlow(Optimizer):
 
     name: ClassVar[str] = "flow"
     most_steps: ClassVar[int] = MOST_STEPS
-    max_dgrad: float = attrs.field(default=1e-4)
+    max_dgrad: float = attrs.field(default=FLOW_MAX_DGRAD)
     dt: float = attrs.field(default=1.0)
     min_dt: float = attrs.field(default=1e-30)
 
@@ -439,7 +440,7 @@ class Rosenbrock(Optimizer):
     """
 
     name: ClassVar[str] = "rosenbrock"
-    tolerance: float = attrs.field(default=1e-5)
+    tolerance: float = attrs.field(default=ROSENBROCK_TOLERANCE)
     dt: float = attrs.field(default=1.0)
     krylov: int = attrs.field(default=12)
     refresh: int = attrs.field(default=10)
@@ -575,6 +576,7 @@ def _stiff_part(free: _Free, objective: Objective, y: np.ndarray, g: np.ndarray,
     return np.ascontiguousarray(ritz[keep]), np.ascontiguousarray(lanczos[:, :done] @ vectors[:, keep]), done
 
 
+#: The optimisers by name (their names, without torch: :data:`fsc.choices.OPTIMIZER_NAMES`).
 OPTIMIZERS: dict[str, type[Optimizer]] = {"flow": GradientFlow, "adam": Adam, "ascent": Ascent, "rosenbrock": Rosenbrock}
 
 

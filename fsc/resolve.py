@@ -11,15 +11,17 @@ from __future__ import annotations
 import hashlib
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
 from fsc.errors import InputError, InputTypeError
 from fsc.model.architecture import MemoryArchitecture
 from fsc.model.memory import parse_memory
-from fsc.model.policy import Policy
 from fsc.model.pomdp import POMDP, Task, as_pomdp
+
+if TYPE_CHECKING:  # torch: imported by resolve_policy, so that a world and a memory are resolved (and refused) without it
+    from fsc.model.policy import Policy
 
 __all__ = ["POLICY_FILE_SUFFIXES", "ResolvedWorld", "is_policy_file", "resolve_memory", "resolve_policy", "resolve_world"]
 
@@ -151,6 +153,8 @@ def resolve_policy(
         ValueError, TypeError: an unknown name; a missing or unreadable file; a policy for another
             architecture, or (``arch`` ``None``) for another world.
     """
+    from fsc.model.policy import Policy
+
     if isinstance(policy, Policy):
         built, source = policy, f"the {option}"
     elif is_policy_file(policy):

@@ -18,7 +18,8 @@ __all__ = export(
     __name__,
     {
         "policies.ccp": ("ccp", "ccp_probs"),
-        "policies.initial": ("INITIALISATIONS", "POLICY_NAMES", "initial_policy", "named_policy"),
+        "policies.initial": ("initial_policy", "named_policy"),
+        "policies.names": ("INITIALISATIONS", "POLICY_NAMES"),
         "policies.necklace": ("default_eps", "necklace_exits", "necklace_policy", "necklace_probs"),
         "policies.star": ("star_architecture", "star_eps_opt", "star_probs", "star_q"),
     },

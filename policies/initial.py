@@ -23,11 +23,10 @@ from fsc.model.memory import RAM, Chain, Column, Memento
 from fsc.model.policy import Policy
 
 from .ccp import _check_eps, ccp_probs
+from .names import INITIALISATIONS, POLICY_NAMES
 from .necklace import default_eps, necklace_probs
 
 __all__ = ["INITIALISATIONS", "NOISE", "POLICY_NAMES", "from_weights", "initial_policy", "named_policy", "paper_necklace_weights", "published_order"]
-
-INITIALISATIONS = ("random", "linear", "columns", "near-ccp", "near-star", "cycles", "near-necklace")
 
 #: Added to every probability before taking the log (the published code's 1e-4).
 NOISE = 1e-4
@@ -150,10 +149,6 @@ def paper_necklace_weights(arch: Memento, eps0: float, eps1: float) -> tuple[np.
     init = np.zeros(arch.num_nodes)
     init[0] = 1.0
     return weights, init
-
-
-#: Names accepted by :func:`named_policy`: ``--policy`` and ``fsc train --init`` on the command line.
-POLICY_NAMES = ("uniform", "ccp", "star", "necklace", *INITIALISATIONS)
 
 
 def named_policy(

@@ -5,7 +5,8 @@ of :func:`fsc.console.run_command` (2 for bad input, 1 for a failing machine, 13
 
 A command's module is imported only when that command runs (or shows its ``--help``), so ``fsc --help``
 and the commands that need no torch (``pomdp``, ``closed-form``, ``necklace``, ``export``) start at once
-(``benchmarks/bench_startup.py``).
+(``benchmarks/bench_startup.py``), and the commands on a world and a memory read both before torch is
+imported: a file declaring more than the machine can hold is refused at once.
 """
 
 from __future__ import annotations
@@ -15,9 +16,9 @@ import importlib
 import sys
 from collections.abc import Callable
 
-from fsc.console import Parser, run_command
+from fsc.console import Parser, import_torch, run_command
 
-__all__ = ["COMMANDS", "WITHOUT_TORCH", "main", "make_parser"]
+__all__ = ["COMMANDS", "TORCH_AFTER_INPUT", "WITHOUT_TORCH", "main", "make_parser"]
 
 #: name -> (run, add_options, help), in the order of ``fsc --help``.  ``run(args)`` runs the command and
 #: ``add_options(parser)`` declares its options; each is a function or ``"module:function"``, imported when
@@ -49,9 +50,13 @@ COMMANDS: dict[str, tuple[str | Callable[[argparse.Namespace], int], str | Calla
     "pomdp": ("fsc.cli.files:cmd_pomdp", "fsc.cli.files:pomdp_options", "check a .POMDP file: sizes, discount, closed parts"),
 }
 
-#: The commands that never compute with torch: they start without importing it.  Every other command
-#: imports it first and makes float64 its default.
+#: The commands that never compute with torch: they start without importing it.
 WITHOUT_TORCH = frozenset({"pomdp", "closed-form", "necklace", "export"})
+
+#: The commands that read a world and build a memory (where the sizes nobody can afford are refused,
+#: :mod:`fsc.limits`) before they import torch: each calls :func:`fsc.console.import_torch` itself once its
+#: world and memory are built.  Every other command imports torch first and makes float64 its default.
+TORCH_AFTER_INPUT = frozenset({"evaluate", "simulate", "draw", "train", "solve"})
 
 
 def load(target: str | Callable) -> Callable:
@@ -82,10 +87,8 @@ def main(argv: list[str] | None = None) -> int:
 
     def run() -> int:
         args = make_parser(command if command in COMMANDS else "").parse_args(argv)
-        if args.command not in WITHOUT_TORCH:
-            import torch
-
-            torch.set_default_dtype(torch.float64)
+        if args.command not in WITHOUT_TORCH | TORCH_AFTER_INPUT:
+            import_torch()
         return load(COMMANDS[args.command][0])(args)
 
     return run_command("fsc", run)

@@ -13,14 +13,21 @@ from fsc.errors import InputError
 from fsc.limits import check_necklace_work, check_simulate_steps, closed_form_M_arg, walkers_arg
 
 # closed-form and necklace run without torch: the evaluator, the simulator and the options that resolve a
-# controller are imported by the commands that use them (fsc.cli.WITHOUT_TORCH).
+# controller are imported by the commands that use them (fsc.cli.WITHOUT_TORCH).  evaluate, simulate and draw
+# import the evaluator, the simulator and viz (torch, numba) only once the world and the memory are built
+# (fsc.cli.TORCH_AFTER_INPUT): a file declaring more than the machine can hold is refused without them.
+
+#: ``viz.FORMATS``, the formats ``fsc draw`` writes, named here so that a bad one is refused before viz (torch)
+#: is imported (tests/fsc/test_startup.py checks that the two agree).
+DRAW_FORMATS = ("svg", "png", "dot")
 
 
 def cmd_evaluate(args) -> int:
     from fsc.cli.options import resolve_controller, world_record
-    from fsc.evaluate import evaluate
 
     controller = resolve_controller(args)
+    from fsc.evaluate import evaluate
+
     policy = controller.policy.requires_grad_() if args.grad else controller.policy
     start = time.perf_counter()
     result = evaluate(controller.world, policy, reset=controller.reset, engine=args.engine, convention=args.convention)
@@ -46,10 +53,11 @@ def _description(args, controller, reset: float) -> dict:
 def cmd_simulate(args) -> int:
     from fsc.cli.options import resolve_controller
     from fsc.io.trajectory import metric_key
-    from fsc.simulate import simulate
 
     controller = resolve_controller(args, allow_zero=False)
     check_simulate_steps(args.steps, args.walkers, controller.reset, prefix="--")
+    from fsc.simulate import simulate
+
     result = simulate(
         controller.world, controller.policy, reset=controller.reset, steps=args.steps, walkers=args.walkers, seed=args.seed,
         convention=args.convention,
@@ -148,17 +156,18 @@ def necklace_options(p):
 
 
 def cmd_draw(args) -> int:
-    import viz
     from fsc.cli.options import resolve_controller, world_record
-    from fsc.evaluate import evaluate
 
     out = Path(args.out)
     fmt = args.format or out.suffix.lstrip(".").lower()
-    if fmt not in viz.FORMATS:
-        raise InputError(f"--format must be one of {viz.FORMATS} (or given by the suffix of --out), got {fmt!r}")
+    if fmt not in DRAW_FORMATS:
+        raise InputError(f"--format must be one of {DRAW_FORMATS} (or given by the suffix of --out), got {fmt!r}")
     if out.exists() and out.is_dir():
         raise InputError(f"--out must be a file path, got the directory {args.out!r}")
     controller = resolve_controller(args)
+    import viz
+    from fsc.evaluate import evaluate
+
     result = evaluate(controller.world, controller.policy, reset=controller.reset, convention=args.convention)
     built = viz.memory_graph(controller.policy, threshold=args.threshold, occupancy=result, title=args.title)
     viz.render(built, out, format=fmt)
@@ -180,7 +189,7 @@ def draw_options(p):
     from fsc.cli.options import add_controller_options
 
     add_controller_options(p)
-    p.add_argument("--format", choices=("svg", "png", "dot"), default=None, help="output format (default: the suffix of --out)")
+    p.add_argument("--format", choices=DRAW_FORMATS, default=None, help="output format (default: the suffix of --out)")
     p.add_argument("--out", required=True, help="file to write (.svg, .png or .dot)")
     p.add_argument("--threshold", type=number, default=1e-3, help="hide edges of smaller probability (stated in the caption; default 1e-3)")
     p.add_argument("--title", default=None, help="caption title")

@@ -47,8 +47,8 @@ def inspect_options(p) -> None:
 
 def cmd_inspect(args) -> int:
     """``fsc inspect``: the anatomy of a policy file, on any architecture; a known family when it is one."""
-    from fsc.evaluate import resolve_reset
     from fsc.model.policy import Policy
+    from fsc.model.pomdp import resolve_reset
     from fsc.resolve import resolve_world
     from policies.anatomy import anatomy, describe
 

@@ -4,19 +4,22 @@ world's numbers in a record (one-line errors and printing: :mod:`fsc.console`)."
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 import attrs
 
-from fsc.evaluate import CONVENTIONS, resolve_reset
+from fsc.checks import CONVENTIONS
+from fsc.console import import_torch, number
 from fsc.io.trajectory import metric_key
 from fsc.limits import seed_arg
 from fsc.model.architecture import MemoryArchitecture
 from fsc.model.memory import MEMORY_FILE_SECONDS
-from fsc.model.policy import Policy
-from fsc.model.pomdp import POMDP, Task
+from fsc.model.pomdp import POMDP, Task, resolve_reset
 from fsc.resolve import is_policy_file, resolve_memory, resolve_policy, resolve_world
-from fsc.train.arguments import number
 from policies import POLICY_NAMES
+
+if TYPE_CHECKING:  # torch: imported once the world and the memory are built (fsc.cli.TORCH_AFTER_INPUT)
+    from fsc.model.policy import Policy
 
 # Options shared by the commands on one controller, and what they resolve to.
 
@@ -78,11 +81,15 @@ def resolve_controller(args: argparse.Namespace, *, allow_zero: bool = True) -> 
 
     ``--memory`` left out: a policy file's own architecture, a policy name's :data:`DEFAULT_MEMORY`; given
     with a policy file, the two must agree.  ``allow_zero``: whether ``r = 0`` is accepted.
+
+    The world, the reset and the memory come first, without torch (where a size nobody can afford is
+    refused, :mod:`fsc.limits`); then torch is imported (:func:`fsc.console.import_torch`) and the policy built.
     """
     world = resolve_world(mu=args.mu, pomdp=args.pomdp, option="--")
     reset = resolve_reset(world.world, args.reset, args.discount, allow_zero=allow_zero, default=1e-3)
     memory = DEFAULT_MEMORY if args.memory is None and not is_policy_file(args.policy) else args.memory
     arch = None if memory is None else resolve_memory(memory, world.world, option="--memory")
+    import_torch()
     policy = resolve_policy(
         args.policy, arch, world=world.world, mu=world.mu, reset=reset, seed=args.seed, convention=args.convention,
         eps=args.eps, eps0=args.eps0, eps1=args.eps1, option="--policy",

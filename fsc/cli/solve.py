@@ -11,8 +11,8 @@ HELP = "find a good controller within a time limit: several methods, the best ke
 
 
 def solve_options(p: argparse.ArgumentParser) -> None:
+    from fsc.console import number, positive_int
     from fsc.limits import seed_arg
-    from fsc.train.arguments import number, positive_int
 
     p.add_argument("--mu", type=number, default=None, help="the two-hypothesis world: gap between the arms, in (0, 1) (default 0.1)")
     p.add_argument("--pomdp", default=None, metavar="FILE", help="another world: a .POMDP file")
@@ -30,17 +30,19 @@ def solve_options(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_solve(args: argparse.Namespace) -> int:
-    from fsc.console import emit
+    from fsc.console import emit, import_torch
     from fsc.errors import InputError
-    from fsc.evaluate import resolve_reset
+    from fsc.model.pomdp import resolve_reset
     from fsc.resolve import resolve_memory, resolve_policy, resolve_world
-    from fsc.solver import solve
 
     if not args.max_seconds > 0:
         raise InputError(f"--max-seconds must be > 0, got {args.max_seconds!r}")
     world = resolve_world(mu=args.mu, pomdp=args.pomdp, option="--")
     reset = resolve_reset(world.world, args.reset, args.discount, allow_zero=False, default=1e-3)
     arch = resolve_memory(args.memory, world.world, option="--memory")
+    import_torch()  # only now (fsc.cli.TORCH_AFTER_INPUT): a memory nobody can afford is refused without it
+    from fsc.solver import solve
+
     start = None if args.start is None else resolve_policy(args.start, None, world=world.world, option="--start")
     out = None if args.out is None else Path(args.out)
     if out is not None and out.exists() and not out.is_dir():

@@ -14,12 +14,13 @@ from typing import TYPE_CHECKING
 import attrs
 import numpy as np
 
+from fsc.checks import check_reset
 from fsc.errors import InputError, InputTypeError
 
 if TYPE_CHECKING:  # scipy is imported where it is used: `fsc pomdp` and the torch-free commands never need it
     import scipy.sparse as sp
 
-__all__ = ["POMDP", "SparseTable", "Task", "as_pomdp"]
+__all__ = ["POMDP", "SparseTable", "Task", "as_pomdp", "resolve_reset"]
 
 _ATOL = 1e-12
 
@@ -515,6 +516,35 @@ def as_pomdp(world: POMDP | Task) -> POMDP:
     if isinstance(pomdp, POMDP):
         return pomdp
     raise InputTypeError(f"world must be a fsc.POMDP or an object whose .pomdp is one (a fsc.Task), got {type(world).__name__}")
+
+
+def resolve_reset(world: POMDP | Task, reset: object = None, discount: object = None, *, allow_zero: bool = True, default: float | None = None) -> float:
+    """The reset ``r`` from ``reset``, or ``discount`` (``r = 1 - discount``), or the world's discount, or ``default``.
+
+    Here, beside the world, and not in :mod:`fsc.evaluate` (which re-exports it): the commands resolve the reset
+    before they import torch.
+
+    ``reset`` and ``discount`` are two names for one parameter: give at most one.
+
+    Raises:
+        ValueError: both given; neither, and the world declares no discount; out of range.
+    """
+    if reset is not None and discount is not None:
+        raise InputError(f"give reset or discount, not both (reset={reset!r}, discount={discount!r}): reset = 1 - discount")
+    if discount is not None:
+        if isinstance(discount, bool) or not isinstance(discount, (int, float)):
+            raise InputTypeError(f"discount must be a number in [0, 1], got {discount!r}")
+        if not (math.isfinite(discount) and 0 <= discount <= 1):
+            raise InputError(f"discount must be in [0, 1], got {discount!r}")
+        return check_reset(1.0 - float(discount), allow_zero=allow_zero)
+    if reset is None:
+        declared = as_pomdp(world).discount
+        if declared is not None:
+            return 1.0 - declared
+        if default is None:
+            raise InputError("give reset= or discount=: the world declares no discount")
+        reset = default
+    return check_reset(reset, allow_zero=allow_zero)
 
 
 def paper_read(world: object, gain: object) -> dict[str, object] | None:

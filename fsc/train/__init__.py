@@ -4,15 +4,20 @@
 :func:`load_checkpoint` read a run back.  :mod:`fsc.train.arguments` declares every argument once, for
 the command line, sweeps and :class:`TrainingConfig`, the run's arguments as one checked object;
 ``python -m fsc.train`` is ``fsc train``.
+
+The names below are imported when first used (:mod:`fsc.lazy`): ``fsc train`` reads its world and memory
+(:mod:`fsc.train.setting`) before torch is imported.
 """
 
-from fsc.io.checkpoint import CHECKPOINT, PREVIOUS_CHECKPOINT, load_checkpoint
-from fsc.io.trajectory import csv_header, read_trajectory
-from fsc.train.arguments import TrainingConfig
-from fsc.train.loop import CONVERGED, TrainingResult, converged
-from fsc.train.run import run_training
+from fsc.lazy import export
 
-__all__ = [
-    "CHECKPOINT", "CONVERGED", "PREVIOUS_CHECKPOINT", "TrainingConfig", "TrainingResult", "converged", "csv_header", "load_checkpoint",
-    "read_trajectory", "run_training",
-]  # fmt: skip
+__all__ = export(
+    __name__,
+    {
+        "fsc.io.checkpoint": ("CHECKPOINT", "PREVIOUS_CHECKPOINT", "load_checkpoint"),
+        "fsc.train.loop": ("CONVERGED", "TrainingResult", "converged"),
+        "fsc.io.trajectory": ("csv_header", "read_trajectory"),
+        "fsc.train.arguments": ("TrainingConfig",),
+        "fsc.train.run": ("run_training",),
+    },
+)

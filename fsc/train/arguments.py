@@ -16,14 +16,12 @@ from collections.abc import Callable
 
 import attrs
 
-from fsc.checks import integer, nonnegative
+from fsc.checks import CONVENTIONS, integer, nonnegative
+from fsc.choices import FLOW_MAX_DGRAD, OPTIMIZER_NAMES, ROSENBROCK_TOLERANCE, TARGETS
 from fsc.console import number, positive_int
 from fsc.errors import InputError, InputTypeError
-from fsc.evaluate import CONVENTIONS
 from fsc.limits import MAX_SEED, MAX_STEPS, MAX_THREADS, seed_arg, threads_arg
 from fsc.model.memory import MEMORY_FILE_SECONDS
-from fsc.objective import TARGETS
-from fsc.optim import OPTIMIZERS, GradientFlow, Rosenbrock
 from policies import POLICY_NAMES
 
 __all__ = [
@@ -107,17 +105,17 @@ TRAINING: tuple[Argument, ...] = (
     Argument("reset", "number", "reset probability r per step (default: 1 - the file's discount, else 1e-3)"),
     Argument("discount", "number", "discount gamma: the same parameter as --reset, r = 1 - gamma", recorded=False),
     Argument("until_t", "number", _UNTIL_T, check=_optional(lambda v: nonnegative("until_t", v)), may_change=True, stop=True),
-    Argument("max_dgrad", "number", f"flow: largest change of the gradient per step (default {attrs.fields(GradientFlow).max_dgrad.default:g})",
+    Argument("max_dgrad", "number", f"flow: largest change of the gradient per step (default {FLOW_MAX_DGRAD:g})",
              hyperparameter=True),
     Argument("max_seconds", "number", "stop after this much wall time (over all sessions)", may_change=True, stop=True),
     Argument("max_steps", "integer", "stop after this many accepted steps", check=lambda v: integer("max_steps", v, 1, MAX_STEPS, optional=True),
              parse=positive_int, may_change=True, stop=True),
     Argument("convention", "string", "native (default) or paper (docs/model.md)", default="native", choices=CONVENTIONS),
     Argument("optimizer", "string", "gradient flow by the published step rule (default), rosenbrock (the same flow in fewer steps), adam, "
-             "or plain ascent", default="flow", choices=tuple(OPTIMIZERS)),
+             "or plain ascent", default="flow", choices=OPTIMIZER_NAMES),
     Argument("lr", "number", "adam / ascent learning rate", hyperparameter=True),
     Argument("tolerance", "number", "rosenbrock: the largest local error estimate of a step, on each logit "
-             f"(default {attrs.fields(Rosenbrock).tolerance.default:g}; docs/model.md)", hyperparameter=True),
+             f"(default {ROSENBROCK_TOLERANCE:g}; docs/model.md)", hyperparameter=True),
     Argument("engine", "string", "evaluation engine (default auto)", default="auto"),
     Argument("target", "string", "what the flow climbs: the gain per step (default) or paper eq. (4)'s return gain / r", default="gain",
              choices=TARGETS),

@@ -1,7 +1,9 @@
 """The trainer as a command: ``fsc train`` and ``python -m fsc.train`` (what a sweep runs for each point).
 
 Both parse :data:`fsc.train.arguments.TRAINING`'s options, build the :class:`TrainingConfig` once and run
-:func:`fsc.train.run_training`; the sweep reaches this module by its own layer, never through the command
+:func:`fsc.train.run_training`'s two steps: the world, memory and reset first, without torch
+(:mod:`fsc.train.setting`: a file declaring more than the machine can hold is refused at once), then torch,
+the initial policy and the run.  The sweep reaches this module by its own layer, never through the command
 line above it.
 """
 
@@ -10,9 +12,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from fsc.console import Parser, emit, run_command
+from fsc.console import Parser, emit, import_torch, run_command
 from fsc.train.arguments import TrainingConfig, add_training_options
-from fsc.train.run import run_training
+from fsc.train.setting import resolve_setting
 
 __all__ = ["HELP", "add_options", "main", "train"]
 
@@ -26,17 +28,21 @@ def add_options(parser: argparse.ArgumentParser) -> None:
 
 
 def train(args: argparse.Namespace) -> int:
-    """Run the training ``args`` describe and print its summary (``run_training`` wrote ``result.json``)."""
-    result = run_training(TrainingConfig.from_namespace(args))
+    """Run the training ``args`` describe and print its summary (the run wrote ``result.json``): as
+    :func:`fsc.train.run_training`, with torch imported (float64 its default) once the world and the memory are
+    built."""
+    config = TrainingConfig.from_namespace(args)
+    setting = resolve_setting(config)
+    import_torch()
+    from fsc.train.run import resolve_inputs, train_inputs
+
+    result = train_inputs(config, resolve_inputs(config, setting=setting), started=setting.started)
     emit(args.json, result.summary())
     return 0
 
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m fsc.train ARGS``: the same as ``fsc train ARGS``, exit statuses included."""
-    import torch
-
-    torch.set_default_dtype(torch.float64)
     parser = Parser(prog="fsc train", description=HELP)
     add_options(parser)
     return run_command("fsc", lambda: train(parser.parse_args(sys.argv[1:] if argv is None else argv)))

@@ -25,7 +25,7 @@ from threadpoolctl import threadpool_limits
 
 from fsc.engines.estimate import set_up_seconds
 from fsc.errors import InputError
-from fsc.evaluate import Evaluator, resolve_reset
+from fsc.evaluate import Evaluator
 from fsc.io.checkpoint import CHECKPOINT, PREVIOUS_CHECKPOINT, load_checkpoint
 from fsc.io.rundir import RunLock, check_run_directory, read_run_json
 from fsc.io.trajectory import Trajectory
@@ -33,11 +33,12 @@ from fsc.model.architecture import MemoryArchitecture
 from fsc.model.policy import Policy, check_policy
 from fsc.model.pomdp import POMDP, Task, as_pomdp
 from fsc.optim import Optimizer, State, make_optimizer, optimize
-from fsc.resolve import resolve_memory, resolve_policy, resolve_world
+from fsc.resolve import resolve_policy
 from fsc.train.arguments import MAY_CHANGE, TrainingConfig
 from fsc.train.loop import Run, Thinning, TrainingResult, train_loop
+from fsc.train.setting import Setting, resolve_setting
 
-__all__ = ["Inputs", "resolve_inputs", "run_training"]
+__all__ = ["Inputs", "resolve_inputs", "run_training", "train_inputs"]
 
 
 @attrs.frozen(kw_only=True, eq=False)
@@ -59,16 +60,16 @@ class Inputs:
         return {**self.world_record, **config.recorded(), **resolved}
 
 
-def resolve_inputs(config: TrainingConfig, world: POMDP | Task | None = None, policy: Policy | None = None) -> Inputs:
+def resolve_inputs(config: TrainingConfig, world: POMDP | Task | None = None, policy: Policy | None = None, *, setting: Setting | None = None) -> Inputs:
     """The world, memory, reset, initial policy and optimiser a configuration names (:mod:`fsc.resolve`);
-    ``world`` and ``policy`` are the API's own objects, given instead of ``config.mu``/``pomdp`` and ``init``.
+    ``world`` and ``policy`` are the API's own objects, given instead of ``config.mu``/``pomdp`` and ``init``;
+    ``setting``: the world, memory and reset already resolved (:func:`fsc.train.setting.resolve_setting`).
 
     Raises:
         ValueError, TypeError: a bad argument, naming it; nothing is written.
     """
-    named = resolve_world(mu=config.mu, pomdp=config.pomdp, world=world)
-    arch = resolve_memory(config.memory, named.world)
-    reset = resolve_reset(named.world, config.reset, config.discount, allow_zero=False, default=1e-3)
+    setting = resolve_setting(config, world) if setting is None else setting
+    named, arch, reset = setting.world, setting.arch, setting.reset
     optimizer = make_optimizer(config.optimizer, **config.hyperparameters())
     if policy is None:
         start = config.init
@@ -178,7 +179,13 @@ def run_training(config: TrainingConfig | None = None, /, *, world: POMDP | Task
         config = TrainingConfig(**arguments)
     elif arguments:
         raise InputError(f"give the arguments in the configuration or as keywords, not both (got {sorted(arguments)})")
-    inputs = resolve_inputs(config, world, policy)
+    return train_inputs(config, resolve_inputs(config, world, policy), started=started)
+
+
+def train_inputs(config: TrainingConfig, inputs: Inputs, *, started: float) -> TrainingResult:
+    """:func:`run_training` once its inputs are resolved (:func:`resolve_inputs`); the time budget counts from
+    ``started`` (``time.perf_counter()``).  ``fsc train`` comes in here, having resolved its world and memory
+    before it imported torch (:mod:`fsc.train.setting`)."""
     run = open_run(config, inputs)
     engine = _set_up(config, inputs)
     stops = config.stop_conditions()

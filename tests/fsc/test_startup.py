@@ -1,5 +1,6 @@
 """What a command imports before it runs: ``fsc --help`` and the commands without torch import neither torch
-nor numba; the packages' lazy exports (fsc.lazy) are the names they were, in the layers they were.
+nor numba; the commands on a world and a memory refuse one nobody can afford before importing them; the
+packages' lazy exports (fsc.lazy) are the names they were, in the layers they were.
 
 Times themselves are measured by ``benchmarks/bench_startup.py``, not here.
 """
@@ -45,6 +46,69 @@ def test_the_commands_without_torch_import_none_of_it(argv, tmp_path):
     assert heavy_after(argv) == (0, [])
 
 
+#: A 98-byte file declaring 30 actions and 12,000 observations: ``ram:1`` on it has 360,001 nodes, whose table of
+#: next nodes (129.6 billion entries) is over fsc.limits.MAX_TABLE_ENTRIES.
+HUGE_MEMORY = "discount: 0.9\nvalues: reward\nstates: 3\nactions: 30\nobservations: 12000\nT: * identity\nO: * uniform\n"
+#: Ten million states and 3,000 actions: the reader refuses the tables (S*A rows) before building any.
+HUGE_WORLD = "discount: 0.9\nvalues: reward\nstates: 10000000\nactions: 3000\nobservations: 2\nT: * identity\nO: * uniform\n"
+HUGE = {"memory": (HUGE_MEMORY, "over the limit of 67,108,864 entries"), "world": (HUGE_WORLD, "over the limit of 2 GiB")}
+
+#: Each command on a world and a memory (fsc.cli.TORCH_AFTER_INPUT), and python -m fsc.train (what a sweep runs).
+REFUSING = {
+    "evaluate": ("fsc.cli", ["evaluate", "--policy", "uniform"]),
+    "simulate": ("fsc.cli", ["simulate", "--policy", "uniform"]),
+    "draw": ("fsc.cli", ["draw", "--out", "OUT/graph.svg"]),
+    "train": ("fsc.cli", ["train", "--init", "uniform", "--out", "OUT/run"]),
+    "solve": ("fsc.cli", ["solve", "--max-seconds", "5", "--out", "OUT/solved"]),
+    "python -m fsc.train": ("fsc.train.command", ["--init", "uniform", "--out", "OUT/run"]),
+}
+
+
+def test_every_command_on_a_world_and_a_memory_is_tried():
+    assert {argv[0] for module, argv in REFUSING.values() if module == "fsc.cli"} == fsc.cli.TORCH_AFTER_INPUT
+    assert not fsc.cli.TORCH_AFTER_INPUT & fsc.cli.WITHOUT_TORCH
+
+
+@pytest.mark.parametrize("huge", sorted(HUGE))
+@pytest.mark.parametrize("command", sorted(REFUSING))
+def test_a_world_nobody_can_afford_is_refused_in_one_line_before_torch(command, huge, tmp_path):
+    """The world is read and the memory built before torch, numba, scipy and the engines are imported: a file
+    declaring more than the machine can hold is refused with status 2 and one line naming the limit, with none
+    of them imported and nothing written."""
+    text, limit = HUGE[huge]
+    (tmp_path / "huge.POMDP").write_text(text)
+    module, argv = REFUSING[command]
+    argv = [word.replace("OUT", str(tmp_path)) for word in argv] + ["--pomdp", str(tmp_path / "huge.POMDP"), "--memory", "ram:1"]
+    code = (
+        f"import json, sys\nfrom {module} import main\nstatus = main({argv!r})\n"
+        f"print(json.dumps([status, [m for m in {HEAVY!r} if m in sys.modules]]))"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True, cwd=ROOT)
+    status, heavy = json.loads(done.stdout.strip().splitlines()[-1])
+    lines = done.stderr.splitlines()
+    assert (status, heavy, len(lines)) == (2, [], 1), done.stderr
+    assert lines[0].startswith("fsc: error: ") and limit in lines[0], lines[0]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["huge.POMDP"]
+
+
+def test_the_names_declared_without_torch_are_those_of_the_modules_that_use_them():
+    """The options are declared before torch is imported, from names kept apart (fsc.choices, policies.names,
+    fsc.cli.controller.DRAW_FORMATS): they are the names and defaults of the code that computes with them."""
+    import attrs
+
+    import viz
+    from fsc import choices, objective, optim
+    from fsc.cli.controller import DRAW_FORMATS
+    from policies import initial, names
+
+    assert tuple(optim.OPTIMIZERS) == choices.OPTIMIZER_NAMES and objective.TARGETS is choices.TARGETS
+    assert attrs.fields(optim.GradientFlow).max_dgrad.default == choices.FLOW_MAX_DGRAD
+    assert attrs.fields(optim.Rosenbrock).tolerance.default == choices.ROSENBROCK_TOLERANCE
+    assert DRAW_FORMATS == viz.FORMATS
+    assert initial.POLICY_NAMES is names.POLICY_NAMES is policies.POLICY_NAMES
+
+
 def test_help_imports_nothing_heavy_and_lists_every_command():
     code = f"import sys\nfrom fsc.cli import main\ntry:\n    main(['--help'])\nexcept SystemExit:\n    pass\nprint([m for m in {HEAVY!r} if m in sys.modules])"
     assert fresh(code) == "[]"
@@ -68,13 +132,25 @@ def test_the_train_help_is_the_trainers():
     assert fsc.cli.COMMANDS["train"][2] == HELP
 
 
-def test_a_command_that_computes_runs_in_float64(capsys):
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["evaluate", "--memory", "ram:2"],
+        ["simulate", "--memory", "ram:2", "--steps", "1000"],
+        ["draw", "--memory", "ram:2", "--policy", "ccp", "--out", "OUT/graph.dot"],
+        ["train", "--memory", "ram:2", "--init", "random", "--max-steps", "1", "--out", "OUT/run", "--quiet"],
+        ["solve", "--memory", "ram:1", "--rounds", "1", "--methods", "ascent", "--quiet"],
+    ],
+    ids=lambda argv: argv[0],
+)
+def test_a_command_that_computes_runs_in_float64(argv, capsys, tmp_path):
+    """Those that import torch themselves once their world and memory are built (fsc.cli.TORCH_AFTER_INPUT) too."""
     import torch
 
     previous = torch.get_default_dtype()
     torch.set_default_dtype(torch.float32)
     try:
-        assert fsc.cli.main(["evaluate", "--memory", "ram:2", "--json"]) == 0
+        assert fsc.cli.main([word.replace("OUT", str(tmp_path)) for word in argv] + ["--json"]) == 0
         assert torch.get_default_dtype() == torch.float64
     finally:
         torch.set_default_dtype(previous)
