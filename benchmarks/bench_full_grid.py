@@ -15,7 +15,7 @@ hold; the accepted steps of each (the published runs up to where they stopped, t
 horizon, which is as far or farther) and their ratio; the seconds of each run summed (each run's own clock,
 one run per process: CPU seconds where a run had a core to itself); ``|dq| end``, the largest distance
 between the two final ``q`` at the published run's final ``t`` (the Rosenbrock curve interpolated there,
-linearly in ``log t``); ``|dq| curve``, the largest distance at every shipped row within both runs' span (the
+linearly in ``log t``), and the median of each group's final ``q`` by each rule there; ``|dq| curve``, the largest distance at every shipped row within both runs' span (the
 Rosenbrock curve interpolated likewise); and how many runs stay within 1e-4 all along.
 
 The two integrate one flow, ``dw/dt = grad gain``; where they part, the published rule's own error is the
@@ -69,7 +69,8 @@ def compare(run: str, row: dict, curve, directory: Path) -> dict | None:
     t_mine, q_mine = mine["t"], mine["q"]
     t_end, q_end = float(row["t"]), float(row["q"])
     reached = t_mine[-1] >= t_end * (1 - 1e-12)
-    end = abs(float(at(np.array([t_end]), t_mine, q_mine)[0]) - q_end) if reached else math.nan
+    q_mine_end = float(at(np.array([min(t_end, t_mine[-1])]), t_mine, q_mine)[0])
+    end = abs(q_mine_end - q_end) if reached else math.nan
     curve_dq = math.nan
     if curve is not None:
         t_pub, q_pub = curve
@@ -86,6 +87,8 @@ def compare(run: str, row: dict, curve, directory: Path) -> dict | None:
         "evaluations": int(result["evaluations"]),
         "seconds": float(result["seconds"]),
         "stop": result["stop"],
+        "q_published": q_end,
+        "q": q_mine_end,
         "dq_end": end,
         "dq_curve": curve_dq,
     }
@@ -100,15 +103,16 @@ def table(name: str, found: list[dict]) -> list[str]:
         ends = [r["dq_end"] for r in rows if not math.isnan(r["dq_end"])]
         curves = [r["dq_curve"] for r in rows if not math.isnan(r["dq_curve"])]
         within = sum(1 for r in rows if not math.isnan(r["dq_curve"]) and r["dq_curve"] <= AGREE and (math.isnan(r["dq_end"]) or r["dq_end"] <= AGREE))
+        medians = f"{np.median([r['q_published'] for r in rows]):>9.5f} {np.median([r['q'] for r in rows]):>9.5f}"
         return (
             f"{label:<38} {len(rows):>5} {steps_pub:>12,} {steps:>10,} {steps_pub / max(steps, 1):>8.1f} {sec_pub:>10.0f} {sec:>9.0f} "
-            f"{sec_pub / max(sec, 1e-9):>7.1f} {max(ends, default=math.nan):>9.1e} {max(curves, default=math.nan):>9.1e} {within:>5}/{len(rows)}"
+            f"{sec_pub / max(sec, 1e-9):>7.1f} {max(ends, default=math.nan):>9.1e} {max(curves, default=math.nan):>9.1e} {within:>5}/{len(rows)} {medians}"
         )
 
     lines = [
         f"{name}: {len(found)} runs",
         f"{'group':<38} {'runs':>5} {'pub. steps':>12} {'steps':>10} {'ratio':>8} {'pub. s':>10} {'s':>9} {'ratio':>7} "
-        f"{'|dq| end':>9} {'|dq| curve':>9} {'within 1e-4':>11}",
+        f"{'|dq| end':>9} {'|dq| curve':>9} {'within 1e-4':>11} {'median q, pub.':>9} {'median q':>9}",
     ]
     for group in sorted({r["group"] for r in found}):
         lines.append(line(group, [r for r in found if r["group"] == group]))
