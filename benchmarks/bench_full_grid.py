@@ -10,13 +10,14 @@ Reads two things made elsewhere, and computes nothing itself:
   ``fsc sweep SPEC --out DIR``; each run directory holds its ``result.json`` and ``trajectory.npz`` (every
   accepted step).
 
-Per group of runs (memory, reset, start), and over each figure and the whole grid, it prints: the runs both
-hold; the accepted steps of each (the published runs up to where they stopped, the Rosenbrock runs to their
-horizon, which is as far or farther) and their ratio; the seconds of each run summed (each run's own clock,
-one run per process: CPU seconds where a run had a core to itself); ``|dq| end``, the largest distance
-between the two final ``q`` at the published run's final ``t`` (the Rosenbrock curve interpolated there,
-linearly in ``log t``), and the median of each group's final ``q`` by each rule there; ``|dq| curve``, the largest distance at every shipped row within both runs' span (the
-Rosenbrock curve interpolated likewise); and how many runs stay within 1e-4 all along.
+Per group of runs (Figure 4: memory, reset and start; Figure 2: memory and mu), and over each figure and the
+whole grid, it prints: the runs both hold; the accepted steps of each (the published runs up to where they
+stopped, the Rosenbrock runs to their horizon, which is as far or farther) and their ratio; the seconds of
+each run summed (each run's own clock, one run per process: CPU seconds where a run had a core to itself);
+``|dq| end``, the largest distance between the two final ``q`` at the published run's final ``t`` (the
+Rosenbrock curve interpolated there, linearly in ``log t``); ``|dq| curve``, the largest distance at every
+shipped row within both runs' span (the Rosenbrock curve interpolated likewise); how many runs stay within
+1e-4 all along; and the median of each group's final ``q`` by each rule.
 
 The two integrate one flow, ``dw/dt = grad gain``; where they part, the published rule's own error is the
 larger one (``benchmarks/bench_rosenbrock.py --reference`` measures both against scipy's BDF).
