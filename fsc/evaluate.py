@@ -16,7 +16,7 @@ from fsc.engines.estimate import check_sizes, plan_engine
 from fsc.engines.large import large_chain
 from fsc.engines.solve import BACKENDS, ZERO_RESET_ENGINES, choose_engine
 from fsc.engines.sparse import Backend, stationary_residual
-from fsc.errors import InputError
+from fsc.errors import InputError, InputTypeError
 from fsc.model.architecture import MemoryArchitecture
 from fsc.model.chain import joint_chain, require_after_choice
 from fsc.model.policy import Policy, check_policy
