@@ -10,20 +10,23 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from fsc.engines.estimate import check_declared
 from fsc.errors import InputError, InputTypeError
 from fsc.model.architecture import MemoryArchitecture
 from fsc.model.memory import parse_memory
 from fsc.model.pomdp import POMDP, Task, as_pomdp
 
-if TYPE_CHECKING:  # torch: imported by resolve_policy, so that a world and a memory are resolved (and refused) without it
-    from fsc.model.policy import Policy
+if TYPE_CHECKING:
+    from fsc.io.pomdp_file import Declared  # the reader: imported where a file is read
+    from fsc.model.policy import Policy  # torch: imported by resolve_policy, so that a world and a memory are resolved (and refused) without it
 
-__all__ = ["POLICY_FILE_SUFFIXES", "ResolvedWorld", "is_policy_file", "resolve_memory", "resolve_policy", "resolve_world"]
+__all__ = ["POLICY_FILE_SUFFIXES", "ResolvedWorld", "is_policy_file", "resolve_memory", "resolve_policy", "resolve_world", "resolve_world_and_memory"]
 
 #: A ``policy`` (or ``init``) ending so names a policy file (docs/formats.md), anything else a policy's name.
 POLICY_FILE_SUFFIXES = (".npz", ".json")
@@ -57,11 +60,14 @@ class ResolvedWorld:
         return {"mu": self.mu} if self.mu is not None else {}
 
 
-def resolve_world(*, mu: object = None, pomdp: object = None, world: object = None, option: str = "") -> ResolvedWorld:
+def resolve_world(
+    *, mu: object = None, pomdp: object = None, world: object = None, option: str = "", check: Callable[[Declared], None] | None = None
+) -> ResolvedWorld:
     """The world of ``mu`` (the two-hypothesis world; the default, ``mu = 0.1``), of the ``.POMDP`` file
     ``pomdp``, or ``world`` itself (a POMDP, or an object whose ``.pomdp`` is one).
 
-    ``option``: the prefix of the argument names in messages (``"--"`` on the command line).
+    ``option``: the prefix of the argument names in messages (``"--"`` on the command line).  ``check``: called
+    with a file's declared sizes before its tables are read (:func:`fsc.io.pomdp_file.read_pomdp`).
 
     Raises:
         ValueError, TypeError: more than one given; an unreadable or malformed file.
@@ -82,7 +88,7 @@ def resolve_world(*, mu: object = None, pomdp: object = None, world: object = No
         from fsc.io.pomdp_file import read_pomdp
 
         try:
-            read = read_pomdp(pomdp)
+            read = read_pomdp(pomdp, check=check)
             digest = hashlib.sha256(Path(pomdp).read_bytes()).hexdigest()
         except OSError as error:
             raise InputError(f"{option}pomdp: cannot read {str(pomdp)!r}: {error.strerror or error}") from None
@@ -102,14 +108,42 @@ def resolve_memory(memory: object, world: POMDP | Task, *, option: str = "memory
         ValueError, TypeError: an unknown text; an architecture of other action or observation counts.
     """
     pomdp = as_pomdp(world)
-    if isinstance(memory, MemoryArchitecture):
-        arch = memory
-    elif isinstance(memory, str):
-        arch = parse_memory(memory, arms=pomdp.num_actions, observations=pomdp.num_observations)
-    else:
-        raise InputTypeError(f"{option} must be a string like 'ram:8' or a fsc.MemoryArchitecture, got {memory!r}")
+    arch = _build_memory(memory, pomdp.num_actions, pomdp.num_observations, option)
     _check_fits(arch, pomdp, f"{option} {memory if isinstance(memory, str) else repr(arch)}")
     return arch
+
+
+def _build_memory(memory: object, actions: int, observations: int, option: str) -> MemoryArchitecture:
+    if isinstance(memory, MemoryArchitecture):
+        return memory
+    if isinstance(memory, str):
+        return parse_memory(memory, arms=actions, observations=observations)
+    raise InputTypeError(f"{option} must be a string like 'ram:8' or a fsc.MemoryArchitecture, got {memory!r}")
+
+
+def resolve_world_and_memory(
+    memory: object, *, mu: object = None, pomdp: object = None, world: object = None, option: str = "", memory_option: str = "memory"
+) -> tuple[ResolvedWorld, MemoryArchitecture]:
+    """:func:`resolve_world` and :func:`resolve_memory`, for a world that is evaluated on the joint chain.
+
+    A ``.POMDP`` file's memory is built from the actions and observations its preamble declares, and a world and
+    memory that no engine could hold is refused there, before the file's tables are read
+    (:func:`fsc.engines.estimate.check_declared`, from lower bounds of what the engines' full estimate needs once
+    the world is built: it refuses nothing that estimate would accept).  The memory is built once.
+
+    Raises:
+        ValueError, TypeError: as :func:`resolve_world` and :func:`resolve_memory`; a world and memory too large.
+    """
+    built: list[MemoryArchitecture] = []
+
+    def check(declared: Declared) -> None:
+        arch = _build_memory(memory, declared.actions, declared.observations, memory_option)
+        if arch.num_actions == declared.actions and arch.num_observations == declared.observations:  # else refused below, as ever
+            check_declared(declared.states, declared.actions, declared.observations, arch, started=declared.started)
+        built.append(arch)
+
+    named = resolve_world(mu=mu, pomdp=pomdp, world=world, option=option, check=check)
+    return named, resolve_memory(built[0] if built else memory, named.world, option=memory_option)
 
 
 def _check_fits(arch: MemoryArchitecture, pomdp: POMDP, what: str) -> None:

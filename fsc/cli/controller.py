@@ -51,7 +51,7 @@ def cmd_simulate(args) -> int:
     from fsc.cli.options import resolve_controller
     from fsc.io.trajectory import metric_key
 
-    controller = resolve_controller(args, allow_zero=False)
+    controller = resolve_controller(args, allow_zero=False, joint_chain=False)
     check_simulate_steps(args.steps, args.walkers, controller.reset, prefix="--")
     from fsc.simulate import simulate
 

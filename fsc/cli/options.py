@@ -15,7 +15,7 @@ from fsc.limits import seed_arg
 from fsc.model.architecture import MemoryArchitecture
 from fsc.model.memory import MEMORY_FILE_SECONDS
 from fsc.model.pomdp import POMDP, Task, resolve_reset
-from fsc.resolve import is_policy_file, resolve_memory, resolve_policy, resolve_world
+from fsc.resolve import is_policy_file, resolve_memory, resolve_policy, resolve_world, resolve_world_and_memory
 from policies import POLICY_NAMES
 
 if TYPE_CHECKING:  # torch: imported once the world and the memory are built (fsc.cli.TORCH_AFTER_INPUT)
@@ -76,19 +76,24 @@ class Controller:
         return self.policy.architecture
 
 
-def resolve_controller(args: argparse.Namespace, *, allow_zero: bool = True) -> Controller:
+def resolve_controller(args: argparse.Namespace, *, allow_zero: bool = True, joint_chain: bool = True) -> Controller:
     """The world, reset, memory and policy that ``args`` name; ``args`` is left as it is.
 
     ``--memory`` left out: a policy file's own architecture, a policy name's :data:`DEFAULT_MEMORY`; given
-    with a policy file, the two must agree.  ``allow_zero``: whether ``r = 0`` is accepted.
+    with a policy file, the two must agree.  ``allow_zero``: whether ``r = 0`` is accepted.  ``joint_chain``: whether
+    the command evaluates on the joint chain (``simulate`` does not), whose engines' least need is then checked
+    from a file's declared sizes (:func:`fsc.resolve.resolve_world_and_memory`).
 
     The world, the reset and the memory come first, without torch (where a size nobody can afford is
     refused, :mod:`fsc.limits`); then torch is imported (:func:`fsc.console.import_torch`) and the policy built.
     """
-    world = resolve_world(mu=args.mu, pomdp=args.pomdp, option="--")
-    reset = resolve_reset(world.world, args.reset, args.discount, allow_zero=allow_zero, default=1e-3)
     memory = DEFAULT_MEMORY if args.memory is None and not is_policy_file(args.policy) else args.memory
-    arch = None if memory is None else resolve_memory(memory, world.world, option="--memory")
+    if memory is None or not joint_chain:  # a policy file's own memory (read with torch), or no joint chain to hold
+        world = resolve_world(mu=args.mu, pomdp=args.pomdp, option="--")
+        arch = None if memory is None else resolve_memory(memory, world.world, option="--memory")
+    else:  # a world and memory no engine can hold: refused from the file's declared sizes, before its tables
+        world, arch = resolve_world_and_memory(memory, mu=args.mu, pomdp=args.pomdp, option="--", memory_option="--memory")
+    reset = resolve_reset(world.world, args.reset, args.discount, allow_zero=allow_zero, default=1e-3)
     import_torch()
     policy = resolve_policy(
         args.policy, arch, world=world.world, mu=world.mu, reset=reset, seed=args.seed, convention=args.convention,

@@ -33,13 +33,12 @@ def cmd_solve(args: argparse.Namespace) -> int:
     from fsc.console import emit, import_torch
     from fsc.errors import InputError
     from fsc.model.pomdp import resolve_reset
-    from fsc.resolve import resolve_memory, resolve_policy, resolve_world
+    from fsc.resolve import resolve_policy, resolve_world_and_memory
 
     if not args.max_seconds > 0:
         raise InputError(f"--max-seconds must be > 0, got {args.max_seconds!r}")
-    world = resolve_world(mu=args.mu, pomdp=args.pomdp, option="--")
+    world, arch = resolve_world_and_memory(args.memory, mu=args.mu, pomdp=args.pomdp, option="--", memory_option="--memory")
     reset = resolve_reset(world.world, args.reset, args.discount, allow_zero=False, default=1e-3)
-    arch = resolve_memory(args.memory, world.world, option="--memory")
     import_torch()  # only now (fsc.cli.TORCH_AFTER_INPUT): a memory nobody can afford is refused without it
     from fsc.solver import solve
 

@@ -5,9 +5,10 @@ engines depend on (states, actions, observations, nodes, choices, the joint chai
 the chain after each choice); :func:`estimate` turns them into memory and time for each engine;
 :func:`plan_engine` refuses an engine that does not fit the machine (one line naming the option, the
 estimate and the limit) and, for ``auto``, picks the large-world engine when the joint chain's own list of
-nonzeros would be large.  The constants are fitted on ``benchmarks/bench_large.py``'s worlds (2-core
-machine, one thread); the estimates are meant to be right within a factor of a few, which is what deciding
-and refusing need.
+nonzeros would be large; :func:`check_declared` refuses, from the sizes a ``.POMDP`` file declares before its
+body, a world and memory that no engine can hold (:func:`least_sizes`: lower bounds of every size).  The
+constants are fitted on ``benchmarks/bench_large.py``'s worlds (2-core machine, one thread); the estimates are
+meant to be right within a factor of a few, which is what deciding and refusing need.
 """
 
 from __future__ import annotations
@@ -17,14 +18,32 @@ import os
 
 import attrs
 import numpy as np
-import scipy.sparse as sp
 
 from fsc.errors import InputError
-from fsc.model.architecture import MemoryArchitecture
-from fsc.model.chain import check_plays, successor_classes
+from fsc.model.architecture import MemoryArchitecture, successor_classes
 from fsc.model.pomdp import POMDP
 
-__all__ = ["Estimate", "Sizes", "available_bytes", "check_sizes", "estimate", "factor_fits", "plan_engine", "set_up_seconds", "world_sizes"]
+# Nothing here imports scipy or torch at import time (world_sizes and check_sizes import what they use): the
+# commands call check_declared before they import them (fsc.cli.TORCH_AFTER_INPUT).
+
+__all__ = [
+    "ENGINE_NAMES",
+    "Estimate",
+    "Sizes",
+    "available_bytes",
+    "check_declared",
+    "check_sizes",
+    "estimate",
+    "factor_fits",
+    "least_bytes",
+    "least_sizes",
+    "plan_engine",
+    "set_up_seconds",
+    "world_sizes",
+]
+
+#: Every engine :func:`estimate` knows (those of ``fsc.engines.solve.BACKENDS``).
+ENGINE_NAMES = ("accurate", "choices", "dense", "iterative", "large", "power", "sparse")
 
 #: Bytes per stored nonzero of :class:`fsc.model.chain.JointChain` (five int32 index arrays and the weight,
 #: then the int64 tables the engines derive from them) and during its construction.
@@ -75,6 +94,8 @@ class Sizes:
             (the diagonal is always in the pattern).
         step_nonzeros: entries of the large engine's step ``G`` (and of its transpose, and of the map from the
             policy to ``B``'s entries), at most ``sum_a nnz(T_a O_a) |Q_a|``.
+        placed_states: ``K S_part``, the world states the parts lay out (``None``: ``parts * states_per_part``);
+            :func:`least_sizes` gives a lower bound of it where the parts are not known.
     """
 
     states: int
@@ -90,16 +111,22 @@ class Sizes:
     chain_nonzeros: int
     large_nonzeros: int
     step_nonzeros: int = 0
+    placed_states: int | None = None
 
     @property
     def joint_states(self) -> int:
         """``X = S_part N``, joint states per part."""
         return self.states_per_part * self.nodes
 
+    @property
+    def placed(self) -> int:
+        """``K S_part``, the world states of all parts, padding included."""
+        return self.parts * self.states_per_part if self.placed_states is None else self.placed_states
+
     def describe(self) -> str:
         return (
             f"S={self.states}, A={self.actions}, O={self.observations}, N={self.nodes}, C={self.choices}: "
-            f"{self.parts * self.joint_states:,} joint states"
+            f"{self.placed * self.nodes:,} joint states"
         )
 
 
@@ -114,6 +141,8 @@ class Estimate:
 
 def world_sizes(world: POMDP, arch: MemoryArchitecture) -> Sizes:
     """The :class:`Sizes` of ``world`` with ``arch``, from the sparse tables (``O(nnz(T) + S A O + N C O)``)."""
+    import scipy.sparse as sp
+
     observed = np.diff(world.observation_table.indptr).reshape(world.num_actions, -1)  # (A, S): observations each end state can give
     nnz_t = np.array([m.nnz for m in world.sparse_transition], dtype=np.int64)
     nnz_to = np.array([int(observed[a][m.indices].sum()) for a, m in enumerate(world.sparse_transition)], dtype=np.int64)
@@ -151,11 +180,12 @@ def world_sizes(world: POMDP, arch: MemoryArchitecture) -> Sizes:
 def estimate(engine: str, sizes: Sizes) -> Estimate:
     """Peak bytes and seconds of one evaluation with its gradient on ``engine``, from ``sizes`` alone."""
     K, X, N, C = sizes.parts, sizes.joint_states, sizes.nodes, sizes.choices
-    vectors = 8 * (12 * K * X + 4 * N * C)  # p, lambda, seeds and the policy's tables
+    KX = sizes.placed * N  # K X, all joint states
+    vectors = 8 * (12 * KX + 4 * N * C)  # p, lambda, seeds and the policy's tables
     chain_bytes = CHAIN_BYTES_PER_NONZERO * sizes.chain_nonzeros
     chain_seconds = CHAIN_SECONDS_PER_NONZERO * sizes.chain_nonzeros
     if engine == "large":
-        Y = K * sizes.states_per_part * sizes.classes
+        Y = sizes.placed * sizes.classes
         nnz = sizes.large_nonzeros
         fill = LARGE_FILL * nnz
         # Per block, the dense (S_part, Q_a, Q) table of sum_o O W and the (Q_a, Q) masks of the classes that follow.
@@ -163,17 +193,18 @@ def estimate(engine: str, sizes: Sizes) -> Estimate:
         vectors += (9 + sizes.observations) * K * sizes.actions * sizes.largest_action_classes * sizes.classes
         # G, G^T and the map from the policy to B's entries, CSR (12 bytes an entry), and their construction
         vectors += STEP_BYTES_PER_NONZERO * sizes.step_nonzeros
-        seconds = SPARSE_SECONDS_PER_FLOP * fill**2 / max(Y, 1) + SPARSE_SECONDS_PER_NONZERO * (nnz + K * X * C)
+        seconds = SPARSE_SECONDS_PER_FLOP * fill**2 / max(Y, 1) + SPARSE_SECONDS_PER_NONZERO * (nnz + KX * C)
         if not factor_fits(nnz):  # GMRES on an incomplete LU of at most 3 times the entries (LargeLU)
-            fill, seconds = 3 * nnz, SPARSE_SECONDS_PER_NONZERO * (KRYLOV_PRODUCTS * nnz + K * X * C)
+            fill, seconds = 3 * nnz, SPARSE_SECONDS_PER_NONZERO * (KRYLOV_PRODUCTS * nnz + KX * C)
         return Estimate(engine, vectors + LARGE_BYTES_PER_NONZERO * nnz + 12 * fill, seconds)
     if engine in ("dense", "accurate", "power"):
         copies = 3 if engine == "power" else 1
-        flops = (2 / 3) * K * X**3 * (6 if engine == "power" else 1)
-        return Estimate(engine, vectors + chain_bytes + copies * 8 * K * X * X, chain_seconds + DENSE_SECONDS_PER_FLOP * flops)
+        flops = (2 / 3) * KX * X**2 * (6 if engine == "power" else 1)
+        return Estimate(engine, vectors + chain_bytes + copies * 8 * KX * X, chain_seconds + DENSE_SECONDS_PER_FLOP * flops)
     if engine == "choices":
         Y = sizes.states_per_part * sizes.classes
-        return Estimate(engine, vectors + chain_bytes + 8 * K * Y * Y, chain_seconds + DENSE_SECONDS_PER_FLOP * (2 / 3) * K * Y**3)
+        KY = sizes.placed * sizes.classes  # K Y
+        return Estimate(engine, vectors + chain_bytes + 8 * KY * Y, chain_seconds + DENSE_SECONDS_PER_FLOP * (2 / 3) * KY * Y**2)
     # sparse and iterative: the chain's list, a CSC copy, and the factor or the preconditioner
     factor = 12 * LARGE_FILL * sizes.chain_nonzeros if engine == "sparse" else 24 * sizes.chain_nonzeros
     return Estimate(engine, vectors + chain_bytes + factor, chain_seconds + SPARSE_SECONDS_PER_NONZERO * LARGE_FILL * sizes.chain_nonzeros)
@@ -219,6 +250,8 @@ def check_sizes(world: POMDP, arch: MemoryArchitecture) -> None:
     """Refuse, before anything is allocated, a world and memory whose smallest evaluation (the joint
     chain's vectors and the architecture's table of next nodes, ``N x C x O`` integers) does not fit the machine,
     or an architecture that does not play the world's actions and observations."""
+    from fsc.model.chain import check_plays
+
     check_plays(world, arch)
     N, C, O = arch.num_nodes, arch.num_choices, world.num_observations
     X = sum(len(p) for p in world.parts) * N
@@ -230,6 +263,87 @@ def check_sizes(world: POMDP, arch: MemoryArchitecture) -> None:
             f"{_gb(need)} ({X:,} joint states, {N * C * O:,} next nodes), over the {_gb(limit)} this machine has available; "
             "choose a smaller memory"
         )
+
+
+def least_sizes(states: int, actions: int, observations: int, arch: MemoryArchitecture, *, started: int | None = None) -> Sizes:
+    """Lower bounds of every :class:`Sizes` of a world declaring ``states``, ``actions`` and ``observations``
+    (``started`` of its states with initial mass, all by default) with ``arch``, before its tables are read.
+
+    Every row of ``T`` (per state and action) and of ``O`` (per action and end state) sums to 1, so it stores at
+    least one entry: ``nnz(T_a) >= S`` and ``nnz(T_a O_a) >= S`` for every action.  Every state with initial mass
+    is in a part, so ``K S_part >= started``; ``K`` and ``S_part`` are each at least 1.  The classes after a class
+    ``q`` are at least those allowed at one node it leads to.  The architecture's own counts are exact.  Each field
+    is at most what :func:`world_sizes` gives on any world the file can hold.
+    """
+    started = states if started is None else started
+    class_of, nxt = successor_classes(arch)
+    n, c = np.nonzero(class_of >= 0)
+    q_action = np.full(len(nxt), -1, dtype=np.int64)
+    q_action[class_of[n, c]] = arch.choice_action[c]
+    allowed_per_action = np.bincount(arch.choice_action[np.nonzero(arch.allowed)[1]], minlength=actions)
+    classes_per_action = np.bincount(q_action, minlength=actions)
+    at_node = np.bincount(n, minlength=arch.num_nodes)  # the classes allowed at each node (one per allowed choice)
+    after = at_node[nxt].max(axis=1, initial=0)  # (Q,): at least the classes at the busiest node q leads to
+    per_action = np.bincount(q_action, weights=after, minlength=actions).astype(np.int64)
+    return Sizes(
+        states=states,
+        actions=actions,
+        observations=observations,
+        parts=1,
+        states_per_part=1,
+        nodes=arch.num_nodes,
+        choices=arch.num_choices,
+        classes=len(nxt),
+        transitions=states * actions,
+        largest_action_classes=int(classes_per_action.max(initial=0)),
+        chain_nonzeros=states * int(allowed_per_action.sum()),
+        large_nonzeros=(states + started) * int(per_action.sum()),
+        step_nonzeros=states * int(classes_per_action.sum()),
+        placed_states=started,
+    )
+
+
+def least_bytes(sizes: Sizes) -> Estimate:
+    """The lightest engine's :func:`estimate` on ``sizes``.
+
+    On the lower bounds of :func:`least_sizes` it is at most the bytes of any engine on the world itself: each
+    engine's estimate grows with every size, except the large engine's, whose factor is taken complete (4 times
+    ``B``'s entries) when it fits and incomplete (3 times) when it does not.  There the bound still holds for
+    refusing: a lower bound over the limit with a complete factor that fits means either a world whose factor fits
+    too (and whose estimate is larger), or one whose ``B`` has more than ``limit / 48`` entries, whose estimate
+    (84 bytes an entry at least) is over the limit as well.
+    """
+    return min((estimate(name, sizes) for name in ENGINE_NAMES), key=lambda e: e.bytes)
+
+
+def check_declared(states: int, actions: int, observations: int, arch: MemoryArchitecture, *, started: int | None = None) -> None:
+    """Refuse, from the sizes a file declares (before its tables are read), a world and memory that
+    :func:`check_sizes` or every engine of :func:`plan_engine` would refuse once they are built.
+
+    It compares with the same limit the lower bounds of :func:`least_sizes`: the joint chain's vectors and the
+    table of next nodes of :func:`check_sizes` over at least ``started * N`` joint states, and the lightest
+    engine's estimate (:func:`least_bytes`).  Each is at most what the full check computes on any world the file
+    can hold, whatever the engine asked for, so nothing refused here would have been accepted after reading.
+
+    Raises:
+        ValueError: one line: the memory (``--memory``, as :func:`check_sizes` names it), the declared sizes, the
+            estimate, the limit, what to change.
+    """
+    started = states if started is None else started
+    N, C = arch.num_nodes, arch.num_choices
+    need = 8 * 12 * started * N + 32 * N * C + 8 * N * C * observations  # check_sizes' own need, at least
+    limit = MEMORY_SHARE * available_bytes()
+    if need <= limit:
+        lightest = least_bytes(least_sizes(states, actions, observations, arch, started=started))
+        if lightest.bytes <= limit:
+            return
+        need, what = lightest.bytes, f"the lightest engine's estimate, {lightest.engine!r}"
+    else:
+        what = "the joint chain's vectors and next nodes"
+    raise InputError(
+        f"memory (--memory) {arch!r} on the declared S={states:,}, A={actions:,}, O={observations:,} needs at least {_gb(need)} "
+        f"({what}), over the {_gb(limit)} this machine has available; choose a smaller memory or world"
+    )
 
 
 def _much_faster(sizes: Sizes, limit: float) -> bool:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import attrs
@@ -28,7 +29,7 @@ from fsc.files import read_limited
 from fsc.limits import MAX_INTEGER_DIGITS, MAX_POMDP_BYTES
 from fsc.model.pomdp import POMDP, SparseTable, Task, as_pomdp
 
-__all__ = ["DENSE_NUMBERS", "MAX_TABLE_BYTES", "ROW_TOLERANCE", "format_pomdp", "parse_pomdp", "pomdp_summary", "read_pomdp", "write_pomdp"]
+__all__ = ["DENSE_NUMBERS", "MAX_TABLE_BYTES", "ROW_TOLERANCE", "Declared", "format_pomdp", "parse_pomdp", "pomdp_summary", "read_pomdp", "write_pomdp"]
 
 #: Rows of ``T``, ``O`` and ``start`` may differ from 1 by at most this much.
 ROW_TOLERANCE = 1e-5
@@ -36,8 +37,25 @@ ROW_TOLERANCE = 1e-5
 #: rows further off, but within ROW_TOLERANCE, are divided by their sum.
 _KEEP_TOLERANCE = 1e-9
 #: Largest size of the tables a file may make: the entries it gives (16 bytes each, value and index) and
-#: what is kept per (state, action): 2 GiB.
+#: what is kept per (state, action): 2 GiB each.  The rows are checked from the preamble (64 bytes per (state,
+#: action), which also bounds the entries every row of T and of O needs, 32 bytes), the entries as the body is
+#: read (a block before it is expanded).  Reading costs more than what is kept: about
+#: 100 bytes of peak memory per entry logged (resolving the log: concatenated, sorted, filtered; 0.93 GB for the
+#: 9 million entries of a world of a million states, 3 actions and 2 observations given by ``T: * identity`` and
+#: ``O: * uniform``), so the largest file accepted takes about 2 GiB of rows and 134 million entries, 15 GB at
+#: the peak, under the 24 GB of the machine the project runs on.
 MAX_TABLE_BYTES = 2 * 1024**3
+
+
+@attrs.frozen
+class Declared:
+    """What a file has declared once its preamble and ``start`` are read, before its first ``T``, ``O`` or ``R``
+    entry: the sizes, and how many states the start belief gives mass to (all of them by default)."""
+
+    states: int
+    actions: int
+    observations: int
+    started: int
 
 _PREAMBLE = ("discount", "values", "states", "actions", "observations")
 _KEYWORDS = frozenset(_PREAMBLE + ("start", "T", "O", "R"))
@@ -621,7 +639,7 @@ class _Reader:
         return repr(names[i]) if names else str(i)
 
 
-def parse_pomdp(text: str, *, source: str = "<string>", require_discount: bool = False) -> POMDP:
+def parse_pomdp(text: str, *, source: str = "<string>", require_discount: bool = False, check: Callable[[Declared], None] | None = None) -> POMDP:
     """Parse the text of a ``.POMDP`` file into a :class:`fsc.POMDP`.
 
     ``source`` names the text in error messages (``source:line: ...``).  The
@@ -630,6 +648,10 @@ def parse_pomdp(text: str, *, source: str = "<string>", require_discount: bool =
     world always holds rewards.  Rows of ``T``, ``O`` and the start vector must
     sum to 1 within :data:`ROW_TOLERANCE` (1e-5); those off by more than 1e-9
     are divided by their sum.
+
+    ``check``, if given, is called once with the :class:`Declared` sizes just before the first ``T``, ``O`` or
+    ``R`` entry is read (the preamble and ``start`` checked, nothing of the tables built): what it raises stops
+    the reading there.
 
     Raises:
         ValueError: naming ``source``, the line and what was expected.
@@ -652,6 +674,8 @@ def parse_pomdp(text: str, *, source: str = "<string>", require_discount: bool =
                 raise reader.err(st.line, f"'{st.keyword}:' must come before T, O and R entries (the first is on line {entries})")
             reader.start(st)
         else:
+            if not entries and check is not None:
+                check(Declared(reader.S, reader.A, reader.O, int(np.count_nonzero(reader.initial))))
             entries = entries or st.line
             handlers[st.keyword](st)
     if not reader.tables_ready:
@@ -673,10 +697,10 @@ def parse_pomdp(text: str, *, source: str = "<string>", require_discount: bool =
         raise InputError(f"{source}:{last_line}: {error}") from None
 
 
-def read_pomdp(path, *, require_discount: bool = False) -> POMDP:
+def read_pomdp(path, *, require_discount: bool = False, check: Callable[[Declared], None] | None = None) -> POMDP:
     """Read a ``.POMDP`` file (Cassandra's format) into a :class:`fsc.POMDP`.
 
-    See :func:`parse_pomdp` for what is accepted; errors name the file and line.
+    See :func:`parse_pomdp` for what is accepted (and ``check``); errors name the file and line.
     """
     path = Path(path)
     try:
@@ -692,7 +716,7 @@ def read_pomdp(path, *, require_discount: bool = False) -> POMDP:
     except UnicodeDecodeError as error:
         line = raw.count(b"\n", 0, error.start) + 1
         raise InputError(f"{path.name}:{line}: expected text, got the byte {raw[error.start]:#04x}") from None
-    return parse_pomdp(text, source=path.name, require_discount=require_discount)
+    return parse_pomdp(text, source=path.name, require_discount=require_discount, check=check)
 
 # -- writing ----------------------------------------------------------------
 

@@ -48,6 +48,7 @@ __all__ = [
     "observation_labels",
     "register_architecture",
     "rule_mask",
+    "successor_classes",
 ]
 
 
@@ -276,6 +277,26 @@ def readonly(array: np.ndarray) -> np.ndarray:
     """``array`` itself, marked read-only: the tables of architectures and chains are shared and cached."""
     array.setflags(write=False)
     return array
+
+
+def successor_classes(arch: MemoryArchitecture) -> tuple[np.ndarray, np.ndarray]:
+    """``(class_of, nxt)``: the class ``class_of[n, c]`` of each allowed choice (-1 elsewhere), numbered by
+    choice and then by first node; choices of one class take the same ``c`` to the same nodes ``nxt[q, :]``."""
+    N, C = arch.num_nodes, arch.num_choices
+    class_of = -np.ones((N, C), dtype=np.int64)
+    rows: list[np.ndarray] = []
+    for c in range(C):
+        nodes = np.flatnonzero(arch.allowed[:, c])
+        if len(nodes) == 0:
+            continue
+        distinct, first, inverse = np.unique(arch.next_node[nodes, c, :], axis=0, return_index=True, return_inverse=True)
+        order = np.argsort(first, kind="stable")  # classes in the order of their first node
+        rank = np.empty(len(order), dtype=np.int64)
+        rank[order] = np.arange(len(order))
+        class_of[nodes, c] = len(rows) + rank[inverse.reshape(-1)]
+        rows.extend(distinct[order])
+    nxt = np.array(rows, dtype=np.int64).reshape(len(rows), arch.num_observations)
+    return readonly(class_of), readonly(nxt)
 
 
 def _index(kind: str, labels: Iterable[object]) -> tuple[tuple[Hashable, ...], dict[Hashable, int]]:

@@ -33,7 +33,7 @@ import scipy.sparse.csgraph as csgraph
 import torch
 
 from fsc.errors import InputError
-from fsc.model.architecture import MemoryArchitecture, readonly
+from fsc.model.architecture import MemoryArchitecture, readonly, successor_classes  # successor_classes: exported here as it was
 from fsc.model.pomdp import POMDP
 
 __all__ = ["AfterChoice", "ChainFrame", "JointChain", "RecentTables", "check_plays", "chain_frame", "joint_chain", "require_after_choice", "successor_classes"]
@@ -294,26 +294,6 @@ class AfterChoice:
             self.g_rows, self.g_cols, self.g_weight, self.class_of, self.num_classes,
             self.recurrent, self.t_src, self.t_dst, self.t_node_choice, self.t_weight, self.choice_is_class,
         )  # fmt: skip
-
-
-def successor_classes(arch: MemoryArchitecture) -> tuple[np.ndarray, np.ndarray]:
-    """``(class_of, nxt)``: the class ``class_of[n, c]`` of each allowed choice (-1 elsewhere), numbered by
-    choice and then by first node; choices of one class take the same ``c`` to the same nodes ``nxt[q, :]``."""
-    N, C = arch.num_nodes, arch.num_choices
-    class_of = -np.ones((N, C), dtype=np.int64)
-    rows: list[np.ndarray] = []
-    for c in range(C):
-        nodes = np.flatnonzero(arch.allowed[:, c])
-        if len(nodes) == 0:
-            continue
-        distinct, first, inverse = np.unique(arch.next_node[nodes, c, :], axis=0, return_index=True, return_inverse=True)
-        order = np.argsort(first, kind="stable")  # classes in the order of their first node
-        rank = np.empty(len(order), dtype=np.int64)
-        rank[order] = np.arange(len(order))
-        class_of[nodes, c] = len(rows) + rank[inverse.reshape(-1)]
-        rows.extend(distinct[order])
-    nxt = np.array(rows, dtype=np.int64).reshape(len(rows), arch.num_observations)
-    return readonly(class_of), readonly(nxt)
 
 
 def require_after_choice(chain: JointChain) -> AfterChoice:

@@ -14,7 +14,7 @@ import attrs
 
 from fsc.model.architecture import MemoryArchitecture
 from fsc.model.pomdp import POMDP, Task, resolve_reset
-from fsc.resolve import ResolvedWorld, resolve_memory, resolve_world
+from fsc.resolve import ResolvedWorld, resolve_world_and_memory
 from fsc.train.arguments import TrainingConfig
 
 __all__ = ["Setting", "resolve_setting"]
@@ -45,7 +45,6 @@ def resolve_setting(config: TrainingConfig, world: POMDP | Task | None = None) -
         ValueError, TypeError: a bad argument, naming it; a memory nobody can afford; nothing is written.
     """
     started = time.perf_counter()
-    named = resolve_world(mu=config.mu, pomdp=config.pomdp, world=world)
-    arch = resolve_memory(config.memory, named.world)
+    named, arch = resolve_world_and_memory(config.memory, mu=config.mu, pomdp=config.pomdp, world=world)
     reset = resolve_reset(named.world, config.reset, config.discount, allow_zero=False, default=1e-3)
     return Setting(world=named, arch=arch, reset=reset, started=started)

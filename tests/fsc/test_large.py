@@ -105,6 +105,105 @@ def test_sizes_count_the_chains_exactly(arch):
     assert G.nnz == GT.nnz <= sizes.step_nonzeros and (large.value_maps[0] is None or large.value_maps[0].nnz <= sizes.step_nonzeros)
 
 
+def _one_state_start(world):
+    """``world`` started in its state 0 alone: fewer states in parts than the file declares."""
+    initial = np.zeros(world.num_states)
+    initial[0] = 1.0
+    return fsc.POMDP(transition=world.transition, observation=world.observation, reward=world.reward, initial=initial, discount=world.discount)
+
+
+@pytest.mark.parametrize("arch", [fsc.RAM(1), fsc.RAM(3), fsc.Chain(2), fsc.Memento(2), fsc.Column(3, arms=3)], ids=ids)
+@pytest.mark.parametrize("start", ["uniform", "one state"])
+def test_the_declared_lower_bounds_are_at_most_the_worlds_sizes(arch, start):
+    """What check_declared compares with the limit, from the declared sizes alone, is at most what the full
+    check computes on the world: every size, check_sizes' need and every engine's estimate."""
+    world = padded_world() if arch.arms == 2 else tasks.TwoHypothesis(0.2, arms=3).pomdp
+    world = _one_state_start(world) if start == "one state" else world
+    started = int(np.count_nonzero(world.initial))
+    full = est.world_sizes(world, arch)
+    least = est.least_sizes(world.num_states, world.num_actions, world.num_observations, arch, started=started)
+    for field in ("states", "actions", "observations", "parts", "states_per_part", "nodes", "choices", "classes", "transitions",
+                  "largest_action_classes", "chain_nonzeros", "large_nonzeros", "step_nonzeros", "placed"):  # fmt: skip
+        assert getattr(least, field) <= getattr(full, field), field
+    assert least.placed * least.nodes <= full.placed * full.nodes
+    for engine in est.ENGINE_NAMES:
+        assert est.estimate(engine, least).bytes <= est.estimate(engine, full).bytes, engine
+    assert est.least_bytes(least).bytes == min(est.estimate(engine, least).bytes for engine in est.ENGINE_NAMES)
+
+
+def test_the_estimates_know_every_engine():
+    from fsc.engines.solve import BACKENDS
+
+    assert set(est.ENGINE_NAMES) == set(BACKENDS)
+
+
+def test_the_world_sizes_estimates_are_those_of_the_parts():
+    """placed_states left out is K S_part: the estimates of a world are what they were before the field."""
+    world = tasks.Grid4x3().pomdp
+    arch = fsc.RAM(2, arms=world.num_actions, observations=world.num_observations)
+    sizes = est.world_sizes(world, arch)
+    assert sizes.placed_states is None and sizes.placed == sizes.parts * sizes.states_per_part
+    K, X = sizes.parts, sizes.joint_states
+    assert est.estimate("dense", sizes).bytes == 8 * (12 * K * X + 4 * arch.num_nodes * arch.num_choices) + 100 * sizes.chain_nonzeros + 8 * K * X * X
+
+
+@pytest.mark.parametrize("memory", ["ram:1", "ram:2"])
+def test_a_world_just_under_the_declared_bound_is_handled_as_before(memory, monkeypatch, tmp_path):
+    """With the limit just over the declared lower bound the file is read (the same tables) and the full
+    estimate decides as it did without the bound (here: refuses, in the same words); with the limit just over
+    the full estimate, it evaluates as it did; just under the lower bound, the bound refuses and so does the full
+    estimate."""
+    from fsc.io.pomdp_file import write_pomdp
+    from fsc.resolve import resolve_memory, resolve_world, resolve_world_and_memory
+
+    path = write_pomdp(tasks.Grid4x3().pomdp, tmp_path / "grid.POMDP")
+    world = resolve_world(pomdp=str(path)).world
+    arch = resolve_memory(memory, world)
+    started = int(np.count_nonzero(world.initial))  # the file's start belief
+    least = est.least_bytes(est.least_sizes(world.num_states, world.num_actions, world.num_observations, arch, started=started)).bytes
+    full = min(est.estimate(engine, est.world_sizes(world, arch)).bytes for engine in ("large", "iterative"))
+    assert least < full
+
+    def outcome():
+        monkeypatch.setattr(Evaluator, "_last", None)
+        try:
+            return float(fsc.evaluate(world, fsc.Policy.uniform(arch), reset=0.05).value)
+        except ValueError as error:
+            return str(error)
+
+    expected = outcome()
+    for available in (int(least / est.MEMORY_SHARE) + 1, int(full / est.MEMORY_SHARE) + 1):
+        monkeypatch.setattr(est, "available_bytes", lambda available=available: available)
+        before = outcome()
+        named, built = resolve_world_and_memory(memory, pomdp=str(path))
+        assert built == arch
+        for name in ("transition", "observation", "reward", "initial"):
+            assert np.array_equal(getattr(named.world, name), getattr(world, name)), name
+        assert outcome() == before
+        if available < full / est.MEMORY_SHARE:
+            assert isinstance(before, str) and "this machine has available" in before
+        else:  # the large engine, the only one that fits: the value of the engine auto picks on the whole machine
+            assert isinstance(before, float) and before == pytest.approx(expected, rel=1e-10, abs=0)
+    monkeypatch.setattr(est, "available_bytes", lambda: int(least / est.MEMORY_SHARE) - 1)
+    with pytest.raises(ValueError, match=r"^memory \(--memory\) RAM.* on the declared S=11, A=4, O=6 needs at least .*; choose a smaller memory or world$"):
+        resolve_world_and_memory(memory, pomdp=str(path))
+    assert isinstance(outcome(), str)  # the full estimate refuses too
+
+
+def test_ten_million_states_and_three_actions_are_refused_from_the_declared_sizes(monkeypatch, tmp_path):
+    """The file of docs/large-worlds.md with ram:1, on a machine with 24 GB available: refused before its body,
+    whose first entry here names an action the file does not have (the error reading it would give)."""
+    from fsc.resolve import resolve_world_and_memory
+
+    monkeypatch.setattr(est, "available_bytes", lambda: 24 * 10**9)
+    path = tmp_path / "big.POMDP"
+    path.write_text("discount: 0.9\nvalues: reward\nstates: 10000000\nactions: 3\nobservations: 2\nT: nowhere identity\n")
+    with pytest.raises(ValueError, match=r"needs at least 25.8 GB \(the lightest engine's estimate, 'large'\), over the 19.2 GB"):
+        resolve_world_and_memory("ram:1", pomdp=str(path))
+    with pytest.raises(ValueError, match="expected a action name or index"):
+        fsc.read_pomdp(path)
+
+
 def test_an_engine_that_does_not_fit_is_refused_in_one_line(monkeypatch):
     world = tasks.Grid4x3().pomdp
     arch = fsc.RAM(3, arms=world.num_actions, observations=world.num_observations)

@@ -20,7 +20,7 @@ import fsc
 import tasks
 from fsc.bounds import mdp_bound
 from fsc.cli import main
-from fsc.io.pomdp_file import MAX_TABLE_BYTES, ROW_TOLERANCE, format_pomdp, parse_pomdp
+from fsc.io.pomdp_file import MAX_TABLE_BYTES, ROW_TOLERANCE, Declared, format_pomdp, parse_pomdp
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 TIGER_FILES = ["tiger.pomdp", "tiger-entries.pomdp", "tiger-wildcards.pomdp"]
@@ -634,3 +634,27 @@ def test_several_statements_on_one_line_and_a_byte_order_mark(tmp_path):
     assert w.discount == 0.5
     np.testing.assert_array_equal(w.transition[:, 0, :], np.eye(2))
     np.testing.assert_array_equal(w.reward[:, 0, :, 0], [[0, 0], [-2, -2]])
+
+
+def test_check_sees_the_declared_sizes_once_before_the_first_entry():
+    """read_pomdp's check gets the sizes and the start belief's support before any T, O or R entry is read: what
+    it raises stops the reading there (the entry after it, which names an action the file does not have, is never
+    read); without it, the file reads as ever."""
+    text = "states: 4\nactions: 2\nobservations: 3\nstart include: 1 2\nT: nowhere identity\nO: * uniform\n"
+    seen = []
+
+    def check(declared):
+        seen.append(declared)
+        raise ValueError("too large")
+
+    with pytest.raises(ValueError, match="^too large$"):
+        parse_pomdp(text, check=check)
+    assert seen == [Declared(states=4, actions=2, observations=3, started=2)]
+    with pytest.raises(ValueError, match="expected a action name or index"):
+        parse_pomdp(text)
+    good = text.replace("nowhere", "*")
+    seen.clear()
+    world = parse_pomdp(good, check=seen.append)
+    assert seen == [Declared(4, 2, 3, 2)]
+    reference = parse_pomdp(good)
+    assert np.array_equal(world.transition, reference.transition) and np.array_equal(world.initial, reference.initial)

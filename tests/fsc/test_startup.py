@@ -92,6 +92,34 @@ def test_a_world_nobody_can_afford_is_refused_in_one_line_before_torch(command, 
     assert sorted(p.name for p in tmp_path.iterdir()) == ["huge.POMDP"]
 
 
+#: Ten million states, 3 actions and 100 observations: the reader takes the preamble (30 million rows), but the
+#: lightest engine needs at least 290 GB with ram:1 (96 bytes for each of 10 million x 301 joint states).  The first
+#: entry names an action the file does not have: reading the body would stop there with another error.
+DECLARED = "discount: 0.9\nvalues: reward\nstates: 10000000\nactions: 3\nobservations: 100\nT: nowhere identity\nO: * uniform\n"
+
+
+@pytest.mark.parametrize("command", sorted(set(REFUSING) - {"simulate"}))
+def test_a_world_no_engine_can_hold_is_refused_from_its_declared_sizes(command, tmp_path):
+    """The commands that evaluate on the joint chain refuse, from the sizes the file declares and before its first
+    T, O or R entry is read, a world and memory whose lightest engine does not fit (fsc.engines.estimate.check_declared):
+    status 2, one line naming the estimate and the limit, nothing written, none of torch, numba, scipy imported."""
+    (tmp_path / "huge.POMDP").write_text(DECLARED)
+    module, argv = REFUSING[command]
+    argv = [word.replace("OUT", str(tmp_path)) for word in argv] + ["--pomdp", str(tmp_path / "huge.POMDP"), "--memory", "ram:1"]
+    code = (
+        f"import json, sys\nfrom {module} import main\nstatus = main({argv!r})\n"
+        f"print(json.dumps([status, [m for m in {HEAVY!r} if m in sys.modules]]))"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True, cwd=ROOT)
+    status, heavy = json.loads(done.stdout.strip().splitlines()[-1])
+    lines = done.stderr.splitlines()
+    assert (status, heavy, len(lines)) == (2, [], 1), done.stderr
+    assert lines[0].startswith("fsc: error: memory (--memory) RAM(M=1, arms=3, observations=100) on the declared S=10,000,000, A=3, O=100 "), lines[0]
+    assert "(the joint chain's vectors and next nodes), over the " in lines[0] and lines[0].endswith("choose a smaller memory or world"), lines[0]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["huge.POMDP"]
+
+
 def test_the_names_declared_without_torch_are_those_of_the_modules_that_use_them():
     """The options are declared before torch is imported, from names kept apart (fsc.choices, policies.names,
     fsc.cli.controller.DRAW_FORMATS): they are the names and defaults of the code that computes with them."""
