@@ -8,6 +8,7 @@ estimate and the limit.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 
 from fsc.errors import InputError
@@ -91,6 +92,32 @@ def check_table_entries(name: str, nodes: int, choices: int, observations: int =
             f"memory {name} would have {count_text(nodes)} nodes x {count_text(choices)} choices{per} = {count_text(entries)} "
             f"table entries (estimate {_gib(8 * entries)} GiB per 8-byte table), over the limit of {limit:,} "
             f"entries; choose a smaller size"
+        )
+
+
+#: The largest dense world table (``S x A x S`` transitions, ``A x S x O`` observations), in numbers: a float64
+#: copy is 2 GiB. Large worlds stay sparse (:class:`fsc.model.pomdp.SparseTable`); only what needs the dense
+#: arrays (``fsc simulate``, ``POMDP.transition``) builds them.
+MAX_DENSE_WORLD_NUMBERS = 2**28
+
+
+def check_dense_world(states: int, actions: int, observations: int, *, what: str = "this") -> None:
+    """Raise ``ValueError`` when the dense transition table ``S x A x S`` or the dense observation table
+    ``A x S x O`` of a world of these sizes would exceed :data:`MAX_DENSE_WORLD_NUMBERS` numbers; ``what``
+    names what needs them."""
+    check_dense_table("transition", (states, actions, states), what=what)
+    check_dense_table("observation", (actions, states, observations), what=what)
+
+
+def check_dense_table(name: str, shape: tuple[int, ...], *, what: str = "this") -> None:
+    """Raise ``ValueError`` when the world's dense table ``name`` of this ``shape`` would exceed
+    :data:`MAX_DENSE_WORLD_NUMBERS` numbers."""
+    numbers = math.prod(shape)
+    if numbers > MAX_DENSE_WORLD_NUMBERS:
+        raise InputError(
+            f"{what} needs the world's dense {name} table, {' x '.join(count_text(n) for n in shape)} = {count_text(numbers)} numbers "
+            f"(estimate {_gib(8 * numbers)} GiB), over the limit of {MAX_DENSE_WORLD_NUMBERS:,}; use a smaller world, or fsc evaluate, "
+            f"which keeps it sparse"
         )
 
 

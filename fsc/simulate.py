@@ -26,7 +26,7 @@ import numpy as np
 from fsc.checks import check_reset
 from fsc.errors import InputError
 from fsc.evaluate import CONVENTIONS
-from fsc.limits import MAX_WALKERS, check_simulate_steps
+from fsc.limits import MAX_WALKERS, check_dense_world, check_simulate_steps
 from fsc.model.policy import Policy, check_policy
 from fsc.model.pomdp import POMDP, Task, as_pomdp, paper_read
 
@@ -117,6 +117,7 @@ def simulate(
     rng = np.random.default_rng(seed)
 
     probs = policy.probs().detach().numpy()
+    check_dense_world(pomdp.num_states, pomdp.num_actions, pomdp.num_observations, what="fsc.simulate")  # its tables are dense
     cum_policy = np.cumsum(probs, axis=1)
     cum_init = np.cumsum(policy.init_probs().detach().numpy())[None, :]
     cum_world = np.cumsum(pomdp.initial)[None, :]

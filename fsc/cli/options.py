@@ -11,7 +11,7 @@ import attrs
 from fsc.checks import CONVENTIONS
 from fsc.console import import_torch, number
 from fsc.io.trajectory import metric_key
-from fsc.limits import seed_arg
+from fsc.limits import check_dense_world, seed_arg
 from fsc.model.architecture import MemoryArchitecture
 from fsc.model.memory import MEMORY_FILE_SECONDS
 from fsc.model.pomdp import POMDP, Task, resolve_reset
@@ -89,7 +89,9 @@ def resolve_controller(args: argparse.Namespace, *, allow_zero: bool = True, joi
     """
     memory = DEFAULT_MEMORY if args.memory is None and not is_policy_file(args.policy) else args.memory
     if memory is None or not joint_chain:  # a policy file's own memory (read with torch), or no joint chain to hold
-        world = resolve_world(mu=args.mu, pomdp=args.pomdp, option="--")
+        # without a joint chain (simulate), the world's dense tables: refused from a file's declared sizes
+        check = None if joint_chain else (lambda declared: check_dense_world(declared.states, declared.actions, declared.observations, what="simulate"))
+        world = resolve_world(mu=args.mu, pomdp=args.pomdp, option="--", check=check)
         arch = None if memory is None else resolve_memory(memory, world.world, option="--memory")
     else:  # a world and memory no engine can hold: refused from the file's declared sizes, before its tables
         world, arch = resolve_world_and_memory(memory, mu=args.mu, pomdp=args.pomdp, option="--", memory_option="--memory")

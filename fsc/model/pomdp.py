@@ -16,6 +16,7 @@ import numpy as np
 
 from fsc.checks import check_reset
 from fsc.errors import InputError, InputTypeError
+from fsc.limits import check_dense_table
 
 if TYPE_CHECKING:  # scipy is imported where it is used: `fsc pomdp` and the torch-free commands never need it
     import scipy.sparse as sp
@@ -297,12 +298,18 @@ class POMDP:
 
     @functools.cached_property
     def transition(self) -> np.ndarray:
-        """``T[s, a, s2]``, dense ``(S, A, S)`` (built on first use when the world is stored sparse)."""
+        """``T[s, a, s2]``, dense ``(S, A, S)`` (built on first use when the world is stored sparse; refused
+        beyond :data:`fsc.limits.MAX_DENSE_WORLD_NUMBERS`)."""
+        if isinstance(self._transition, SparseTable):
+            check_dense_table("transition", (self.num_states, self.num_actions, self.num_states), what="this use of the world")
         return _dense(self._transition)
 
     @functools.cached_property
     def observation(self) -> np.ndarray:
-        """``O[a, s2, o]``, dense ``(A, S, O)`` (built on first use when the world is stored sparse)."""
+        """``O[a, s2, o]``, dense ``(A, S, O)`` (built on first use when the world is stored sparse; refused
+        beyond :data:`fsc.limits.MAX_DENSE_WORLD_NUMBERS`)."""
+        if isinstance(self._observation, SparseTable):
+            check_dense_table("observation", (self.num_actions, self.num_states, self.num_observations), what="this use of the world")
         return _dense(self._observation)
 
     @functools.cached_property

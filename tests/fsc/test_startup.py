@@ -76,6 +76,13 @@ def test_a_world_nobody_can_afford_is_refused_in_one_line_before_torch(command, 
     declaring more than the machine can hold is refused with status 2 and one line naming the limit, with none
     of them imported and nothing written."""
     text, limit = HUGE[huge]
+    line = _refused(command, text, tmp_path)
+    assert line.startswith("fsc: error: ") and limit in line, line
+
+
+def _refused(command: str, text: str, tmp_path) -> str:
+    """Run ``command`` on a file holding ``text`` with ``--memory ram:1`` in a fresh process; assert it exits with
+    status 2, one line on stderr, none of torch, numba, scipy imported and nothing written; return that line."""
     (tmp_path / "huge.POMDP").write_text(text)
     module, argv = REFUSING[command]
     argv = [word.replace("OUT", str(tmp_path)) for word in argv] + ["--pomdp", str(tmp_path / "huge.POMDP"), "--memory", "ram:1"]
@@ -88,8 +95,8 @@ def test_a_world_nobody_can_afford_is_refused_in_one_line_before_torch(command, 
     status, heavy = json.loads(done.stdout.strip().splitlines()[-1])
     lines = done.stderr.splitlines()
     assert (status, heavy, len(lines)) == (2, [], 1), done.stderr
-    assert lines[0].startswith("fsc: error: ") and limit in lines[0], lines[0]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["huge.POMDP"]
+    return lines[0]
 
 
 #: Ten million states, 3 actions and 100 observations: the reader takes the preamble (30 million rows), but the
@@ -103,21 +110,33 @@ def test_a_world_no_engine_can_hold_is_refused_from_its_declared_sizes(command, 
     """The commands that evaluate on the joint chain refuse, from the sizes the file declares and before its first
     T, O or R entry is read, a world and memory whose lightest engine does not fit (fsc.engines.estimate.check_declared):
     status 2, one line naming the estimate and the limit, nothing written, none of torch, numba, scipy imported."""
-    (tmp_path / "huge.POMDP").write_text(DECLARED)
-    module, argv = REFUSING[command]
-    argv = [word.replace("OUT", str(tmp_path)) for word in argv] + ["--pomdp", str(tmp_path / "huge.POMDP"), "--memory", "ram:1"]
-    code = (
-        f"import json, sys\nfrom {module} import main\nstatus = main({argv!r})\n"
-        f"print(json.dumps([status, [m for m in {HEAVY!r} if m in sys.modules]]))"
-    )
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True, cwd=ROOT)
-    status, heavy = json.loads(done.stdout.strip().splitlines()[-1])
-    lines = done.stderr.splitlines()
-    assert (status, heavy, len(lines)) == (2, [], 1), done.stderr
-    assert lines[0].startswith("fsc: error: memory (--memory) RAM(M=1, arms=3, observations=100) on the declared S=10,000,000, A=3, O=100 "), lines[0]
-    assert "(the joint chain's vectors and next nodes), over the " in lines[0] and lines[0].endswith("choose a smaller memory or world"), lines[0]
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["huge.POMDP"]
+    line = _refused(command, DECLARED, tmp_path)
+    assert line.startswith("fsc: error: memory (--memory) RAM(M=1, arms=3, observations=100) on the declared S=10,000,000, A=3, O=100 "), line
+    assert "(the joint chain's vectors and next nodes), over the " in line and line.endswith("choose a smaller memory or world"), line
+
+
+def test_simulate_refuses_a_world_whose_dense_tables_do_not_fit_from_its_declared_sizes(tmp_path):
+    """simulate builds no joint chain but the world's dense tables (S x A x S transitions): refused from the sizes the
+    file declares, before its body (whose first entry is wrong), in one line naming the table and the limit."""
+    line = _refused("simulate", DECLARED, tmp_path)
+    expected = "fsc: error: simulate needs the world's dense transition table, 10,000,000 x 3 x 10,000,000 = 300,000,000,000,000 numbers "
+    assert line.startswith(expected) and "over the limit of 268,435,456" in line, line
+
+
+def test_a_sparse_world_refuses_a_dense_table_it_cannot_hold():
+    """A world read sparse builds its dense tables on demand, and refuses one over the limit (fsc.limits.MAX_DENSE_WORLD_NUMBERS)
+    in one ValueError, as fsc.simulate does, instead of asking numpy for terabytes."""
+    from fsc.io.pomdp_file import parse_pomdp
+    from fsc.limits import MAX_DENSE_WORLD_NUMBERS
+
+    states = 20_000  # 20,000 x 1 x 20,000 = 4e8 numbers, over 2**28 = 2.7e8; the sparse tables hold 20,000 entries
+    world = parse_pomdp(f"discount: 0.9\nvalues: reward\nstates: {states}\nactions: 1\nobservations: 1\nT: * identity\nO: * uniform\n")
+    assert world.is_sparse and states * states > MAX_DENSE_WORLD_NUMBERS
+    with pytest.raises(ValueError, match=r"dense transition table, 20,000 x 1 x 20,000 = 400,000,000 numbers .*over the limit of 268,435,456"):
+        _ = world.transition
+    assert world.observation.shape == (1, states, 1)  # 20,000 numbers: built
+    with pytest.raises(ValueError, match="fsc.simulate needs the world's dense transition table"):
+        fsc.simulate(world, fsc.Policy.uniform(fsc.RAM(1, arms=1, observations=1)), reset=0.5, steps=10)
 
 
 def test_the_names_declared_without_torch_are_those_of_the_modules_that_use_them():
