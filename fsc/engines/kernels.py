@@ -837,17 +837,18 @@ def flow_step_into(w_pi, w_0, g, g0, gain, dt, max_dgrad, min_dt, factor, c, wor
     N, C = w_pi.shape
     while dt >= min_dt:
         logits = np.empty((N, C))
-        finite = True  # no NaN and no +inf; without a branch, so that the compiler vectorises
-        for n in range(N):
-            for j in range(C):
-                x = w_pi[n, j] + dt * g[n, j]
-                logits[n, j] = x
-                finite &= x < np.inf
+        logits_flat, w_flat, g_flat = logits.reshape(-1), np.ascontiguousarray(w_pi).reshape(-1), np.ascontiguousarray(g).reshape(-1)
+        infinite = 0  # entries that are NaN or +inf, counted without a branch, so that the compiler vectorises
+        for i in range(N * C):
+            x = w_flat[i] + dt * g_flat[i]
+            logits_flat[i] = x
+            infinite += not x < np.inf
         init_logits = np.empty(N)
         for n in range(N):
             x = w_0[n] + dt * g0[n]
             init_logits[n] = x
-            finite &= x < np.inf
+            infinite += not x < np.inf
+        finite = infinite == 0
         if not finite:
             return STEP_NOT_FINITE, logits, init_logits, g, g0, np.zeros(0), dt, dt, evaluations, rejections
         expected, G, G0, ok = value_gradient_into(logits, init_logits, c, work)
