@@ -12,11 +12,22 @@ thread), in microseconds per value and gradient, best of ``--repeats`` blocks of
 
 The columns ``/engine`` and ``/floor`` are the training path's multiples of those.
 
-Usage: ``.venv/bin/python benchmarks/bench_overhead.py [--calls 300] [--repeats 5]``
+Then the compiled flow, which is what a training run spends its time in, per value and gradient:
+
+- ``flow``: :func:`fsc.engines.kernels.flow_run` from the same start, ``--steps`` accepted steps, divided by
+  its evaluations (rejected tries included);
+- ``previous``: the same with the kernels of ``previous.PREVIOUS`` (before the training path's workspace),
+  compiled in this process from git; the two alternate in each round, best round of each, and must end on
+  the same bits;
+- ``floor c``: ``dgetrf`` and two ``dgetrs`` per part called from compiled code (no Python between them): what
+  the compiled flow cannot go below; ``/floor c`` are ``flow`` and ``previous`` over it.
+
+Usage: ``.venv/bin/python benchmarks/bench_overhead.py [--calls 300] [--repeats 5] [--steps 300]``
 """
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 
@@ -27,11 +38,13 @@ from scipy.linalg.lapack import dgetrf, dgetrs
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from timing import best, timing_arguments  # noqa: E402
+import previous  # noqa: E402
+from timing import best  # noqa: E402
 
 import fsc  # noqa: E402
 import policies  # noqa: E402
 import tasks  # noqa: E402
+from fsc.engines import kernels  # noqa: E402
 from fsc.engines.kernels import after_choice_system_t  # noqa: E402
 from fsc.engines.sparse import system_matrices  # noqa: E402
 from fsc.evaluate import Evaluator  # noqa: E402
@@ -42,10 +55,18 @@ RESET = 1e-3
 
 
 def main() -> None:
-    args = timing_arguments(__doc__.splitlines()[0], calls=300)
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--calls", type=int, default=300)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--steps", type=int, default=300, help="accepted steps of each compiled flow per round")
+    args = parser.parse_args()
     torch.set_num_threads(1)
     world = tasks.TwoHypothesis(0.1)
-    print(f"{'memory':<10} {'engine':<7} {'X':>4} {'training us':>12} {'engine us':>10} {'floor us':>9} {'/engine':>8} {'/floor':>7}")
+    old = previous.load()
+    print(
+        f"{'memory':<10} {'engine':<7} {'X':>4} {'training us':>12} {'engine us':>10} {'floor us':>9} {'/engine':>8} {'/floor':>7}"
+        f" | {'flow us':>8} {'previous us':>12} {'speed-up':>9} {'floor c us':>11} {'/floor c':>9} {'previous /floor c':>18}"
+    )  # fmt: skip
     for memory in CASES:
         arch = fsc.parse_memory(memory)
         start = policies.initial_policy("random", arch, seed=0)
@@ -67,6 +88,7 @@ def main() -> None:
             backend.solve_adjoint(g)
 
         matrices = system_matrices(chain, values, RESET)
+        B_t = kernels.dense_system_t(chain.dense_index_t, values, 1 - RESET, chain.padding, K, X)  # the LU's matrices, as flow_run has them
         if evaluator.engine in ("dense", "choices"):
             if evaluator.engine == "choices":  # its LU is that of B = I - a Pi G, S C states per part
                 t = chain.after_choice
@@ -95,9 +117,16 @@ def main() -> None:
         t_train = best(training, args.calls, args.repeats)
         t_engine = best(engine, args.calls, args.repeats)
         t_floor = best(floor, args.calls, args.repeats)
+        point = objective(logits.clone(), init_logits.clone())
+        c = objective._fused
+        flows = {"flow": (kernels.flow_run, c), "previous": (old.flow_run, c[: previous.PREVIOUS_CONSTANTS])}
+        timed = previous.time_flows(objective, point, flows, args.steps, 3 * args.repeats)
+        t_flow, t_previous = timed["flow"][0], timed["previous"][0]
+        t_floor_c = previous.compiled_floor(B_t)
         print(
             f"{memory:<10} {evaluator.engine:<7} {X:>4} {t_train * 1e6:>12.0f} {t_engine * 1e6:>10.0f} {t_floor * 1e6:>9.0f} "
-            f"{t_train / t_engine:>8.2f} {t_train / t_floor:>7.2f}"
+            f"{t_train / t_engine:>8.2f} {t_train / t_floor:>7.2f} | {t_flow * 1e6:>8.1f} {t_previous * 1e6:>12.1f} {t_previous / t_flow:>9.2f} "
+            f"{t_floor_c * 1e6:>11.1f} {t_flow / t_floor_c:>9.2f} {t_previous / t_floor_c:>18.2f}"
         )
 
 

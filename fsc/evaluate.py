@@ -339,9 +339,9 @@ class Evaluator:
         seed = gain + (value / r if value else 0.0)  # as in backward
         if self.engine == "choices":
             t = chain.after_choice
-            after = (True, t.kernel_tables, t.b_index_t, t.b_node_choice, t.b_weight, t.b_padding, t.valid)
+            after = (True, t.kernel_tables, t.b_index_t, t.b_node_choice, t.b_weight, t.b_padding, t.valid, t.b_runs)
         else:
-            after = (False, _NO_TABLES, _NONE, _NONE, _NOTHING, np.zeros((0, 0), dtype=bool), np.zeros((0, 0), dtype=bool))
+            after = (False, _NO_TABLES, _NONE, _NONE, _NOTHING, np.zeros((0, 0), dtype=bool), np.zeros((0, 0), dtype=bool), _NO_RUNS)
         return (
             np.ascontiguousarray(arch.allowed), np.ascontiguousarray(arch.reset_mask), chain.node_choice, chain.weight,
             np.ascontiguousarray(chain.initial_world, dtype=np.float64), chain.dense_index_t, np.ascontiguousarray(chain.padding),
@@ -351,7 +351,7 @@ class Evaluator:
 
 
 _NO_SEED = np.zeros((0, 0))
-_NONE, _NOTHING = np.zeros(0, dtype=np.int64), np.zeros(0)
+_NONE, _NOTHING, _NO_RUNS = np.zeros(0, dtype=np.int64), np.zeros(0), np.zeros((0, 4), dtype=np.int64)
 #: :attr:`fsc.model.chain.AfterChoice.kernel_tables` of no chain, for the dense engine's compiled step.
 _NO_TABLES = (_NONE, _NONE, _NOTHING, np.zeros((0, 0), dtype=np.int64), 0, _NONE, _NONE, _NONE, _NONE, _NOTHING, False)
 

@@ -94,7 +94,15 @@ def exp_nonpositive(x):  # pragma: no cover - compiled
 def policy_probs(w_pi, allowed, w_0, reset_mask):  # pragma: no cover - compiled
     """Softmax of each row of ``w_pi`` over its allowed choices, and of ``w_0`` over the reset nodes."""
     N, C = w_pi.shape
-    probs = np.zeros((N, C))
+    probs, init = np.empty((N, C)), np.empty(N)
+    policy_probs_into(w_pi, allowed, w_0, reset_mask, probs, init)
+    return probs, init
+
+
+@njit(cache=True, inline="always")
+def policy_probs_into(w_pi, allowed, w_0, reset_mask, probs, init):  # pragma: no cover - compiled
+    """:func:`policy_probs` written into ``probs`` ``(N, C)`` and ``init`` ``(N,)`` (every entry)."""
+    N, C = w_pi.shape
     for n in range(N):
         top = -np.inf
         for c in range(C):
@@ -108,7 +116,6 @@ def policy_probs(w_pi, allowed, w_0, reset_mask):  # pragma: no cover - compiled
             total += probs[n, c]
         for c in range(C):
             probs[n, c] /= total
-    init = np.zeros(N)
     top = -np.inf
     for n in range(N):
         if reset_mask[n] and w_0[n] > top:
@@ -121,7 +128,6 @@ def policy_probs(w_pi, allowed, w_0, reset_mask):  # pragma: no cover - compiled
         total += init[n]
     for n in range(N):
         init[n] /= total
-    return probs, init
 
 
 @njit(cache=True)
@@ -144,9 +150,18 @@ def expectations(p, part_weights, probs, tables, S, N):  # pragma: no cover - co
     ``tables[m]`` is a per-step table ``(K * S, C)``; ``f_m[k, s N + n] = sum_c probs[n, c] tables[m, k S + s, c]``.
     """
     K, X = p.shape
+    p_hat, total, f0 = np.empty((K, X)), np.empty(K), np.empty((K, X))
+    out = expectations_into(p, part_weights, probs, tables, S, N, p_hat, total, f0)
+    return p_hat, total, out
+
+
+@njit(cache=True, inline="always")
+def expectations_into(p, part_weights, probs, tables, S, N, p_hat, total, f0):  # pragma: no cover - compiled
+    """:func:`expectations` written into ``p_hat`` ``(K, X)`` and ``total`` ``(K,)``, returning ``out``; ``f0`` ``(K, X)``
+    receives the first table's ``f_0[k, s N + n]``, which :func:`choices_gradient` reuses where
+    :func:`adjoint_seed` would compute it again."""
+    K, X = p.shape
     C = probs.shape[1]
-    p_hat = np.empty((K, X))
-    total = np.empty(K)
     for k in range(K):
         t = 0.0
         for x in range(X):
@@ -164,10 +179,12 @@ def expectations(p, part_weights, probs, tables, S, N):  # pragma: no cover - co
                     f = 0.0
                     for c in range(C):
                         f += probs[n, c] * tables[m, k * S + s, c]
+                    if m == 0:
+                        f0[k, s * N + n] = f
                     part += p_hat[k, s * N + n] * f
             acc += part_weights[k] * part
         out[m] = acc
-    return p_hat, total, out
+    return out
 
 
 @njit(cache=True)
@@ -189,12 +206,20 @@ def adjoint_seed(p_hat, total, part_weights, probs, table, seed, S, N):  # pragm
         if seed.shape[0]:
             for x in range(X):
                 g[k, x] += seed[k, x]
+    center_seed(g, p_hat, total)
+    return g
+
+
+@njit(cache=True, inline="always")
+def center_seed(g, p_hat, total):  # pragma: no cover - compiled
+    """``g[k] <- (g[k] - g[k] . p_hat[k]) / total[k]``: the last step of :func:`adjoint_seed`, through the normalisation."""
+    K, X = g.shape
+    for k in range(K):
         dot = 0.0
         for x in range(X):
             dot += g[k, x] * p_hat[k, x]
         for x in range(X):
             g[k, x] = (g[k, x] - dot) / total[k]
-    return g
 
 
 @njit(cache=True)
@@ -213,15 +238,24 @@ def after_choice_transition_gradient(lam, p, t, valid, a, S, N):  # pragma: no c
     """:func:`transition_gradient` for ``P = G Pi`` (:class:`fsc.model.chain.AfterChoice`; ``t`` is its
     :attr:`~fsc.model.chain.AfterChoice.kernel_tables`):
     ``dL/dpi[n, c] = a sum_{k, s} p[k, (s, n)] (G^T lambda)[k, (s, q(n, c))]``, in ``O(K S N C)``."""
+    K, C = lam.shape[0], t[3].shape[1]
+    h, d_probs = np.empty((K, S * t[4])), np.empty((N, C))
+    after_choice_transition_gradient_into(lam, p, t, valid, a, S, N, h, d_probs)
+    return d_probs
+
+
+@njit(cache=True, inline="always")
+def after_choice_transition_gradient_into(lam, p, t, valid, a, S, N, h, d_probs):  # pragma: no cover - compiled
+    """:func:`after_choice_transition_gradient` written into ``d_probs`` ``(N, C)``, with ``h`` ``(K, S Q)`` to work in."""
     g_rows, g_cols, g_weight, class_of, Q, choice_is_class = t[0], t[1], t[2], t[3], t[4], t[10]
     K = lam.shape[0]
     C = class_of.shape[1]
     lam_flat = lam.reshape(-1)
-    h = np.zeros((K, S * Q))
+    h[:] = 0.0
     h_flat = h.reshape(-1)
     for e in range(g_rows.shape[0]):
         h_flat[g_cols[e]] += g_weight[e] * lam_flat[g_rows[e]]
-    d_probs = np.zeros((N, C))
+    d_probs[:] = 0.0
     for k in range(K):
         for s in range(S):
             if valid[k, s]:
@@ -237,10 +271,9 @@ def after_choice_transition_gradient(lam, p, t, valid, a, S, N):  # pragma: no c
                         q = class_of[n, c]
                         if q >= 0:
                             row[c] += v * h[k, s * Q + q]
-    return d_probs
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def policy_gradient_from(d_probs, lam, p_hat, part_weights, probs, init_probs, table, reset, initial_world, S, N, scale, on_probs):  # pragma: no cover
     """The gradient from ``d_probs``, the part through ``P`` (added to in place): plus the direct dependence
     of ``f`` on ``pi``; ``dL/dp0 = r lambda``; then through the softmaxes (unless ``on_probs``)."""
@@ -330,9 +363,15 @@ def lu_solve_parts(A_t, piv, b, trans):  # pragma: no cover - compiled
     """``b[k] <- A_k^{-1} b[k]`` (``trans = 0``) or ``A_k^{-T} b[k]`` (1) with the factors left by :func:`lu_parts`."""
     if not (A_t.flags.c_contiguous and piv.flags.c_contiguous and b.flags.c_contiguous):
         raise ValueError("LAPACK reads these arrays in place: they must be C-contiguous")
+    lu_solve_parts_into(A_t, piv, b, trans, np.empty(3, np.int32), np.empty(1, np.uint8))
+
+
+@njit(cache=True, inline="always")
+def lu_solve_parts_into(A_t, piv, b, trans, ints, code):  # pragma: no cover - compiled
+    """:func:`lu_solve_parts` on C-contiguous arrays, with LAPACK's arguments in ``ints`` ``(3,)`` int32 and ``code`` ``(1,)`` uint8."""
     K, X = b.shape
-    ints = np.array([X, 1, 0], np.int32)
-    code = np.array([78 if trans == 0 else 84], np.uint8)  # 'N' or 'T'
+    ints[0], ints[1], ints[2] = X, 1, 0
+    code[0] = 78 if trans == 0 else 84  # 'N' or 'T'
     for k in range(K):
         _getrs(code, ints, A_t[k], piv[k], b[k])
 
@@ -349,12 +388,19 @@ def lu_parts(A_t):  # pragma: no cover - compiled
         raise ValueError("LAPACK reads these arrays in place: they must be C-contiguous")
     K, X = A_t.shape[0], A_t.shape[1]
     piv = np.empty((K, X), np.int32)
-    ints = np.array([X, 0], np.int32)
+    return piv, lu_parts_into(A_t, piv, np.empty(2, np.int32))
+
+
+@njit(cache=True, inline="always")
+def lu_parts_into(A_t, piv, ints):  # pragma: no cover - compiled
+    """:func:`lu_parts` on a C-contiguous ``A_t``, the pivots into ``piv`` ``(K, X)`` int32, ``ints`` ``(2,)`` int32 to work in: ``ok``."""
+    K, X = A_t.shape[0], A_t.shape[1]
+    ints[0], ints[1] = X, 0
     for k in range(K):
         _dgetrf(ints[0:].ctypes, ints[0:].ctypes, A_t[k].ctypes, ints[0:].ctypes, piv[k].ctypes, ints[1:].ctypes)
         if ints[1] != 0:
-            return piv, False
-    return piv, True
+            return False
+    return True
 
 
 @njit(cache=True)
@@ -367,16 +413,28 @@ def after_choice_solve(lu, piv, b, trans, probs, t, padding, valid, a, S, N):  #
     has no rows and ``Pi`` no columns), the Woodbury identity gives
     ``A^{-1} b = D^{-1} b + a G B^{-1} Pi D^{-1} b`` and ``A^{-T} g = D^{-1} g + a Pi^T B^{-T} G^T D^{-1} g``.
     """
-    g_rows, g_cols, g_weight, class_of, Q, choice_is_class = t[0], t[1], t[2], t[3], t[4], t[10]
     K, X = b.shape
-    C = probs.shape[1]
-    Y = S * Q
+    YR = t[5].shape[0]
     x = np.empty((K, X))
+    x[:] = b
+    z, zr = np.empty((K, S * t[4])), np.empty((K, YR))
+    after_choice_solve_into(lu, piv, x, trans, probs, t, padding, valid, a, S, N, z, zr, np.empty(3, np.int32), np.empty(1, np.uint8))
+    return x
+
+
+@njit(cache=True, inline="always")
+def after_choice_solve_into(lu, piv, x, trans, probs, t, padding, valid, a, S, N, z, zr, ints, code):  # pragma: no cover - compiled
+    """:func:`after_choice_solve` in place: ``x`` ``(K, X)`` holds ``b`` and receives the solution; ``z`` ``(K, S Q)`` and
+    ``zr`` ``(K, Y_R)`` to work in, ``ints`` and ``code`` as :func:`lu_solve_parts_into` takes them (all C-contiguous)."""
+    g_rows, g_cols, g_weight, class_of, Q, choice_is_class = t[0], t[1], t[2], t[3], t[4], t[10]
+    K, X = x.shape
+    C = probs.shape[1]
     for k in range(K):
         for i in range(X):
-            x[k, i] = b[k, i] / (1.0 - a) if padding[k, i] else b[k, i]
+            if padding[k, i]:
+                x[k, i] = x[k, i] / (1.0 - a)
     x_flat = x.reshape(-1)
-    z = np.zeros((K, Y))
+    z[:] = 0.0
     z_flat = z.reshape(-1)
     if trans == 0:
         for k in range(K):
@@ -394,13 +452,13 @@ def after_choice_solve(lu, piv, b, trans, probs, t, padding, valid, a, S, N):  #
                             q = class_of[n, c]
                             if q >= 0:
                                 z_part[q] += probs[n, c] * v
-        _b_solve(lu, piv, z, 0, probs, t, a)
+        _b_solve(lu, piv, z, zr, 0, probs, t, a, ints, code)
         for e in range(g_rows.shape[0]):
             x_flat[g_rows[e]] += a * g_weight[e] * z_flat[g_cols[e]]
-        return x
+        return
     for e in range(g_rows.shape[0]):
         z_flat[g_cols[e]] += g_weight[e] * x_flat[g_rows[e]]
-    _b_solve(lu, piv, z, 1, probs, t, a)
+    _b_solve(lu, piv, z, zr, 1, probs, t, a, ints, code)
     for k in range(K):
         for s in range(S):
             if valid[k, s]:
@@ -417,11 +475,10 @@ def after_choice_solve(lu, piv, b, trans, probs, t, padding, valid, a, S, N):  #
                             if q >= 0:
                                 acc += probs[n, c] * z_part[q]
                     x[k, s * N + n] += a * acc
-    return x
 
 
-@njit(cache=True)
-def _b_solve(lu, piv, z, trans, probs, t, a):  # pragma: no cover - compiled
+@njit(cache=True, inline="always")
+def _b_solve(lu, piv, z, zr, trans, probs, t, a, ints, code):  # pragma: no cover - compiled
     """``z <- B^{-1} z`` (``trans = 0``) or ``B^{-T} z`` (1), ``B = I - a M`` block triangular: the transient
     states by substitution along ``t``'s edges (each state after those that lead to it), the recurrent ones
     with their LU.  ``B y = z`` is ``y = z + a M y``: the transient part first, whose steps add to the
@@ -436,13 +493,12 @@ def _b_solve(lu, piv, z, trans, probs, t, a):  # pragma: no cover - compiled
         for e in range(E):
             z_flat[t_dst[e]] += a * (probs_flat[t_node_choice[e]] * t_weight[e]) * z_flat[t_src[e]]
     if YR == Y:  # no transient state (RAM, chain, column)
-        lu_solve_parts(lu, piv, z, trans)
+        lu_solve_parts_into(lu, piv, z, trans, ints, code)
     else:
-        zr = np.empty((K, YR))
         for k in range(K):
             for i in range(YR):
                 zr[k, i] = z[k, recurrent[i]]
-        lu_solve_parts(lu, piv, zr, trans)
+        lu_solve_parts_into(lu, piv, zr, trans, ints, code)
         for k in range(K):
             for i in range(YR):
                 z[k, recurrent[i]] = zr[k, i]
@@ -462,6 +518,101 @@ def after_choice_system_t(b_index_t, b_node_choice, b_weight, probs, a, b_paddin
     return dense_system_t(b_index_t, values, a, b_padding, K, Y)
 
 
+@njit(cache=True, inline="always")
+def after_choice_system_into(b_runs, b_index_t, b_node_choice, b_weight, probs, a, b_padding, out, values):  # pragma: no cover - compiled
+    """:func:`after_choice_system_t` written into ``out`` ``(K, Y_R, Y_R)``, the same operations in the same order on
+    each entry: ``0``, minus ``a (pi w)`` for each of its nonzeros in their order, plus the diagonal.  With
+    :attr:`~fsc.model.chain.AfterChoice.b_runs` (RAM) run by run, where the compiler vectorises; without
+    (``(0, 4)``), nonzero by nonzero through ``values`` ``(E,)``, as :func:`dense_system_t` does."""
+    flat = out.reshape(-1)
+    for i in range(flat.shape[0]):
+        flat[i] = 0.0
+    probs_flat = probs.reshape(-1)
+    if b_runs.shape[0]:
+        for r in range(b_runs.shape[0]):
+            e0, length, i0, n0 = b_runs[r, 0], b_runs[r, 1], b_runs[r, 2], b_runs[r, 3]
+            entries, policy, weights = flat[i0 : i0 + length], probs_flat[n0 : n0 + length], b_weight[e0 : e0 + length]
+            for i in range(length):  # distinct entries: the nonzeros of a run touch each one once
+                entries[i] -= a * (policy[i] * weights[i])
+    else:
+        for e in range(b_node_choice.shape[0]):
+            values[e] = probs_flat[b_node_choice[e]] * b_weight[e]
+        for e in range(b_node_choice.shape[0]):
+            flat[b_index_t[e]] -= a * values[e]
+    K, Y = b_padding.shape
+    for k in range(K):
+        for x in range(Y):
+            out[k, x, x] += (1.0 - a) if b_padding[k, x] else 1.0
+
+
+# The training path (flow_run, flow_step, fused_value_gradient) on the choices engine: one value and gradient in
+# the arrays of a workspace allocated once per call of flow_run, the same operations in the same order as
+# fused_forward then fused_backward.  Its helpers are inlined (inline="always", at numba's level): a call between
+# compiled functions that passes the constants' tuples costs reference counting on each of their arrays, which
+# was 1.5 to 2 us per evaluation at RAM 2 to RAM 8 (a fifth to a half of it).
+
+
+@njit(cache=True)
+def training_workspace(c):  # pragma: no cover - compiled
+    """The arrays :func:`choices_value_gradient` works in, for the constants ``c`` of the choices engine: allocated
+    once per :func:`flow_run` call rather than once per evaluation.  ``(probs, init_probs, B, pivots, values,
+    p, z, zr, p_hat, total, f0, lam, h, d_probs, ints, code)``; on the dense engine (unused) all empty."""
+    allowed, padding, S, N, t, b_padding = c[0], c[6], c[15], c[16], c[19], c[23]
+    K, X = padding.shape
+    C = allowed.shape[1]
+    if not c[18]:
+        K = X = C = N = S = 0
+    YR, Y, E = b_padding.shape[1], S * t[4], c[21].shape[0]
+    return (
+        np.empty((N, C)), np.empty(N), np.empty((K, YR, YR)), np.empty((K, YR), np.int32), np.empty(E),
+        np.empty((K, X)), np.empty((K, Y)), np.empty((K, YR)), np.empty((K, X)), np.empty(K), np.empty((K, X)),
+        np.empty((K, X)), np.empty((K, Y)), np.empty((N, C)), np.empty(3, np.int32), np.empty(1, np.uint8),
+    )  # fmt: skip
+
+
+@njit(cache=True, inline="always")
+def choices_forward(w_pi, w_0, c, work):  # pragma: no cover - compiled
+    """:func:`fused_forward` on the choices engine, into ``work`` (:func:`training_workspace`): ``(expected, ok)``.
+    Fills the probabilities, the LU and pivots of ``B``, ``p``, ``p_hat``, ``total`` and ``f0`` (the gain's table
+    read out per state, which the adjoint's right-hand side reuses)."""
+    allowed, reset_mask, initial_world, padding, part_weights, tables = c[0], c[1], c[4], c[6], c[7], c[8]
+    reset, a, S, N, t = c[13], c[14], c[15], c[16], c[19]
+    b_index_t, b_node_choice, b_weight, b_padding, valid, b_runs = c[20], c[21], c[22], c[23], c[24], c[25]
+    probs, init_probs, B, piv, values, p, z, zr = work[0], work[1], work[2], work[3], work[4], work[5], work[6], work[7]
+    p_hat, total, f0, ints, code = work[8], work[9], work[10], work[14], work[15]
+    policy_probs_into(w_pi, allowed, w_0, reset_mask, probs, init_probs)
+    after_choice_system_into(b_runs, b_index_t, b_node_choice, b_weight, probs, a, b_padding, B, values)
+    if not lu_parts_into(B, piv, ints):
+        return np.zeros(0), False
+    K = padding.shape[0]
+    for k in range(K):
+        for s in range(S):
+            for n in range(N):
+                p[k, s * N + n] = reset * (initial_world[k, s] * init_probs[n])
+    after_choice_solve_into(B, piv, p, 0, probs, t, padding, valid, a, S, N, z, zr, ints, code)
+    return expectations_into(p, part_weights, probs, tables, S, N, p_hat, total, f0), True
+
+
+@njit(cache=True, inline="always")
+def choices_gradient(c, work):  # pragma: no cover - compiled
+    """The gradient of :func:`fused_value_gradient` after :func:`choices_forward` filled ``work``: :func:`fused_backward`
+    with the gain's table, no seed and ``c``'s scale, the same operations, save that the adjoint's right-hand side
+    reads ``f0`` (``tables[0]`` is ``step_reward``: the same products summed in the same order) instead of
+    computing it again; ``(grad, grad_init)``."""
+    initial_world, padding, part_weights, step_reward = c[4], c[6], c[7], c[9]
+    reset, a, S, N, scale, t, valid = c[13], c[14], c[15], c[16], c[17], c[19], c[24]
+    probs, init_probs, B, piv, p, z, zr, p_hat, total, f0 = work[0], work[1], work[2], work[3], work[5], work[6], work[7], work[8], work[9], work[10]
+    lam, h, d_probs, ints, code = work[11], work[12], work[13], work[14], work[15]
+    K, X = lam.shape
+    for k in range(K):
+        for x in range(X):
+            lam[k, x] = part_weights[k] * f0[k, x]
+    center_seed(lam, p_hat, total)
+    after_choice_solve_into(B, piv, lam, 1, probs, t, padding, valid, a, S, N, z, zr, ints, code)
+    after_choice_transition_gradient_into(lam, p, t, valid, a, S, N, h, d_probs)
+    return policy_gradient_from(d_probs, lam, p_hat, part_weights, probs, init_probs, step_reward, reset, initial_world, S, N, scale, False)
+
+
 @njit(cache=True)
 def fused_value_gradient(w_pi, w_0, c):  # pragma: no cover - compiled
     """Value and gradient of the gain on the dense or choices engine, in one call: ``(expected, grad, grad_init, ok)``.
@@ -471,6 +622,19 @@ def fused_value_gradient(w_pi, w_0, c):  # pragma: no cover - compiled
     then :func:`fused_backward`.  ``c`` is the tuple of :meth:`fsc.evaluate.Evaluator.fused_constants`;
     its ``after_choice`` flag picks the chain after each choice (:func:`after_choice_solve`) over the whole chain.
     """
+    return value_gradient_into(w_pi, w_0, c, training_workspace(c))
+
+
+@njit(cache=True, inline="always")
+def value_gradient_into(w_pi, w_0, c, work):  # pragma: no cover - compiled
+    """:func:`fused_value_gradient` with the arrays of :func:`training_workspace` (the choices engine works in them;
+    the dense one allocates its own)."""
+    if c[18]:
+        expected, ok = choices_forward(w_pi, w_0, c, work)
+        if not ok:
+            return expected, work[0], work[1], False
+        grad, grad_init = choices_gradient(c, work)
+        return expected, grad, grad_init, True
     probs, init_probs, A_t, piv, p, p_hat, total, expected, ok = fused_forward(w_pi, w_0, c)
     if not ok:
         return expected, probs, init_probs, False
@@ -495,17 +659,21 @@ def fused_forward(w_pi, w_0, c):  # pragma: no cover - compiled
     ``A_t`` and ``piv`` the LU factors that :func:`fused_backward` reuses for the transposed solve."""
     (allowed, reset_mask, node_choice, weight, initial_world, dense_index_t, padding, part_weights, tables, step_reward,
      flat_rows, flat_cols, scaled_weight, reset, a, S, N, scale,
-     after_choice, t, b_index_t, b_node_choice, b_weight, b_padding, valid) = c  # fmt: skip
-    probs, init_probs = policy_probs(w_pi, allowed, w_0, reset_mask)
+     after_choice, t, b_index_t, b_node_choice, b_weight, b_padding, valid, b_runs) = c  # fmt: skip
     K, X = padding.shape
-    if after_choice:
-        A_t = after_choice_system_t(b_index_t, b_node_choice, b_weight, probs, a, b_padding)
-    else:
-        probs_flat = probs.reshape(-1)
-        values = np.empty(node_choice.shape[0])
-        for e in range(node_choice.shape[0]):
-            values[e] = probs_flat[node_choice[e]] * weight[e]
-        A_t = dense_system_t(dense_index_t, values, a, padding, K, X)
+    if after_choice:  # the training path's own forward pass, in arrays of its own
+        work = training_workspace(c)
+        expected, ok = choices_forward(w_pi, w_0, c, work)
+        probs, init_probs, B, piv, p, p_hat, total = work[0], work[1], work[2], work[3], work[5], work[8], work[9]
+        if not ok:
+            return probs, init_probs, B, piv, p, p, np.zeros(K), np.zeros(0), False
+        return probs, init_probs, B, piv, p, p_hat, total, expected, True
+    probs, init_probs = policy_probs(w_pi, allowed, w_0, reset_mask)
+    probs_flat = probs.reshape(-1)
+    values = np.empty(node_choice.shape[0])
+    for e in range(node_choice.shape[0]):
+        values[e] = probs_flat[node_choice[e]] * weight[e]
+    A_t = dense_system_t(dense_index_t, values, a, padding, K, X)
     piv, ok = lu_parts(A_t)
     p = np.empty((K, X))
     if not ok:
@@ -514,10 +682,7 @@ def fused_forward(w_pi, w_0, c):  # pragma: no cover - compiled
         for s in range(S):
             for n in range(N):
                 p[k, s * N + n] = reset * (initial_world[k, s] * init_probs[n])
-    if after_choice:
-        p = after_choice_solve(A_t, piv, p, 0, probs, t, padding, valid, a, S, N)
-    else:
-        lu_solve_parts(A_t, piv, p, 0)
+    lu_solve_parts(A_t, piv, p, 0)
     p_hat, total, expected = expectations(p, part_weights, probs, tables, S, N)
     return probs, init_probs, A_t, piv, p, p_hat, total, expected, True
 
@@ -529,7 +694,7 @@ def fused_backward(c, probs, init_probs, A_t, piv, p, p_hat, total, table, seed,
     :meth:`fsc.evaluate.Evaluator.backward` computes it (``on_probs``: with respect to the probabilities)."""
     (allowed, reset_mask, node_choice, weight, initial_world, dense_index_t, padding, part_weights, tables, step_reward,
      flat_rows, flat_cols, scaled_weight, reset, a, S, N, _,
-     after_choice, t, b_index_t, b_node_choice, b_weight, b_padding, valid) = c  # fmt: skip
+     after_choice, t, b_index_t, b_node_choice, b_weight, b_padding, valid, b_runs) = c  # fmt: skip
     lam = adjoint_seed(p_hat, total, part_weights, probs, table, seed, S, N)
     C = probs.shape[1]
     if after_choice:
@@ -623,17 +788,33 @@ def flow_stop(t, dt, step, until_t, max_steps):  # pragma: no cover - compiled
     return FLOW_GOES_ON
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _max_abs_difference(x, y):  # pragma: no cover - compiled
-    """``np.abs(x - y).max()``, NaN included."""
-    top = 0.0
-    for i in range(x.shape[0]):
+    """``np.abs(x - y).max()``, NaN included (the first NaN met).
+
+    Four running maxima, without a branch, then the largest of them: the same number as one running maximum (every
+    ``d`` is ``+0`` or more, or NaN, which none of them takes), without the chain of dependent steps."""
+    n = x.shape[0]
+    top0 = top1 = top2 = top3 = 0.0
+    nan = False
+    i = 0
+    while i + 4 <= n:
+        d0, d1, d2, d3 = abs(x[i] - y[i]), abs(x[i + 1] - y[i + 1]), abs(x[i + 2] - y[i + 2]), abs(x[i + 3] - y[i + 3])
+        nan |= (d0 != d0) | (d1 != d1) | (d2 != d2) | (d3 != d3)
+        top0, top1 = (d0 if d0 > top0 else top0), (d1 if d1 > top1 else top1)
+        top2, top3 = (d2 if d2 > top2 else top2), (d3 if d3 > top3 else top3)
+        i += 4
+    while i < n:
         d = abs(x[i] - y[i])
-        if d != d:
-            return d
-        if d > top:
-            top = d
-    return top
+        nan |= d != d
+        top0 = d if d > top0 else top0
+        i += 1
+    if nan:
+        for i in range(n):
+            d = abs(x[i] - y[i])
+            if d != d:
+                return d
+    return max(max(top0, top1), max(top2, top3))
 
 
 @njit(cache=True)
@@ -645,25 +826,32 @@ def flow_step(w_pi, w_0, g, g0, gain, dt, max_dgrad, min_dt, factor, c):  # prag
     Returns ``(status, logits, init_logits, grad, grad_init, expected, dt, next_dt, evaluations,
     rejections)``; ``status`` is one of the ``STEP_*`` codes.
     """
+    return flow_step_into(w_pi, w_0, g, g0, gain, dt, max_dgrad, min_dt, factor, c, training_workspace(c))
+
+
+@njit(cache=True, inline="always")
+def flow_step_into(w_pi, w_0, g, g0, gain, dt, max_dgrad, min_dt, factor, c, work):  # pragma: no cover - compiled
+    """:func:`flow_step`, each evaluation in the arrays ``work`` of :func:`training_workspace`."""
     evaluations = 0
     rejections = 0
     N, C = w_pi.shape
     while dt >= min_dt:
         logits = np.empty((N, C))
-        finite = True
-        for n in range(N):
-            for j in range(C):
-                logits[n, j] = w_pi[n, j] + dt * g[n, j]
-                if not logits[n, j] < np.inf:  # NaN or +inf
-                    finite = False
+        logits_flat, w_flat, g_flat = logits.reshape(-1), np.ascontiguousarray(w_pi).reshape(-1), np.ascontiguousarray(g).reshape(-1)
+        infinite = 0  # entries that are NaN or +inf, counted without a branch, so that the compiler vectorises
+        for i in range(N * C):
+            x = w_flat[i] + dt * g_flat[i]
+            logits_flat[i] = x
+            infinite += not x < np.inf
         init_logits = np.empty(N)
         for n in range(N):
-            init_logits[n] = w_0[n] + dt * g0[n]
-            if not init_logits[n] < np.inf:
-                finite = False
+            x = w_0[n] + dt * g0[n]
+            init_logits[n] = x
+            infinite += not x < np.inf
+        finite = infinite == 0
         if not finite:
             return STEP_NOT_FINITE, logits, init_logits, g, g0, np.zeros(0), dt, dt, evaluations, rejections
-        expected, G, G0, ok = fused_value_gradient(logits, init_logits, c)
+        expected, G, G0, ok = value_gradient_into(logits, init_logits, c, work)
         evaluations += 1
         if not ok:
             return STEP_SINGULAR, logits, init_logits, g, g0, expected, dt, dt, evaluations, rejections
@@ -701,8 +889,9 @@ def flow_run(w_pi, w_0, g, g0, gain, dt, max_dgrad, min_dt, factor, c, t, step, 
     expected = np.zeros(0)
     used = 0.0
     taken = 0
+    work = training_workspace(c)
     while True:
-        status, logits, init_logits, G, G0, e, u, next_dt, tried, rejected = flow_step(w_pi, w_0, g, g0, gain, dt, max_dgrad, min_dt, factor, c)
+        status, logits, init_logits, G, G0, e, u, next_dt, tried, rejected = flow_step_into(w_pi, w_0, g, g0, gain, dt, max_dgrad, min_dt, factor, c, work)
         if status != STEP_ACCEPTED:
             if taken == 0:
                 return status, logits, init_logits, G, G0, e, u, next_dt, t, step, evaluations + tried, rejections + rejected

@@ -366,6 +366,23 @@ def test_the_rule_cannot_move_the_point_in_two_cases():
     assert not kernels.flow_cannot_move(1.0, 0.5, 1e-10, 2.0**-51, w, w0, unit, none, 1.0)
 
 
+def test_the_change_of_the_gradient_is_numpys_largest_difference():
+    """The compiled step's ``dpi`` and ``dp0`` (four running maxima, then the largest): ``np.abs(x - y).max()`` on
+    every length around a multiple of four, and a NaN where there is one, wherever it is."""
+    from fsc.engines import kernels
+
+    rng = np.random.default_rng(0)
+    for n in range(1, 14):
+        x, y = rng.normal(size=n), rng.normal(size=n)
+        y[rng.integers(n)] = x[0] + 0.0  # ties and zeros
+        assert kernels._max_abs_difference(x, y) == np.abs(x - y).max()
+        for i in range(n):
+            z = x.copy()
+            z[i] = np.nan
+            assert np.isnan(kernels._max_abs_difference(z, y))
+    assert kernels._max_abs_difference(np.zeros(0), np.zeros(0)) == 0.0
+
+
 def test_the_compiled_run_is_so_many_compiled_steps():
     """kernels.flow_run against flow_step called in a loop: arrays, times and counts to the bit."""
     from fsc.engines import kernels
