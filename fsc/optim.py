@@ -662,6 +662,7 @@ def optimize(
     state: State | None = None,
     skip_until: Callable[[], float] | None = None,
     keep_skipped: bool = False,
+    first_stop: Callable[[dict[str, Any]], int | None] | None = None,
     **hyperparameters: object,
 ) -> Iterator[Record]:
     """Climb the gain from ``policy``; yield a :class:`Record` per accepted step (module docstring).
@@ -679,6 +680,11 @@ def optimize(
             yields fewer records on the same path, the compiled engines taking the steps between in one call
             (:meth:`GradientFlow.run`), still a record per :data:`MOST_STEPS` steps and at every stop.
         keep_skipped: with ``skip_until``, each record also carries the steps it skipped (:attr:`Record.skipped`).
+        first_stop: with ``keep_skipped``, given the steps a compiled run skipped (:attr:`Record.skipped`), the
+            index of the first at which the caller will stop, or ``None``; the flow then takes the same steps
+            again from the run's start up to that one, which becomes the record.  A caller that stops on a rule
+            of its own (``fsc train``'s convergence) thus keeps the compiled runs and stops where it would have
+            stopped on the records of every step.
 
     Raises:
         ValueError, TypeError: bad arguments, before any evaluation.
@@ -694,8 +700,10 @@ def optimize(
         _check_state(state, policy.architecture)
     if skip_until is not None and not callable(skip_until):
         raise InputTypeError(f"skip_until must be a function returning a time t, got {skip_until!r}")
+    if first_stop is not None and not (callable(first_stop) and keep_skipped):
+        raise InputTypeError(f"first_stop must be a function of the skipped steps, with keep_skipped=True, got {first_stop!r}")
     objective = Objective(world=world, architecture=policy.architecture, reset=reset, engine=engine, convention=convention, target=target)
-    return _run(objective, optimizer, rule, policy, state, skip_until, keep_skipped)
+    return _run(objective, optimizer, rule, policy, state, skip_until, keep_skipped, first_stop)
 
 
 def _optimizer(optimizer: object, hyperparameters: dict[str, object]) -> Optimizer:
@@ -723,6 +731,7 @@ def _run(
     state: State | None,
     skip_until: Callable[[], float] | None = None,
     keep_skipped: bool = False,
+    first_stop: Callable[[dict[str, Any]], int | None] | None = None,
 ) -> Iterator[Record]:
     started = time.perf_counter()
     offset = 0.0 if state is None else state.seconds
@@ -743,6 +752,9 @@ def _run(
         if skip_until is not None and isinstance(optimizer, GradientFlow) and rule.min_grad_norm is None:
             until_t = skip_until() if rule.until_t is None else min(skip_until(), rule.until_t)
             new, skipped = optimizer.run(objective, state, clock, until_t=until_t, max_steps=rule.max_steps, rows=keep_skipped)
+            first = None if first_stop is None or skipped is None else first_stop(skipped)
+            if first is not None:  # the caller stops at an earlier step: the same steps again, up to that one
+                new, skipped = optimizer.run(objective, state, clock, until_t=until_t, max_steps=skipped["step"][first], rows=True)
         else:
             new, skipped = optimizer.advance(objective, state, clock), None
         if new is None:

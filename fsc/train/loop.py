@@ -39,6 +39,22 @@ def converged(t: Sequence[float], gain: Sequence[float], tolerance: float = CONV
     return i >= 0 and abs(gain[-1] - gain[i]) <= tolerance * max(abs(gain[-1]), 1e-300)
 
 
+def first_converged(t: Sequence[float], gain: Sequence[float], new_t: Sequence[float], new_gain: Sequence[float],
+                    tolerance: float = CONVERGED) -> int | None:  # fmt: skip
+    """The index of the first of the rows ``(new_t, new_gain)``, appended one by one after the rows ``(t,
+    gain)``, at which :func:`converged` holds, or ``None``: the same numbers, compared the same way, for a
+    whole compiled run of steps at once (two binary searches per row instead of a Python call)."""
+    old_t, old_gain = np.asarray(t, dtype=np.float64), np.asarray(gain, dtype=np.float64)
+    new_t, new_gain = np.asarray(new_t, dtype=np.float64), np.asarray(new_gain, dtype=np.float64)
+    edge = new_t / 10
+    in_new = np.searchsorted(new_t, edge, side="right")  # rows of the new ones at or before t / 10 (all before the row)
+    in_old = np.searchsorted(old_t, edge, side="right")
+    reference = np.where(in_new > 0, new_gain[np.maximum(in_new - 1, 0)], old_gain[np.maximum(in_old - 1, 0)] if len(old_t) else np.nan)
+    found = (new_t >= 10) & (in_new + in_old > 0) & (np.abs(new_gain - reference) <= tolerance * np.maximum(np.abs(new_gain), 1e-300))
+    hits = np.flatnonzero(found)
+    return int(hits[0]) if hits.size else None
+
+
 def versions() -> dict[str, str | None]:
     """The versions a run was made (or last resumed) with; ``commit``: the project's git commit, ``+`` if edited since."""
     import numba

@@ -35,7 +35,7 @@ from fsc.model.pomdp import POMDP, Task, as_pomdp
 from fsc.optim import Optimizer, State, make_optimizer, optimize
 from fsc.resolve import resolve_policy
 from fsc.train.arguments import MAY_CHANGE, TrainingConfig
-from fsc.train.loop import Run, Thinning, TrainingResult, train_loop
+from fsc.train.loop import Run, Thinning, TrainingResult, first_converged, train_loop
 from fsc.train.setting import Setting, resolve_setting
 
 __all__ = ["Inputs", "resolve_inputs", "run_training", "train_inputs"]
@@ -224,14 +224,19 @@ def _set_up(config: TrainingConfig, inputs: Inputs) -> str:
 
 
 def _record_plan(config: TrainingConfig, run: Run) -> dict[str, Any]:
-    """Which records the loop needs: with thinning, one at each next row; keeping every row with a stop at
-    ``until_t``, the compiled flow's record of the steps between two records; else every record (a run that
-    may stop as converged reads every row as it comes)."""
+    """Which records the loop needs: with thinning, one at each next row; keeping every row, the compiled flow's
+    record of the steps between two records, and without ``until_t`` the first of them at which the run has
+    converged (:func:`fsc.train.loop.first_converged`), where the loop stops as it would on a record per step."""
     if config.rows_per_decade is not None:
         return {"skip_until": run.keep.due}
     if config.until_t is not None:
         return {"skip_until": lambda: math.inf, "keep_skipped": True}
-    return {}
+
+    def first_stop(skipped: dict[str, Any]) -> int | None:  # the rows so far: the loop appended every record before
+        columns = run.trajectory.columns
+        return first_converged(columns["t"], columns["gain"], skipped["t"], skipped["gain"])
+
+    return {"skip_until": lambda: math.inf, "keep_skipped": True, "first_stop": first_stop}
 
 
 @contextlib.contextmanager

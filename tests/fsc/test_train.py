@@ -16,8 +16,11 @@ import pytest
 import torch
 
 import fsc
+import policies
+import tasks
 from fsc.cli import main
 from fsc.train import csv_header, load_checkpoint, read_trajectory, run_training
+from fsc.train.loop import converged, first_converged
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -82,6 +85,44 @@ def test_run_directory(tmp_path):
         with np.load(out / name, allow_pickle=False) as data:
             assert all(data[key].dtype != object for key in data.files)
     assert meta["arguments"] == doc["arguments"]
+
+
+def test_first_converged_is_converged_row_by_row():
+    """first_converged over rows appended after earlier ones: the first row at which converged() holds on the
+    rows up to it, the reference row t / 10 back found among the earlier rows or the new ones."""
+    rng = np.random.default_rng(5)
+    for _ in range(300):
+        n = int(rng.integers(1, 40))
+        t = np.cumsum(rng.exponential(rng.choice([0.5, 5.0, 50.0]), n))
+        gain = np.cumsum(rng.choice([0.0, 1e-12, 1e-3], n, p=[0.5, 0.3, 0.2])) + 1.0
+        cut = int(rng.integers(0, n))
+        expected = next((j for j in range(cut, n) if converged(t[: j + 1].tolist(), gain[: j + 1].tolist())), None)
+        old_t, old_gain = array.array("d", t[:cut]), array.array("d", gain[:cut])
+        found = first_converged(old_t, old_gain, t[cut:].tolist(), gain[cut:].tolist())
+        assert found == (None if expected is None else expected - cut)
+        old_t.append(1e300)  # the columns are not held: the loop appends to them after
+    assert first_converged([], [], [1.0, 20.0], [1.0, 1.0]) == 1 and first_converged([], [], [20.0], [1.0]) is None
+
+
+@pytest.mark.parametrize(("mu", "reset", "steps"), [(0.5, 0.05, 1232), (0.3, 0.01, 603)])
+def test_a_run_without_until_t_stops_as_converged_on_the_step_of_the_every_step_rule(tmp_path, mu, reset, steps):
+    """Without until_t, run_training takes its steps in compiled runs and stops as converged at the first step where
+    the rows of every step so far have converged: found here from fsc.optim.optimize's record of every step, within
+    the first compiled run of 1000 steps (603) and after it (1232), the rows to the bit."""
+    policy = policies.initial_policy("random", fsc.Memento(1), seed=1)
+    t, gain, rows = [], [], []
+    for record in fsc.optimize(tasks.TwoHypothesis(mu), policy, reset=reset, max_steps=10_000):
+        t.append(record.t)
+        gain.append(record.gain)
+        rows.append((record.t, record.step, record.q, record.gain, record.dt, record.grad_norm, record.evaluations))
+        if converged(t, gain):
+            break
+    assert record.step == steps  # the cases meant: one stop in the first compiled run, one after it
+    result = run_training(out=tmp_path / "run", mu=mu, memory="memento:1", init="random", seed=1, reset=reset, quiet=True, policy=policy)
+    assert result.stop == "converged" and result.steps == steps
+    columns = read_trajectory(tmp_path / "run")
+    names = ("t", "step", "q", "gain", "dt", "grad_norm", "evaluations")
+    assert list(zip(*(columns[name].tolist() for name in names))) == rows
 
 
 @pytest.mark.parametrize(("optimizer", "extra"), [("flow", {}), ("adam", {"lr": 0.5}), ("ascent", {"lr": 2.0})])
