@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
+import signal
 import sys
 from collections.abc import Callable
 
@@ -59,6 +61,9 @@ def run_command(prog: str, command: Callable[[], int]) -> int:
     except InputError as error:  # bad input, found where it came in: one line; anything else is a bug and keeps its traceback
         print(one_line(f"{prog}: error: {error}"), file=sys.stderr)
         return 2
+    except BrokenPipeError:  # the reader of the output left (| head): nothing to say, as other commands in a pipe
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error when Python flushes at exit
+        return 128 + signal.SIGPIPE
     except OSError as error:  # the machine, not the input (a full disk): one line, and what was written is consistent
         where = f"{quoted(error.filename)}: " if error.filename else ""
         print(one_line(f"{prog}: error: {where}{error.strerror or error}"), file=sys.stderr)

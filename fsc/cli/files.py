@@ -11,6 +11,16 @@ from fsc.console import number
 from fsc.io.pomdp_file import pomdp_summary, read_pomdp
 
 
+#: Parts, and states of a part, that ``fsc pomdp`` names in its text (a world of millions of states would print
+#: millions of names); ``--json`` gives them all.
+SHOWN_PARTS, SHOWN_NAMES = 20, 12
+
+
+def _names(part: list[str]) -> str:
+    shown = " ".join(part[:SHOWN_NAMES])
+    return shown if len(part) <= SHOWN_NAMES else f"{shown} ... ({len(part)} states)"
+
+
 def cmd_pomdp(args) -> int:
     """``fsc pomdp FILE [--json]``: check a file and print its summary."""
     world = read_pomdp(args.file, require_discount=args.require_discount)
@@ -21,8 +31,10 @@ def cmd_pomdp(args) -> int:
         for key, value in summary.items():
             if key == "parts":
                 print(f"parts: {len(value)}")
-                for i, part in enumerate(value):
-                    print(f"  part {i}: {' '.join(part)}")
+                for i, part in enumerate(value[:SHOWN_PARTS]):
+                    print(f"  part {i}: {_names(part)}")
+                if len(value) > SHOWN_PARTS:
+                    print(f"  ... {len(value) - SHOWN_PARTS} more parts (--json lists them all)")
             else:
                 print(f"{key}: {json.dumps(value) if not isinstance(value, str) else value}")
     return 0

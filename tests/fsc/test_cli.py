@@ -162,6 +162,18 @@ def test_installed_command_exits_2():
     assert done.returncode == 2 and done.stdout == "" and done.stderr.count("\n") == 1
 
 
+def test_a_reader_that_leaves_ends_the_command_quietly(tmp_path):
+    """``fsc pomdp FILE --json | head -c 1``: the reader closes the pipe before the command writes; the command ends
+    by SIGPIPE's status, 141, as the other commands of a pipe do, with nothing on stderr (no "Broken pipe")."""
+    names = [f"state{i}" for i in range(20_000)]  # a summary far longer than a pipe's buffer
+    path = tmp_path / "wide.pomdp"
+    path.write_text(f"states: {' '.join(names)}\nactions: 1\nobservations: 1\nstart: uniform\nT: 0\nidentity\nO: 0\nuniform\n")
+    child = subprocess.Popen([sys.executable, "-m", "fsc", "pomdp", str(path), "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    child.stdout.close()  # before the command can have written anything
+    err = child.stderr.read().decode()
+    assert child.wait(timeout=60) == 141 and err == ""
+
+
 def test_report_writes_index(tmp_path, capsys):
     status, _, _ = run(capsys, "report", "--out", str(tmp_path / "rep"), "--quiet")
     assert status == 0

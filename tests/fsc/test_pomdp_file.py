@@ -536,6 +536,25 @@ def test_fsc_pomdp_lists_closed_parts(tmp_path, capsys):
     assert json.loads(capsys.readouterr().out)["parts"] == [["a", "b"], ["c"]]
 
 
+def test_fsc_pomdp_names_a_few_parts_and_states_and_json_all(tmp_path, capsys):
+    # A ring of 15 states (one part of 15), then 30 absorbing states with start mass (30 parts of one state).
+    n = 45
+    rows = [" ".join("1" if j == ((i + 1) % 15 if i < 15 else i) else "0" for j in range(n)) for i in range(n)]
+    names = [f"s{i}" for i in range(n)]
+    text = f"states: {' '.join(names)}\nactions: 1\nobservations: 1\nstart: uniform\nT: 0\n" + "\n".join(rows) + "\nO: 0\nuniform\n"
+    path = tmp_path / "many.pomdp"
+    path.write_text(text)
+    assert main(["pomdp", str(path), "--json"]) == 0
+    parts = json.loads(capsys.readouterr().out)["parts"]
+    assert len(parts) == 31 and sorted(len(part) for part in parts) == [1] * 30 + [15]
+    assert main(["pomdp", str(path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    shown = [line for line in lines if line.startswith("  part ")]
+    assert "parts: 31" in lines and len(shown) == 20 and lines[-1] == "  ... 11 more parts (--json lists them all)"
+    assert shown[0] == "  part 0: " + " ".join(f"s{i}" for i in range(12)) + " ... (15 states)" and parts[0] == names[:15]
+    assert shown[1:] == [f"  part {i}: s{14 + i}" for i in range(1, 20)] and parts[1:] == [[name] for name in names[15:]]
+
+
 def test_format_pomdp_drops_metrics_and_says_so():
     world = fsc.POMDP(
         transition=[[[1.0]]], observation=[[[1.0]]], reward=[[[[2.0]]]], initial=[1.0], metrics={"hits": [[[[1.0]]]]}
