@@ -10,7 +10,6 @@ from fsc.checks import CONVENTIONS, check_reset
 from fsc.console import number
 from fsc.io.pomdp_file import pomdp_summary, read_pomdp
 
-
 #: Parts, and states of a part, that ``fsc pomdp`` names in its text (a world of millions of states would print
 #: millions of names); ``--json`` gives them all.
 SHOWN_PARTS, SHOWN_NAMES = 20, 12

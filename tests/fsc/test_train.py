@@ -122,7 +122,7 @@ def test_a_run_without_until_t_stops_as_converged_on_the_step_of_the_every_step_
     assert result.stop == "converged" and result.steps == steps
     columns = read_trajectory(tmp_path / "run")
     names = ("t", "step", "q", "gain", "dt", "grad_norm", "evaluations")
-    assert list(zip(*(columns[name].tolist() for name in names))) == rows
+    assert list(zip(*(columns[name].tolist() for name in names), strict=True)) == rows
 
 
 @pytest.mark.parametrize(("optimizer", "extra"), [("flow", {}), ("adam", {"lr": 0.5}), ("ascent", {"lr": 2.0})])
