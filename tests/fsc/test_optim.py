@@ -311,6 +311,33 @@ def test_skipped_steps_are_the_records_of_every_step(memory, engine, stop, world
 
 
 @pytest.mark.parametrize("engine", ["dense", "sparse"])
+def test_first_stop_ends_a_compiled_run_on_the_step_it_names(engine):
+    """optimize(first_stop=...): the caller names the first skipped step it stops at (here the first with
+    step >= 1500, inside the second compiled run); the flow yields that step as a record, with the steps before
+    it as its skipped ones, the numbers of the same steps taken one record at a time."""
+    world, arch = tasks.TwoHypothesis(0.1), fsc.parse_memory("ram:4")
+    policy = fsc.Policy.random(arch, 2)
+    every = {r.step: r for r in optimize(world, policy, reset=1e-3, engine=engine, max_steps=1600)}
+    seen = []
+
+    def first_stop(skipped):
+        seen.append(len(skipped["step"]))
+        return next((i for i, step in enumerate(skipped["step"]) if step >= 1500), None)
+
+    records = optimize(world, policy, reset=1e-3, engine=engine, max_steps=1600, skip_until=lambda: math.inf, keep_skipped=True, first_stop=first_stop)
+    for record in records:
+        if record.step >= 1500:
+            break
+    compiled = engine != "sparse"
+    assert record.step == 1500 and (record.t, record.gain, record.metrics) == (every[1500].t, every[1500].gain, every[1500].metrics)
+    if compiled:  # the run taken again up to step 1500: its skipped steps end just before it
+        assert record.skipped["step"][-1] == 1499 and record.skipped["t"][-1] == every[1499].t
+    assert bool(seen) == compiled  # the sparse engine takes one step per call: no skipped steps to ask about
+    with pytest.raises(TypeError, match="first_stop"):
+        optimize(world, policy, reset=1e-3, skip_until=lambda: math.inf, first_stop=first_stop)
+
+
+@pytest.mark.parametrize("engine", ["dense", "sparse"])
 @pytest.mark.parametrize("skip", [False, True], ids=["every-step", "compiled-run"])
 def test_a_step_too_small_to_move_t_stalls_the_flow(engine, skip):
     """Far out in t, a step with t + dt == t ends the run (``stalled``), on the step the float arithmetic of
