@@ -554,7 +554,7 @@ def after_choice_system_into(b_runs, b_index_t, b_node_choice, b_weight, probs, 
 
 @njit(cache=True)
 def training_workspace(c):  # pragma: no cover - compiled
-    """The arrays :func:`choices_value_gradient` works in, for the constants ``c`` of the choices engine: allocated
+    """The arrays :func:`value_gradient_into` works in, for the constants ``c`` of the choices engine: allocated
     once per :func:`flow_run` call rather than once per evaluation.  ``(probs, init_probs, B, pivots, values,
     p, z, zr, p_hat, total, f0, lam, h, d_probs, ints, code)``; on the dense engine (unused) all empty."""
     allowed, padding, S, N, t, b_padding = c[0], c[6], c[15], c[16], c[19], c[23]
