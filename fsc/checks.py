@@ -1,5 +1,5 @@
-"""Checks of the numbers given to the framework, one of each: a real number, a time or a duration (>= 0), an
-integer in a range, a reset probability.
+"""Checks of the values given to the framework, one of each: a real number, a positive number, a time or a
+duration (>= 0), an integer in a range, a reset probability, a flag, one of a few names.
 
 They raise :class:`fsc.errors.InputTypeError` for a value that is not a real number (``bool`` included) and
 :class:`fsc.errors.InputError` for one out of range, naming the argument.
@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Iterable
 
 from fsc.errors import InputError, InputTypeError, quoted
 from fsc.limits import MIN_RESET
 
-__all__ = ["CONVENTIONS", "check_reset", "integer", "nonnegative", "real"]
+__all__ = ["CONVENTIONS", "check_reset", "flag", "integer", "nonnegative", "one_of", "positive", "real"]
 
 #: The two conventions of q (docs/model.md): ``native`` and ``paper``, ``(1 - r) q + r / 2``.
 CONVENTIONS = ("native", "paper")
@@ -42,6 +43,35 @@ def nonnegative(name: str, value: object) -> float:
     if not (math.isfinite(value) and value >= 0):
         raise InputError(f"{name} must be a finite number >= 0, got {value!r}")
     return float(value)
+
+
+def positive(name: str, value: object, high: float = math.inf, *, closed: bool = False, optional: bool = False) -> float | None:
+    """``value`` as a finite float in ``(0, high)`` (``(0, high]`` with ``closed``); ``None`` passes with ``optional``.
+    A bool is not a number."""
+    if value is None and optional:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise InputTypeError(f"{name} must be a number, got {value!r}")
+    value = float(value)
+    if not (math.isfinite(value) and value > 0 and (value <= high if closed else value < high)):
+        bound = f"{high}]" if closed else (f"{high})" if math.isfinite(high) else "inf)")
+        raise InputError(f"{name} must be in (0, {bound}, got {value!r}")
+    return value
+
+
+def flag(name: str, value: object) -> bool:
+    """``value`` as a bool: ``True`` or ``False`` (or numpy's), nothing else."""
+    if isinstance(value, bool) or (type(value).__module__ == "numpy" and type(value).__name__ in ("bool", "bool_")):
+        return bool(value)
+    raise InputTypeError(f"{name} must be True or False, got {value!r}")
+
+
+def one_of(name: str, value: object, options: Iterable[str]) -> str:
+    """``value`` if it is one of the strings ``options``."""
+    options = tuple(options)
+    if not isinstance(value, str) or value not in options:
+        raise InputError(f"{name} must be one of {', '.join(map(repr, options))}, got {value!r}")
+    return value
 
 
 def integer(name: str, value: object, low: int, high: int | None = None, *, optional: bool = False) -> int | None:
