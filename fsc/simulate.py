@@ -79,6 +79,110 @@ def _ratio(F: np.ndarray, L: np.ndarray) -> tuple[float, float]:
     return float(estimate), float(spread / (L.mean() * math.sqrt(W)))
 
 
+@attrs.frozen(kw_only=True)
+class _Sampler:
+    """The cumulative tables a rollout draws from, and the controller's wiring.
+
+    Attributes:
+        policy: (N, C) the choice probabilities of each node, cumulated.
+        init, world: (1, N) and (1, S) the start distributions of the controller and the world, cumulated.
+        transition, observation: (S, A, S) and (A, S, O) the world's tables, cumulated along the last axis.
+        action, next_node: the architecture's choice -> action and (node, choice, observation) -> node.
+        tables: the per-step quantities tallied: the reward, then the world's metrics in order.
+    """
+
+    policy: np.ndarray
+    init: np.ndarray
+    world: np.ndarray
+    transition: np.ndarray
+    observation: np.ndarray
+    action: np.ndarray
+    next_node: np.ndarray
+    tables: list[np.ndarray]
+
+    @classmethod
+    def of(cls, pomdp: POMDP, policy: Policy) -> _Sampler:
+        probs = policy.probs().detach().numpy()
+        check_dense_world(pomdp.num_states, pomdp.num_actions, pomdp.num_observations, what="fsc.simulate")  # its tables are dense
+        architecture = policy.architecture
+        return cls(
+            policy=np.cumsum(probs, axis=1),
+            init=np.cumsum(policy.init_probs().detach().numpy())[None, :],
+            world=np.cumsum(pomdp.initial)[None, :],
+            transition=np.cumsum(pomdp.transition, axis=2),
+            observation=np.cumsum(pomdp.observation, axis=2),
+            action=architecture.choice_action,
+            next_node=architecture.next_node,
+            tables=[pomdp.reward, *pomdp.metrics.values()],  # row 0 of the tallies is the reward; a metric may be called "gain" too
+        )
+
+    def starts(self, rng: np.random.Generator, count: int) -> tuple[np.ndarray, np.ndarray]:
+        """World states and controller nodes that ``count`` new episodes start in."""
+        return _sample(self.world, rng.random(count)), _sample(self.init, rng.random(count))
+
+
+def _rollouts(
+    sampler: _Sampler, *, reset: float, walkers: int, per_walker: int, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Run each of ``walkers`` walkers through ``per_walker`` whole episodes.
+
+    Returns:
+        ``totals``, ``carried``: (tables, walkers) each walker's sums of the reward and the metrics, over every
+        step and over the steps not followed by a reset (the paper convention); ``length``: each walker's
+        steps; ``episodes``: each walker's finished episodes.
+    """
+    W = walkers
+    s, n = sampler.starts(rng, W)
+    episodes = np.zeros(W, dtype=np.int64)
+    length = np.zeros(W)
+    totals = np.zeros((len(sampler.tables), W))
+    last = np.zeros((len(sampler.tables), W))  # value of the step just taken, per walker
+    carried = np.zeros((len(sampler.tables), W))  # paper: values of steps not followed by a reset
+    active = np.ones(W, dtype=bool)
+    while active.any():
+        idx = np.flatnonzero(active)
+        ss, nn = s[idx], n[idx]
+        c = _sample(sampler.policy[nn], rng.random(len(idx)))
+        a = sampler.action[c]
+        s2 = _sample(sampler.transition[ss, a], rng.random(len(idx)))
+        o = _sample(sampler.observation[a, s2], rng.random(len(idx)))
+        for i, table in enumerate(sampler.tables):
+            value = table[ss, a, s2, o]
+            totals[i, idx] += value
+            carried[i, idx] += value
+            last[i, idx] = value
+        length[idx] += 1
+        s[idx], n[idx] = s2, sampler.next_node[nn, c, o]
+        resets = idx[rng.random(len(idx)) < reset]
+        if len(resets):
+            carried[:, resets] -= last[:, resets]
+            episodes[resets] += 1
+            s[resets], n[resets] = sampler.starts(rng, len(resets))
+            active[resets[episodes[resets] >= per_walker]] = False
+    return totals, carried, length, episodes
+
+
+def _estimates(
+    world: POMDP | Task, names: list[str], source: np.ndarray, length: np.ndarray, convention: str
+) -> tuple[float, float, dict[str, float], dict[str, float]]:
+    """The gain, its standard error, and each metric's estimate and standard error, from the tallies ``source``
+    (row 0 the reward, then the metrics ``names``) and the walkers' lengths.
+
+    In the paper convention, the metrics of a world that reads them from the gain
+    (:func:`fsc.model.pomdp.paper_read`) are read so, and their error is the gain's, scaled.
+    """
+    gain, gain_stderr = _ratio(source[0], length)
+    estimates = {name: _ratio(source[1 + i], length) for i, name in enumerate(names)}
+    metrics = {k: v[0] for k, v in estimates.items()}
+    stderrs = {k: v[1] for k, v in estimates.items()}
+    read = paper_read(world, gain) if convention == "paper" else None
+    if read is not None:  # metrics that are functions of the gain: their error is the gain's, scaled
+        metrics = {k: float(v) for k, v in read.items()}
+        one, zero = paper_read(world, 1.0), paper_read(world, 0.0)
+        stderrs = {k: abs(float(one[k]) - float(zero[k])) * gain_stderr for k in metrics}
+    return gain, gain_stderr, metrics, stderrs
+
+
 def simulate(
     world: POMDP | Task,
     policy: Policy,
@@ -115,60 +219,11 @@ def simulate(
     if architecture.num_actions != pomdp.num_actions or architecture.num_observations != pomdp.num_observations:
         raise InputError(f"{architecture!r} does not match the world's actions and observations")
     rng = np.random.default_rng(seed)
-
-    probs = policy.probs().detach().numpy()
-    check_dense_world(pomdp.num_states, pomdp.num_actions, pomdp.num_observations, what="fsc.simulate")  # its tables are dense
-    cum_policy = np.cumsum(probs, axis=1)
-    cum_init = np.cumsum(policy.init_probs().detach().numpy())[None, :]
-    cum_world = np.cumsum(pomdp.initial)[None, :]
-    cum_transition = np.cumsum(pomdp.transition, axis=2)
-    cum_observation = np.cumsum(pomdp.observation, axis=2)
-    action, next_node = architecture.choice_action, architecture.next_node
-    names = list(pomdp.metrics)  # row 0 of the tallies is the reward; a metric may be called "gain" too
-    tables = [pomdp.reward, *pomdp.metrics.values()]
-
-    W = walkers
-    per_walker = max(1, round(steps * reset / W))
-    s = _sample(cum_world, rng.random(W))
-    n = _sample(cum_init, rng.random(W))
-    episodes_done = np.zeros(W, dtype=np.int64)
-    length = np.zeros(W)
-    totals = np.zeros((len(tables), W))
-    last = np.zeros((len(tables), W))  # value of the step just taken, per walker
-    carried = np.zeros((len(tables), W))  # paper: values of steps not followed by a reset
-    active = np.ones(W, dtype=bool)
-    while active.any():
-        idx = np.flatnonzero(active)
-        ss, nn = s[idx], n[idx]
-        c = _sample(cum_policy[nn], rng.random(len(idx)))
-        a = action[c]
-        s2 = _sample(cum_transition[ss, a], rng.random(len(idx)))
-        o = _sample(cum_observation[a, s2], rng.random(len(idx)))
-        for i, table in enumerate(tables):
-            value = table[ss, a, s2, o]
-            totals[i, idx] += value
-            carried[i, idx] += value
-            last[i, idx] = value
-        length[idx] += 1
-        s[idx], n[idx] = s2, next_node[nn, c, o]
-        resets = idx[rng.random(len(idx)) < reset]
-        if len(resets):
-            carried[:, resets] -= last[:, resets]
-            episodes_done[resets] += 1
-            s[resets] = _sample(cum_world, rng.random(len(resets)))
-            n[resets] = _sample(cum_init, rng.random(len(resets)))
-            active[resets[episodes_done[resets] >= per_walker]] = False
-
+    sampler = _Sampler.of(pomdp, policy)
+    per_walker = max(1, round(steps * reset / walkers))
+    totals, carried, length, episodes_done = _rollouts(sampler, reset=reset, walkers=walkers, per_walker=per_walker, rng=rng)
     source = totals if convention == "native" else carried
-    gain, gain_stderr = _ratio(source[0], length)
-    estimates = {name: _ratio(source[1 + i], length) for i, name in enumerate(names)}
-    metrics = {k: v[0] for k, v in estimates.items()}
-    stderrs = {k: v[1] for k, v in estimates.items()}
-    read = paper_read(world, gain) if convention == "paper" else None
-    if read is not None:  # metrics that are functions of the gain: their error is the gain's, scaled
-        metrics = {k: float(v) for k, v in read.items()}
-        one, zero = paper_read(world, 1.0), paper_read(world, 0.0)
-        stderrs = {k: abs(float(one[k]) - float(zero[k])) * gain_stderr for k in metrics}
+    gain, gain_stderr, metrics, stderrs = _estimates(world, list(pomdp.metrics), source, length, convention)
     return Simulation(
         gain=gain,
         gain_stderr=gain_stderr,
@@ -176,7 +231,7 @@ def simulate(
         stderrs=stderrs,
         steps=int(length.sum()),
         episodes=int(episodes_done.sum()),
-        walkers=W,
+        walkers=walkers,
         convention=convention,
         reset=reset,
         seconds=time.perf_counter() - start,
