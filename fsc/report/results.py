@@ -268,16 +268,7 @@ def ship(
     keys = sweep.keys()
     rows, curves, policies = [], {}, {}
     for point in sweep.points:
-        sources = [_from_run(Path(s) / "runs" / point.name, point) for s in sweeps]
-        sources.append(_from_shipped(previous_rows.get(point.name), previous_curves.get(point.name), point))
-        done = [f for f in sources if f[0]["status"] == "done"]
-        running = [f for f in sources if f[0]["status"] == "running"]
-        if done:
-            fields, curve = done[0]
-        elif running:
-            fields, curve = max(running, key=lambda f: float(f[0]["t"] or 0))  # the first of equals
-        else:
-            fields, curve = sources[0]
+        fields, curve = _best_source(point, sweeps, previous_rows.get(point.name), previous_curves.get(point.name))
         row = {"run": point.name, **{k: point.arguments.get(k) for k in keys}}
         row.update({k: fields.get(k) for k in _RUN_FIELDS})
         rows.append(row)
@@ -287,13 +278,47 @@ def ship(
             curves[point.name] = (curve[0][keep], curve[1][keep])
 
     out.mkdir(parents=True, exist_ok=True)
-    for name, source in policies.items():  # source: a run's policy.npz; None: as shipped; False: not finished
+    _write_policies(out, policies)
+    write_trajectories(out, curves)
+    write_text(out / "groups.csv", _csv(_groups_table(sweep, rows)))
+    _draw(sweep, rows, curves, out / "figure.png")
+    claims = _claims(sweep, rows, curves)
+    if claims is not None:
+        _write_claims(out, claims)
+    provenance = _provenance(sweep, rows, commit=commit, commands=commands, wall=wall)
+    write_text(out / "summary.csv", _csv([list(rows[0])] + [[_cell(v) for v in r.values()] for r in rows]))
+    write_text(out / "provenance.json", json.dumps(provenance, indent=1) + "\n")
+    return provenance
+
+
+def _best_source(point: Point, sweeps: Sequence[str | os.PathLike], row: dict | None, curve) -> tuple[dict, tuple[np.ndarray, np.ndarray] | None]:
+    """The fields and curve of ``point`` from one source: its run directories in the sweep directories
+    ``sweeps``, in order, then the shipped ``row`` and ``curve``. The first that finished it wins; else the one
+    furthest in ``t`` (the first of equals); else the first."""
+    sources = [_from_run(Path(s) / "runs" / point.name, point) for s in sweeps]
+    sources.append(_from_shipped(row, curve, point))
+    done = [f for f in sources if f[0]["status"] == "done"]
+    running = [f for f in sources if f[0]["status"] == "running"]
+    if done:
+        return done[0]
+    if running:
+        return max(running, key=lambda f: float(f[0]["t"] or 0))  # the first of equals
+    return sources[0]
+
+
+def _write_policies(out: Path, policies: dict[str, Path | None | bool]) -> None:
+    """The final policies of the shipped folder ``out``, run name -> source: a run's ``policy.npz`` is copied
+    in; ``None`` keeps what is shipped; ``False`` (the run is not finished) removes any."""
+    for name, source in policies.items():
         if source:
             write_policy(source, policy_file(out, name))
         elif source is False:
             policy_file(out, name).unlink(missing_ok=True)  # not (or no longer) a final policy of the spec
-    write_trajectories(out, curves)
 
+
+def _groups_table(sweep: Sweep, rows: Sequence[dict]) -> list[list]:
+    """The rows of ``groups.csv``: per group of seeds, its arguments, the finished runs of all, and the
+    quartiles of their final q (empty cells where none finished)."""
     group_keys = _group_keys(sweep)
     groups: dict[tuple, list[float]] = {}
     total: dict[tuple, int] = {}
@@ -307,17 +332,14 @@ def ship(
         qs = groups.get(key, [])
         s = _quantiles(qs) if qs else dict.fromkeys(("median", "q1", "q3", "min", "max"))
         table.append([*(_cell(v) for v in key), len(qs), count, *(_cell(s[k]) for k in ("median", "q1", "q3", "min", "max"))])
-    write_text(out / "groups.csv", _csv(table))
+    return table
 
-    draw = _draw_figure2 if sweep.name == "fig2" else _draw_q_curves
-    draw(sweep, rows, curves, out / "figure.png")
 
-    claims = _claims(sweep, rows, curves)
-    if claims is not None:
-        _write_claims(out, claims)
-
+def _provenance(sweep: Sweep, rows: Sequence[dict], *, commit: str | None, commands: Sequence[str], wall: float | None) -> dict:
+    """The record of ``provenance.json``: the spec, the commit (of the project when ``commit`` is None), the
+    machine, the counts of the runs and their time."""
     finished = [r for r in rows if r["status"] == "done"]
-    provenance = {
+    return {
         "spec": sweep.name,
         "commit": commit or source_commit(mark_edits=False),
         "commands": list(commands),
@@ -332,9 +354,6 @@ def ship(
         "run_seconds_of_finished_runs": sum(float(r["seconds"]) for r in finished if r["seconds"] not in (None, "")),
         "wall_seconds": wall,
     }
-    write_text(out / "summary.csv", _csv([list(rows[0])] + [[_cell(v) for v in r.values()] for r in rows]))
-    write_text(out / "provenance.json", json.dumps(provenance, indent=1) + "\n")
-    return provenance
 
 
 def _horizon(points: Sequence[Point], rows: Sequence[dict]) -> tuple[str, str]:
@@ -396,8 +415,13 @@ def draw_figure(sweep: Sweep, folder: str | os.PathLike) -> None:
     ``trajectories.csv.gz``; nothing else changes."""
     shipped, curves = read_shipped(folder)
     rows = [shipped.get(p.name, {"status": "absent"}) for p in sweep.points]
+    _draw(sweep, rows, curves, Path(folder) / "figure.png")
+
+
+def _draw(sweep: Sweep, rows: list[dict], curves: dict, path: Path) -> None:
+    """The figure of ``sweep`` at ``path``: Figure 2's layout for the spec ``fig2``, else q against t."""
     draw = _draw_figure2 if sweep.name == "fig2" else _draw_q_curves
-    draw(sweep, rows, curves, Path(folder) / "figure.png")
+    draw(sweep, rows, curves, path)
 
 
 def write_claims(sweep: Sweep, folder: str | os.PathLike) -> list[dict] | None:
