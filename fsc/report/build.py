@@ -16,6 +16,7 @@ import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from fsc.errors import InputError
@@ -95,8 +96,6 @@ def build_report(
     or a previous report (it holds the marker file ``.fsc-report``);
     anything else is refused with a ``ValueError``, before any work.
     """
-    import fsc
-
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise InputError(f"--out must be a directory, got the file {str(out)!r}")
@@ -109,42 +108,14 @@ def build_report(
             print(message, file=sys.stderr, flush=True)
 
     if full:
-        from fsc.report.results import FULL_SIZE, complete
-
-        for name in FULL_SIZE:
-            log(f"[{time.perf_counter() - start:6.1f}s] the full-size {name}: what results/{name} lacks")
-            complete(name, sweeps=sweeps, workers=workers, quiet=quiet, log=log)
-
+        _complete_full_size(sweeps, workers, quiet, log, start)
     work = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}."))
     try:
         (work / "figures").mkdir()
-        sections = []
-        for make in SECTIONS:
-            log(f"[{time.perf_counter() - start:6.1f}s] {make.__doc__.splitlines()[0]}")
-            sections.append(make(work, log))
+        sections = _run_sections(work, log, start)
         seconds = time.perf_counter() - start
-        parts = []
-        for section in sections:
-            commands = "".join(f"<pre>{html.escape(c)}</pre>" for c in section.commands)
-            reproduce = f"<h3>Reproduce at full size</h3>{commands}" if commands else ""
-            anchor = re.sub(r"[^a-z0-9]+", "-", section.title.lower()).strip("-")  # index.html#figure-2-at-full-size
-            parts.append(f"<h2 id='{anchor}'>{html.escape(section.title)}</h2>{section.body}{reproduce}")
-        page = (
-            "<!doctype html><html><head><meta charset='utf-8'><title>fsc report</title>"
-            f"<style>{_STYLE}</style>{_IMAGE_CHECK}</head><body><h1>fsc report</h1>"
-            f"<p>fsc {fsc.__version__}; built in {seconds:.0f} s. Paper: <i>How memory architecture affects learning "
-            "in a simple POMDP: the two-hypothesis testing problem</i>.</p>"
-            f"<p>{READING}</p>" + "".join(parts) + "</body></html>"
-        )
-        (work / "index.html").write_text(page)
-        numbers = {s.title: s.numbers for s in sections}
-        (work / "report.json").write_text(json.dumps({"seconds": seconds, "sections": numbers}, indent=1))
-        (work / REPORT_MARKER).write_text("written by fsc report; fsc report --out may replace this directory\n")
-        work.chmod(0o777 & ~UMASK)  # mkdtemp makes it 0o700
-        check_report_target(out)
-        if out.exists():
-            shutil.rmtree(out)
-        work.rename(out)
+        numbers = _write_report(work, sections, seconds)
+        _move_into_place(work, out)
     except OSError as error:  # a full disk: nothing of this report is left, the previous one is untouched
         shutil.rmtree(work, ignore_errors=True)
         if error.filename is None:
@@ -155,3 +126,60 @@ def build_report(
         raise
     log(f"report written to {out / 'index.html'} in {seconds:.0f} s")
     return numbers
+
+
+def _complete_full_size(sweeps: str | Path, workers: int | None, quiet: bool, log: Callable[[str], None], start: float) -> None:
+    """Run the points of each full-size figure that ``results/`` lacks, and ship them in."""
+    from fsc.report.results import FULL_SIZE, complete
+
+    for name in FULL_SIZE:
+        log(f"[{time.perf_counter() - start:6.1f}s] the full-size {name}: what results/{name} lacks")
+        complete(name, sweeps=sweeps, workers=workers, quiet=quiet, log=log)
+
+
+def _run_sections(work: Path, log: Callable[[str], None], start: float) -> list:
+    """Every section of the report, made in the report directory ``work``, each announced in the log."""
+    sections = []
+    for make in SECTIONS:
+        log(f"[{time.perf_counter() - start:6.1f}s] {make.__doc__.splitlines()[0]}")
+        sections.append(make(work, log))
+    return sections
+
+
+def _page(sections: list, seconds: float) -> str:
+    """``index.html``: the style, the version and build time, the sentence on q and r, then each section under
+    its anchored title with the commands that reproduce it at full size."""
+    import fsc
+
+    parts = []
+    for section in sections:
+        commands = "".join(f"<pre>{html.escape(c)}</pre>" for c in section.commands)
+        reproduce = f"<h3>Reproduce at full size</h3>{commands}" if commands else ""
+        anchor = re.sub(r"[^a-z0-9]+", "-", section.title.lower()).strip("-")  # index.html#figure-2-at-full-size
+        parts.append(f"<h2 id='{anchor}'>{html.escape(section.title)}</h2>{section.body}{reproduce}")
+    return (
+        "<!doctype html><html><head><meta charset='utf-8'><title>fsc report</title>"
+        f"<style>{_STYLE}</style>{_IMAGE_CHECK}</head><body><h1>fsc report</h1>"
+        f"<p>fsc {fsc.__version__}; built in {seconds:.0f} s. Paper: <i>How memory architecture affects learning "
+        "in a simple POMDP: the two-hypothesis testing problem</i>.</p>"
+        f"<p>{READING}</p>" + "".join(parts) + "</body></html>"
+    )
+
+
+def _write_report(work: Path, sections: list, seconds: float) -> dict:
+    """Write ``index.html``, ``report.json`` and the marker into the report directory ``work``; returns the
+    numbers of every section, by title."""
+    (work / "index.html").write_text(_page(sections, seconds))
+    numbers = {s.title: s.numbers for s in sections}
+    (work / "report.json").write_text(json.dumps({"seconds": seconds, "sections": numbers}, indent=1))
+    (work / REPORT_MARKER).write_text("written by fsc report; fsc report --out may replace this directory\n")
+    return numbers
+
+
+def _move_into_place(work: Path, out: Path) -> None:
+    """Replace ``out`` (checked again: still ours to replace) with the finished report directory ``work``."""
+    work.chmod(0o777 & ~UMASK)  # mkdtemp makes it 0o700
+    check_report_target(out)
+    if out.exists():
+        shutil.rmtree(out)
+    work.rename(out)
