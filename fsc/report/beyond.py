@@ -33,12 +33,31 @@ def _diagram(path: Path, reset: float, out: Path, title: str) -> str:
     return page.figure(f"figures/{name}", f"diagram of the {title} policy")
 
 
+#: The learned policies whose anatomy the section shows: title, policy file (in ``results/``), reset.
+_ANATOMIES = (
+    ("RAM 8 trained from near-CCP (r = 1e-3, native)", page.SHIPPED / "ram8" / "policy.npz", 1e-3),
+    ("best learned Memento 3 (r = 1e-5)", page.SHIPPED / "memento" / "best-m3-r1e-05.npz", 1e-5),
+    ("best learned Memento 3 (r = 1e-3)", page.SHIPPED / "memento" / "best-m3-r0.001.npz", 1e-3),
+)
+
+
 def section(out: Path, log: Callable[[str], None]):
-    from fsc.model.policy import Policy
-    from policies.anatomy import anatomy, describe
+    numbers: dict = {}
+    body = _asymmetric(numbers, log) + _anatomies(out, numbers, log) + _memento(numbers)
+    commands = (
+        "fsc closed-form asymmetric-ccp --mu 0.1 --M 8 --reset 1e-3 --json",
+        "python examples/asymmetric_ccp.py --out results/asymmetric",
+        "fsc train --memory ram:8 --init near-ccp --reset 1e-3 --until-t 3e7 --out results/ram8 && fsc inspect results/ram8/policy.npz --reset 1e-3",
+        "fsc sweep examples/memento_question.json --workers 1 && python examples/memento_question.py --out results/memento",
+    )
+    return Section("Beyond the paper: asymmetric CCP, policy anatomy, the Memento question", "".join(body), commands, json.loads(json.dumps(numbers)))
+
+
+def _asymmetric(numbers: dict, log: Callable[[str], None]) -> list[str]:
+    """The asymmetric CCP's optimum against the symmetric one (mu = 0.1) over a grid of M and r: the HTML, its
+    gains added to ``numbers``."""
     from policies.asymmetric import asymmetric_ccp_optimum
 
-    numbers: dict = {}
     rows = []
     for M in (4, 8, 20):
         for r in (1e-2, 1e-3, 1e-4, 1e-6):
@@ -47,19 +66,23 @@ def section(out: Path, log: Callable[[str], None]):
             rows.append([M, r, o.q_symmetric, o.q, o.gain, o.gain / o.q_symmetric, o.eps_A, o.eps_B, o.split, p.q_symmetric, p.q])
             numbers[f"gain M={M} r={r:g}"] = o.gain
     log(f"  asymmetric CCP: {len(rows)} optima")
-    body = [
+    return [
         "<p>The symmetric CCP is a saddle of q: with the reset sent to one column (split j = 1) and a larger exit on that "
         "column's top, q drops to first order. The asymmetric optimum below (mu = 0.1; closed form, policies.asymmetric) "
         "is below the symmetric CCP wherever the symmetric exit is below 1.</p>",
         table(["M", "r", "q symmetric", "q asymmetric", "gain", "relative gain", "eps_A", "eps_B", "split", "q sym (paper)", "q asym (paper)"], rows,
               digits=[6, 3, 6, 6, 3, 3, 4, 4, 4, 6, 6]),  # fmt: skip
     ]
-    anatomies = []
-    for title, path, reset in (
-        ("RAM 8 trained from near-CCP (r = 1e-3, native)", page.SHIPPED / "ram8" / "policy.npz", 1e-3),
-        ("best learned Memento 3 (r = 1e-5)", page.SHIPPED / "memento" / "best-m3-r1e-05.npz", 1e-5),
-        ("best learned Memento 3 (r = 1e-3)", page.SHIPPED / "memento" / "best-m3-r0.001.npz", 1e-3),
-    ):
+
+
+def _anatomies(out: Path, numbers: dict, log: Callable[[str], None]) -> list[str]:
+    """The anatomy and the diagram of each shipped learned policy of :data:`_ANATOMIES` (a note for one not
+    shipped): the HTML, their numbers added to ``numbers``."""
+    from fsc.model.policy import Policy
+    from policies.anatomy import anatomy, describe
+
+    body, anatomies = [], []
+    for title, path, reset in _ANATOMIES:
         if not path.is_file():
             body.append(f"<p>{html.escape(title)}: no policy in {html.escape(str(path))} (see docs/beyond-the-paper.md to make it).</p>")
             continue
@@ -69,35 +92,34 @@ def section(out: Path, log: Callable[[str], None]):
         body.append(f"<h3>Anatomy: {html.escape(title)}</h3><pre>{html.escape(describe(a, top=10))}</pre>")
         body.append(_diagram(path, reset, out, title))
     log(f"  anatomy of {len(anatomies)} learned policies")
+    return body
+
+
+def _memento(numbers: dict) -> list[str]:
+    """The Memento question's table from ``results/memento`` (nothing when it is not shipped) and its
+    provenance: the HTML, its rows added to ``numbers``."""
     memento = page.SHIPPED / "memento" / "table.csv"
-    if memento.is_file():
-        with open(memento) as f:
-            records = list(csv.DictReader(f))
-        body.append(
-            "<h3>The Memento question</h3><p>Best q learned from random, cycles and near-necklace starts (native convention) "
-            "against the necklace policy optimised over (eps0, eps1) at the same r (results/memento). The learned policies "
-            "are the necklace chain on full histories but play deterministically right after a reset (partial histories), "
-            "where the necklace policy plays 1/2-1/2; the necklace policy with the learned after-reset rows beats the "
-            "optimised necklace policy at every (m, r) below.</p>"
-        )
-        body.append(
-            table(
-                ["m", "r", "runs", "best learned q", "from", "necklace q at r", "learned - necklace", "necklace + learned after-reset rows", "family found"],
-                [[int(r["m"]), float(r["reset"]), int(r["runs"]), float(r["best_learned_q"]), r["best_init"], float(r["necklace_q_at_r"]),
-                  float(r["learned_minus_necklace"]), float(r["necklace_with_learned_start_q"]), r["family_found"]] for r in records],  # fmt: skip
-                digits=[6, 3, 6, 6, 6, 6, 3, 6, 6],
-            )
-        )
-        numbers["memento"] = records
-        provenance = page.SHIPPED / "PROVENANCE.md"
-        if provenance.is_file():
-            text = provenance.read_text()
-            start = text.find("## results/memento/")
-            body.append(page.markdown(text[start : text.find("## results/ram8/")] if start >= 0 else text[:1500]))
-    commands = (
-        "fsc closed-form asymmetric-ccp --mu 0.1 --M 8 --reset 1e-3 --json",
-        "python examples/asymmetric_ccp.py --out results/asymmetric",
-        "fsc train --memory ram:8 --init near-ccp --reset 1e-3 --until-t 3e7 --out results/ram8 && fsc inspect results/ram8/policy.npz --reset 1e-3",
-        "fsc sweep examples/memento_question.json --workers 1 && python examples/memento_question.py --out results/memento",
-    )
-    return Section("Beyond the paper: asymmetric CCP, policy anatomy, the Memento question", "".join(body), commands, json.loads(json.dumps(numbers)))
+    if not memento.is_file():
+        return []
+    with open(memento) as f:
+        records = list(csv.DictReader(f))
+    body = [
+        "<h3>The Memento question</h3><p>Best q learned from random, cycles and near-necklace starts (native convention) "
+        "against the necklace policy optimised over (eps0, eps1) at the same r (results/memento). The learned policies "
+        "are the necklace chain on full histories but play deterministically right after a reset (partial histories), "
+        "where the necklace policy plays 1/2-1/2; the necklace policy with the learned after-reset rows beats the "
+        "optimised necklace policy at every (m, r) below.</p>",
+        table(
+            ["m", "r", "runs", "best learned q", "from", "necklace q at r", "learned - necklace", "necklace + learned after-reset rows", "family found"],
+            [[int(r["m"]), float(r["reset"]), int(r["runs"]), float(r["best_learned_q"]), r["best_init"], float(r["necklace_q_at_r"]),
+              float(r["learned_minus_necklace"]), float(r["necklace_with_learned_start_q"]), r["family_found"]] for r in records],  # fmt: skip
+            digits=[6, 3, 6, 6, 6, 6, 3, 6, 6],
+        ),
+    ]
+    numbers["memento"] = records
+    provenance = page.SHIPPED / "PROVENANCE.md"
+    if provenance.is_file():
+        text = provenance.read_text()
+        start = text.find("## results/memento/")
+        body.append(page.markdown(text[start : text.find("## results/ram8/")] if start >= 0 else text[:1500]))
+    return body
