@@ -7,11 +7,13 @@ driver is taken last (docs/sweeps.md).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
 import time
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Executor, Future, ProcessPoolExecutor, wait
 from pathlib import Path
 from typing import Any
@@ -47,15 +49,8 @@ class SweepReport:
 
     def summary(self) -> dict[str, Any]:
         """JSON-able numbers (what ``fsc sweep --json`` prints)."""
-        return {
-            "points": self.points,
-            "trained": self.trained,
-            "skipped": self.skipped,
-            "failed": self.failed,
-            "seconds": self.seconds,
-            "out": self.out,
-            "failures": [{"run": f["run"], "arguments": f["arguments"], "error": f["error"]} for f in self.failures],
-        }
+        counts = attrs.asdict(self, filter=lambda field, _: field.name != "failures")  # points, trained, ..., seconds, out
+        return {**counts, "failures": [{"run": f["run"], "arguments": f["arguments"], "error": f["error"]} for f in self.failures]}
 
 
 #: What a sweep writes into its directory. A directory holding nothing else (and temporaries of these) is a
@@ -118,25 +113,46 @@ def run_sweep(
     pending = [point for point in sweep.points if not is_finished(out / "runs" / point.name, point.stop())]
     skipped = len(sweep.points) - len(pending)
     client = _dask_client(scheduler) if scheduler is not None and pending else None  # before writing anything
-    (out / "runs").mkdir(parents=True, exist_ok=True)
-    write_text(out / "sweep.json", json.dumps(_sweep_record(sweep), indent=2) + "\n")
-
+    _write_sweep_record(sweep, out)
     records: dict[str, dict] = {}
     if pending:
-        if executor is not None:
-            records = _run_points(executor, pending, out, quiet, command, skipped, len(sweep.points))
-        elif client is not None:
-            try:
-                records = _run_points(client.get_executor(pure=False), pending, out, quiet, command, skipped, len(sweep.points))
-            finally:
-                client.close()
-        else:
-            pool = ProcessPoolExecutor(max_workers=workers or _cpu_count(), initializer=init_pool_worker, initargs=(os.getpid(),))
-            try:
-                records = _run_points(pool, pending, out, quiet, command, skipped, len(sweep.points))
-            finally:
-                pool.shutdown(wait=True, cancel_futures=True)
+        with _executor(executor, client, workers) as pool:
+            records = _run_points(pool, pending, out, quiet, command, skipped, len(sweep.points))
+    failures = _record_failures(sweep, records, out)
+    statuses = Counter(record["status"] for record in records.values())
+    return SweepReport(
+        points=len(sweep.points),
+        trained=statuses["done"],
+        skipped=skipped + statuses["skipped"],
+        failed=len(failures),
+        failures=failures,
+        seconds=time.monotonic() - start,
+        out=str(out),
+    )
 
+
+@contextlib.contextmanager
+def _executor(executor: Executor | None, client, workers: int | None) -> Iterator[Executor]:
+    """Where the points run: on ``executor``, else on the Dask ``client``'s executor (the client closed
+    afterwards), else on a local pool of ``workers`` processes (shut down afterwards)."""
+    if executor is not None:
+        yield executor
+    elif client is not None:
+        try:
+            yield client.get_executor(pure=False)
+        finally:
+            client.close()
+    else:
+        pool = ProcessPoolExecutor(max_workers=workers or _cpu_count(), initializer=init_pool_worker, initargs=(os.getpid(),))
+        try:
+            yield pool
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _record_failures(sweep: Sweep, records: dict[str, dict], out: Path) -> tuple[dict, ...]:
+    """The failed points' records, in the spec's order, also written to ``out/failures.json`` (removed when
+    there are none)."""
     failures = tuple(  # in the spec's order
         {"run": point.name, "arguments": dict(point.arguments), **{k: v for k, v in records[point.name].items() if k != "status"}}
         for point in sweep.points
@@ -146,17 +162,7 @@ def run_sweep(
         write_text(out / "failures.json", json.dumps(list(failures), indent=2) + "\n")
     else:
         (out / "failures.json").unlink(missing_ok=True)
-    trained = sum(record["status"] == "done" for record in records.values())
-    skipped += sum(record["status"] == "skipped" for record in records.values())
-    return SweepReport(
-        points=len(sweep.points),
-        trained=trained,
-        skipped=skipped,
-        failed=len(failures),
-        failures=failures,
-        seconds=time.monotonic() - start,
-        out=str(out),
-    )
+    return failures
 
 
 def _run_points(executor: Executor, points: list[Point], out: Path, quiet: bool, command, done: int, total: int) -> dict[str, dict]:
@@ -219,9 +225,12 @@ def _dask_client(address: str):
         raise InputError(f"cannot reach the Dask scheduler at {address!r}: {error}") from None
 
 
-def _sweep_record(sweep: Sweep) -> dict[str, Any]:
-    return {
+def _write_sweep_record(sweep: Sweep, out: Path) -> None:
+    """Make ``out/runs`` and write ``out/sweep.json``: the sweep's name, its spec and its points (run name and arguments)."""
+    (out / "runs").mkdir(parents=True, exist_ok=True)
+    record = {
         "name": sweep.name,
         "spec": dict(sweep.spec),
         "points": [{"run": point.name, "arguments": dict(point.arguments)} for point in sweep.points],
     }
+    write_text(out / "sweep.json", json.dumps(record, indent=2) + "\n")
