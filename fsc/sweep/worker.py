@@ -108,30 +108,16 @@ def run_point(
     stop = dict(stop or {})
     if is_finished(run_dir_path, stop):
         return {"status": "skipped", "seconds": time.monotonic() - start}
-    fd = None
-    if lock_path is not None and fcntl is not None:
-        Path(lock_path).parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:  # another owner: a second driver, an orphaned trainer
-            fcntl.flock(fd, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            return {"status": "busy", "seconds": time.monotonic() - start}
+    try:  # another owner: a second driver, an orphaned trainer
+        fd = _lock(lock_path, wait)
+    except BlockingIOError:
+        return {"status": "busy", "seconds": time.monotonic() - start}
     try:
         if is_finished(run_dir_path, stop):  # finished by that other owner
             return {"status": "skipped", "seconds": time.monotonic() - start}
-        trainer = list(command) if command is not None else [sys.executable, "-m", TRAINER]
-        full = [*trainer, *argv, f"--out={run_dir}", "--quiet", "--json"]
-        with _START_LOCK:  # nothing starts once the watchdog has seen the driver gone
-            if _DRIVER_GONE.is_set():
-                return {"status": "failed", "exit": None, "error": "the sweep driver is gone", "seconds": time.monotonic() - start}
-            if command is None and _FORK_READY and _threads(argv) == 1:
-                process = _ForkedTrainer([*argv, f"--out={run_dir}", "--quiet", "--json"], keep_fd=fd)
-            else:
-                process = subprocess.Popen(
-                    full, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, pass_fds=() if fd is None else (fd,)
-                )
-            _CHILDREN.add(process)
+        process = _start_trainer(argv, run_dir, command, fd)
+        if process is None:
+            return {"status": "failed", "exit": None, "error": "the sweep driver is gone", "seconds": time.monotonic() - start}
         try:
             stdout, stderr = process.communicate()
         finally:
@@ -139,21 +125,62 @@ def run_point(
     finally:
         if fd is not None:
             os.close(fd)
-    seconds = time.monotonic() - start
+    return _outcome(process.returncode, stderr, run_dir_path, time.monotonic() - start)
+
+
+def _lock(lock_path: str | None, wait: bool) -> int | None:
+    """Take the point's lock: its open descriptor (``None`` without a lock file, or where there are no locks).
+
+    Raises:
+        BlockingIOError: another process holds the lock and ``wait`` is False.
+    """
+    if lock_path is None or fcntl is None:
+        return None
+    Path(lock_path).parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _start_trainer(argv: Sequence[str], run_dir: str, command: Sequence[str] | None, fd: int | None) -> subprocess.Popen | _ForkedTrainer | None:
+    """Start the trainer of a point, passing it the lock ``fd``, and count it among this worker's children;
+    ``None`` once the watchdog has seen the driver gone (then nothing starts)."""
+    trainer = list(command) if command is not None else [sys.executable, "-m", TRAINER]
+    full = [*trainer, *argv, f"--out={run_dir}", "--quiet", "--json"]
+    with _START_LOCK:  # nothing starts once the watchdog has seen the driver gone
+        if _DRIVER_GONE.is_set():
+            return None
+        if command is None and _FORK_READY and _threads(argv) == 1:
+            process = _ForkedTrainer([*argv, f"--out={run_dir}", "--quiet", "--json"], keep_fd=fd)
+        else:
+            process = subprocess.Popen(
+                full, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, pass_fds=() if fd is None else (fd,)
+            )
+        _CHILDREN.add(process)
+    return process
+
+
+def _outcome(returncode: int, stderr: str, run_dir: Path, seconds: float) -> dict[str, Any]:
+    """The record of a trainer that exited with ``returncode`` and wrote ``stderr``: ``done`` with the run's
+    ``result.json``, else ``failed`` with the reason and the last lines of ``stderr``."""
     lines = [line for line in stderr.splitlines() if line.strip()]
-    if process.returncode == 0 and (run_dir_path / "result.json").is_file():
+    if returncode == 0 and (run_dir / "result.json").is_file():
         try:
-            result = json.loads((run_dir_path / "result.json").read_text())
+            result = json.loads((run_dir / "result.json").read_text())
         except (OSError, ValueError) as error:
             return _failure(0, f"cannot read result.json: {error}", lines, seconds)
         return {"status": "done", "result": result, "seconds": seconds}
-    if process.returncode == 0:
+    if returncode == 0:
         return _failure(0, "fsc train exited with status 0 but wrote no result.json", lines, seconds)
-    if process.returncode < 0:
-        error = f"fsc train was killed by signal {signal.Signals(-process.returncode).name}"
+    if returncode < 0:
+        error = f"fsc train was killed by signal {signal.Signals(-returncode).name}"
     else:
-        error = lines[-1] if lines else f"fsc train exited with status {process.returncode}"
-    return _failure(process.returncode, error, lines, seconds)
+        error = lines[-1] if lines else f"fsc train exited with status {returncode}"
+    return _failure(returncode, error, lines, seconds)
 
 
 def _threads(argv: Sequence[str]) -> int:
