@@ -116,45 +116,8 @@ class Sweep:
                 raise InputTypeError(f"{source}: {key!r} must be a non-empty string, got {doc[key]!r}")
         if "grid" not in doc:
             raise InputError(f"{source}: missing key 'grid' (an object of lists of fsc train arguments, or a list of such objects)")
-        fixed = doc.get("fixed", {})
-        if not isinstance(fixed, Mapping):
-            raise InputTypeError(f"{source}: 'fixed' must be an object of fsc train arguments, got {fixed!r}")
-        fixed = {_argument_key(key, source, "fixed"): _check_value(key, value, source, "fixed") for key, value in fixed.items()}
-        if len(fixed) != len(doc.get("fixed", {})):
-            raise InputError(f"{source}: 'fixed' gives the same argument twice (with '-' and with '_')")
-
-        grid = doc["grid"]
-        blocks = [grid] if isinstance(grid, Mapping) else grid
-        if not isinstance(blocks, list):
-            raise InputTypeError(f"{source}: 'grid' must be an object of lists, or a list of such objects, got {grid!r}")
-        if not blocks:
-            raise InputError(f"{source}: 'grid' is empty")
-        points: list[Point] = []
-        for index, block in enumerate(blocks):
-            where = "grid" if isinstance(grid, Mapping) else f"grid[{index}]"
-            points.extend(_expand(block, fixed, source, where))
-
-        for point in points:
-            missing = [key for key in REQUIRED if key not in point.arguments]
-            if missing:
-                raise InputError(f"{source}: every point needs {missing[0]!r} (in 'fixed' or in 'grid'); point {point.name!r} has none")
-        seen: dict[str, Point] = {}
-        for point in points:
-            other = seen.setdefault(point.name, point)
-            if other is not point:
-                raise InputError(
-                    f"{source}: two points would share the run directory {point.name!r} "
-                    f"({describe_arguments(other.arguments)} and {describe_arguments(point.arguments)}); put the arguments that differ in the grid"
-                )
-        for point in points:
-            parts = point.name.split("/")
-            for depth in range(1, len(parts)):
-                outer = seen.get("/".join(parts[:depth]))
-                if outer is not None:
-                    raise InputError(
-                        f"{source}: the run directory of {describe_arguments(point.arguments)} ({point.name!r}) would lie inside the one of "
-                        f"{describe_arguments(outer.arguments)} ({outer.name!r}); give the grid blocks the same keys, or put another key first"
-                    )
+        points = _grid_points(doc["grid"], _fixed(doc, source), source)
+        _check_points(points, source)
         default_name = doc.get("name", name)
         return cls(name=default_name, description=doc.get("description", ""), out=doc.get("out"), points=tuple(points), spec=dict(doc))
 
@@ -216,6 +179,56 @@ def check_spec_out(out: str, source: str) -> Path:
         raise InputError(f"the 'out' of {quoted(source)} ({quoted(out)}) leads out of the current directory through a symbolic link "
                          f"(to {quoted(resolved)}); give --out DIR to write elsewhere")
     return path
+
+
+def _fixed(doc: Mapping[str, Any], source: str) -> dict[str, Any]:
+    """The spec's ``fixed`` arguments, checked, by their names with ``_``."""
+    fixed = doc.get("fixed", {})
+    if not isinstance(fixed, Mapping):
+        raise InputTypeError(f"{source}: 'fixed' must be an object of fsc train arguments, got {fixed!r}")
+    fixed = {_argument_key(key, source, "fixed"): _check_value(key, value, source, "fixed") for key, value in fixed.items()}
+    if len(fixed) != len(doc.get("fixed", {})):
+        raise InputError(f"{source}: 'fixed' gives the same argument twice (with '-' and with '_')")
+    return fixed
+
+
+def _grid_points(grid: object, fixed: dict[str, Any], source: str) -> list[Point]:
+    """The points of the spec's ``grid`` (one block, or a list of blocks) with the ``fixed`` arguments, in order."""
+    blocks = [grid] if isinstance(grid, Mapping) else grid
+    if not isinstance(blocks, list):
+        raise InputTypeError(f"{source}: 'grid' must be an object of lists, or a list of such objects, got {grid!r}")
+    if not blocks:
+        raise InputError(f"{source}: 'grid' is empty")
+    points: list[Point] = []
+    for index, block in enumerate(blocks):
+        where = "grid" if isinstance(grid, Mapping) else f"grid[{index}]"
+        points.extend(_expand(block, fixed, source, where))
+    return points
+
+
+def _check_points(points: list[Point], source: str) -> None:
+    """Every point has the required arguments, and a run directory of its own, neither shared nor inside another's."""
+    for point in points:
+        missing = [key for key in REQUIRED if key not in point.arguments]
+        if missing:
+            raise InputError(f"{source}: every point needs {missing[0]!r} (in 'fixed' or in 'grid'); point {point.name!r} has none")
+    seen: dict[str, Point] = {}
+    for point in points:
+        other = seen.setdefault(point.name, point)
+        if other is not point:
+            raise InputError(
+                f"{source}: two points would share the run directory {point.name!r} "
+                f"({describe_arguments(other.arguments)} and {describe_arguments(point.arguments)}); put the arguments that differ in the grid"
+            )
+    for point in points:
+        parts = point.name.split("/")
+        for depth in range(1, len(parts)):
+            outer = seen.get("/".join(parts[:depth]))
+            if outer is not None:
+                raise InputError(
+                    f"{source}: the run directory of {describe_arguments(point.arguments)} ({point.name!r}) would lie inside the one of "
+                    f"{describe_arguments(outer.arguments)} ({outer.name!r}); give the grid blocks the same keys, or put another key first"
+                )
 
 
 def _argument_key(key: object, source: str, where: str) -> str:
