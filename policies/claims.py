@@ -39,22 +39,28 @@ TESTS = {
     "steadier": "the second memory's medians over its starts spread less (largest / smallest) than the first memory's",
 }  # fmt: skip
 
+Claim = tuple[str, str, tuple[Group, ...], str]  # (panel, the paper's words, the groups compared, how)
+
+
+def _ram_claims(panel: str, M: int) -> tuple[Claim, ...]:
+    """The three claims of panel A (``M = 8``) or B (``M = 20``) about RAM ``M`` at ``r = 1e-3`` and its starts."""
+
+    def ram(init: str) -> Group:
+        return (f"ram:{M}", 1e-3, init)
+
+    return (
+        (panel, f"RAM M = {M}: random initialisation leads to very poor results", (ram("random"), ram("near-ccp")), "poor"),
+        (panel, f"RAM M = {M}: results improve with a linear structure, and more with two columns", (ram("random"), ram("linear"), ram("columns")), "below"),
+        (panel, f"RAM M = {M}: training converges to the CCP only from near it", (ram("columns"), ram("near-ccp")), "only"),
+    )
+
+
 #: (panel, the paper's words, the groups compared, how: a key of :data:`TESTS`). Panels C and D of the
 #: published figure draw the random starts (blue) and the cycles starts (orange): their claim compares those.
 #: The rows marked "beside the paper" compare with a run the paper's panels do not draw.
-FIGURE4_CLAIMS: tuple[tuple[str, str, tuple[Group, ...], str], ...] = (
-    ("A", "RAM M = 8: random initialisation leads to very poor results",
-     (("ram:8", 1e-3, "random"), ("ram:8", 1e-3, "near-ccp")), "poor"),
-    ("A", "RAM M = 8: results improve with a linear structure, and more with two columns",
-     (("ram:8", 1e-3, "random"), ("ram:8", 1e-3, "linear"), ("ram:8", 1e-3, "columns")), "below"),
-    ("A", "RAM M = 8: training converges to the CCP only from near it",
-     (("ram:8", 1e-3, "columns"), ("ram:8", 1e-3, "near-ccp")), "only"),
-    ("B", "RAM M = 20: random initialisation leads to very poor results",
-     (("ram:20", 1e-3, "random"), ("ram:20", 1e-3, "near-ccp")), "poor"),
-    ("B", "RAM M = 20: results improve with a linear structure, and more with two columns",
-     (("ram:20", 1e-3, "random"), ("ram:20", 1e-3, "linear"), ("ram:20", 1e-3, "columns")), "below"),
-    ("B", "RAM M = 20: training converges to the CCP only from near it",
-     (("ram:20", 1e-3, "columns"), ("ram:20", 1e-3, "near-ccp")), "only"),
+FIGURE4_CLAIMS: tuple[Claim, ...] = (
+    *_ram_claims("A", 8),
+    *_ram_claims("B", 20),
     ("C", "Memento m = 3: random starts do not do as well as the cycles starts, but not significantly",
      (("memento:3", 1e-3, "random"), ("memento:3", 1e-3, "cycles")), "worse, not significantly"),
     ("D", "Memento m = 4: random starts do not do as well as the cycles starts, but not significantly",
