@@ -29,6 +29,11 @@ __all__ = ["median_curve", "policy_heatmap", "q_curves", "q_vs_memory", "q_vs_re
 
 _FIGURE_FORMATS = ("png", "svg", "pdf")
 
+#: label -> ``(x, q)`` arrays: the series of points of a plot of q against r or M.
+Series = Mapping[str, tuple[Sequence[float], Sequence[float]]]
+#: label -> ``(x, q)`` arrays or a function ``x -> q``: the closed forms drawn beside them, as lines.
+ClosedForms = Mapping[str, tuple[Sequence[float], Sequence[float]] | Callable[[float], float]]
+
 
 def _new_axes(ax: Axes | None, size: tuple[float, float]) -> Axes:
     if ax is None:
@@ -209,8 +214,8 @@ def q_curves(
 
 def _against(
     xlabel: str,
-    points: Mapping[str, tuple[Sequence[float], Sequence[float]]],
-    closed_forms: Mapping[str, tuple[Sequence[float], Sequence[float]] | Callable] | None,
+    points: Series,
+    closed_forms: ClosedForms | None,
     ax: Axes | None,
     xscale: str,
     grid: Callable[[np.ndarray], np.ndarray],
@@ -255,13 +260,7 @@ def _against(
     return ax
 
 
-def q_vs_reset(
-    points: Mapping[str, tuple[Sequence[float], Sequence[float]]],
-    closed_forms: Mapping[str, tuple[Sequence[float], Sequence[float]] | Callable[[float], float]] | None = None,
-    ax: Axes | None = None,
-    *,
-    title: str | None = None,
-) -> Axes:
+def q_vs_reset(points: Series, closed_forms: ClosedForms | None = None, ax: Axes | None = None, *, title: str | None = None) -> Axes:
     """``q`` against the reset probability ``r`` (log-log), as in the paper's Figure 2 (left).
 
     Args:
@@ -275,13 +274,7 @@ def q_vs_reset(
     return _against("reset probability r", points, closed_forms, ax, "log", lambda x: np.geomspace(x.min(), x.max(), 100), title)
 
 
-def q_vs_memory(
-    points: Mapping[str, tuple[Sequence[float], Sequence[float]]],
-    closed_forms: Mapping[str, tuple[Sequence[float], Sequence[float]] | Callable[[int], float]] | None = None,
-    ax: Axes | None = None,
-    *,
-    title: str | None = None,
-) -> Axes:
+def q_vs_memory(points: Series, closed_forms: ClosedForms | None = None, ax: Axes | None = None, *, title: str | None = None) -> Axes:
     """``q`` against the memory size ``M`` (linear ``M``, log ``q``), as in the paper's Figure 2 (right).
 
     Args:
