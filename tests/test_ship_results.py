@@ -20,6 +20,15 @@ from fsc.train import read_trajectory
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def ship_tiny_fig4() -> None:
+    """In the current directory: the tiny spec under the name fig4 (``fig4.json``), swept into ``sweep`` and
+    shipped into ``results/fig4`` as the full-size Figure 4 is."""
+    spec = json.loads((ROOT / "examples" / "sweeps" / "tiny.json").read_text())
+    Path("fig4.json").write_text(json.dumps({**spec, "name": "fig4"}))
+    assert main(["sweep", "fig4.json", "--out", "sweep", "--workers", "1", "--quiet"]) == 0
+    subprocess.run([sys.executable, str(ROOT / "examples" / "ship_results.py"), "fig4.json", "sweep", "results/fig4"], check=True, capture_output=True)
+
+
 def test_ship_a_small_sweep(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     spec = ROOT / "examples" / "sweeps" / "tiny.json"
@@ -99,10 +108,7 @@ def test_the_report_shows_shipped_results(tmp_path, monkeypatch):
     from fsc.report import page, paper
 
     monkeypatch.chdir(tmp_path)
-    spec = json.loads((ROOT / "examples" / "sweeps" / "tiny.json").read_text())
-    Path("fig4.json").write_text(json.dumps({**spec, "name": "fig4"}))
-    assert main(["sweep", "fig4.json", "--out", "sweep", "--workers", "1", "--quiet"]) == 0
-    subprocess.run([sys.executable, str(ROOT / "examples" / "ship_results.py"), "fig4.json", "sweep", "results/fig4"], check=True, capture_output=True)
+    ship_tiny_fig4()
     monkeypatch.setattr(page, "SHIPPED", tmp_path / "results")
     (tmp_path / "out" / "figures").mkdir(parents=True)
     section = paper.section_full_size(tmp_path / "out", lambda message: None)
@@ -300,10 +306,7 @@ def test_the_figure2_claims_name_the_runs_above_the_ccp():
 
 def test_the_claims_files_regenerate_from_results_alone(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    spec = json.loads((ROOT / "examples" / "sweeps" / "tiny.json").read_text())
-    Path("fig4.json").write_text(json.dumps({**spec, "name": "fig4"}))
-    assert main(["sweep", "fig4.json", "--out", "sweep", "--workers", "1", "--quiet"]) == 0
-    subprocess.run([sys.executable, str(ROOT / "examples" / "ship_results.py"), "fig4.json", "sweep", "results/fig4"], check=True, capture_output=True)
+    ship_tiny_fig4()
     shipped = {name: Path("results/fig4", name).read_bytes() for name in ("claims.json", "claims.md", "summary.csv")}
     from fsc.report.results import write_claims
     from fsc.sweep import load_spec
