@@ -220,6 +220,15 @@ def anatomy(
     init = policy.init_probs().detach().numpy()
     q, gain, mass = _node_mass(world, policy, reset, convention)
     visited = mass > mass_floor
+    skeleton = _skeleton(arch, probs, mass, visited, delta)
+    mass_table = {arch.node_names[n]: float(mass[n]) for n in np.argsort(-mass) if visited[n]}
+    family = _family(world, arch, probs, init, visited, mass, tol=tol, max_tol=max_tol)
+    return Anatomy(architecture=repr(arch), q=q, gain=gain, convention=convention, reset=float(reset), skeleton=skeleton, mass=mass_table, **family)
+
+
+def _skeleton(arch: MemoryArchitecture, probs: np.ndarray, mass: np.ndarray, visited: np.ndarray, delta: float) -> dict:
+    """Node name -> its choice when near-deterministic (probability ``>= 1 - delta``), else ``{choice:
+    probability}`` of the choices above ``delta / 10``; the visited nodes, most mass first."""
     labels, choices = arch.node_names, arch.choice_names
     skeleton = {}
     for n in np.argsort(-mass):
@@ -231,30 +240,22 @@ def anatomy(
             skeleton[labels[n]] = choices[best]
         else:
             skeleton[labels[n]] = {choices[c]: float(row[c]) for c in np.argsort(-row) if row[c] > delta / 10}
-    mass_table = {labels[n]: float(mass[n]) for n in np.argsort(-mass) if visited[n]}
-    family = nearest = None
-    distance, parameters, details = math.inf, {}, {}
+    return skeleton
+
+
+def _family(world, arch: MemoryArchitecture, probs: np.ndarray, init: np.ndarray, visited: np.ndarray, mass: np.ndarray, *, tol: float, max_tol: float) -> dict:
+    """The fields of :class:`Anatomy` about the nearest known family: ``family`` (claimed within ``tol`` and
+    ``max_tol``, else ``None``), ``nearest``, ``distance``, ``parameters``, ``details``."""
+    from tasks import TwoHypothesis
+
+    nearest, distance, parameters, details = None, math.inf, {}, {}
     two_hypotheses = isinstance(world, TwoHypothesis)
     if two_hypotheses and isinstance(arch, (RAM, Chain, Column)) and arch.arms == 2 and arch.observations == 2:
         nearest, distance, parameters, details = _ccp_family(arch, probs, init, visited, mass, split_tol=0.05, eps_tol=0.02)
     elif two_hypotheses and isinstance(arch, Memento) and arch.arms == 2 and arch.observations == 2 and arch.m >= 2:
         nearest, distance, parameters, details = _necklace_family(arch, probs, init, visited, mass)
-    if nearest is not None and distance < tol and details["max_distance"] < max_tol:
-        family = nearest
-    return Anatomy(
-        architecture=repr(arch),
-        q=q,
-        gain=gain,
-        convention=convention,
-        reset=float(reset),
-        skeleton=skeleton,
-        mass=mass_table,
-        family=family,
-        nearest=nearest,
-        distance=distance,
-        parameters=parameters,
-        details=details,
-    )
+    family = nearest if nearest is not None and distance < tol and details["max_distance"] < max_tol else None
+    return {"family": family, "nearest": nearest, "distance": distance, "parameters": parameters, "details": details}
 
 
 def describe(a: Anatomy, *, top: int = 12) -> str:
