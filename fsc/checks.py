@@ -36,8 +36,10 @@ def real(name: str, value: object, low: float = -math.inf, high: float = math.in
     return value
 
 
-def nonnegative(name: str, value: object) -> float:
-    """``value`` as a finite float ``>= 0`` (a time horizon, a duration)."""
+def nonnegative(name: str, value: object, *, optional: bool = False) -> float | None:
+    """``value`` as a finite float ``>= 0`` (a time horizon, a duration); ``None`` passes with ``optional``."""
+    if value is None and optional:
+        return None
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise InputTypeError(f"{name} must be a number, got {value!r}")
     if not (math.isfinite(value) and value >= 0):
@@ -66,24 +68,26 @@ def flag(name: str, value: object) -> bool:
     raise InputTypeError(f"{name} must be True or False, got {value!r}")
 
 
-def one_of(name: str, value: object, options: Iterable[str]) -> str:
-    """``value`` if it is one of the strings ``options``."""
+def one_of(name: str, value: object, options: Iterable[str], *, optional: bool = False) -> str | None:
+    """``value`` if it is one of the strings ``options``; ``None`` passes with ``optional``."""
+    if value is None and optional:
+        return None
     options = tuple(options)
     if not isinstance(value, str) or value not in options:
-        raise InputError(f"{name} must be one of {', '.join(map(repr, options))}, got {value!r}")
+        raise InputError(f"{name} must be one of {', '.join(map(repr, options))}, got {quoted(value)}")
     return value
 
 
-def integer(name: str, value: object, low: int, high: int | None = None, *, optional: bool = False) -> int | None:
-    """``value`` as an int in ``[low, high]`` (``high`` None: no upper limit); ``None`` passes with ``optional``.
+def integer(name: str, value: object, low: int | None = None, high: int | None = None, *, optional: bool = False) -> int | None:
+    """``value`` as an int in ``[low, high]`` (``None``: no limit on that side); ``None`` passes with ``optional``.
     A bool is not an int."""
     if value is None and optional:
         return None
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise InputTypeError(f"{name} must be an int, got {value!r}")
     value = int(value)
-    if value < low or (high is not None and value > high):
-        interval = f">= {low}" if high is None else f"in [{low}, {high}]"
+    if (low is not None and value < low) or (high is not None and value > high):
+        interval = f">= {low}" if high is None else (f"<= {high}" if low is None else f"in [{low}, {high}]")
         raise InputError(f"{name} must be an int {interval}{' or None' if optional else ''}, got {value!r}")
     return value
 
