@@ -15,7 +15,6 @@ import attrs
 import numpy as np
 import torch
 
-import fsc.model.memory  # noqa: F401  - registers the built-in kinds (RAM, Memento, ...) that policy files name
 from fsc.errors import InputError, InputTypeError, quoted
 from fsc.files import NpzArchive, atomic_write, check_regular_file, read_limited
 from fsc.limits import MAX_JSON_POLICY_BYTES, MAX_NPZ_BYTES, MAX_NPZ_INFLATED
