@@ -14,15 +14,25 @@ from collections.abc import Iterable
 from fsc.errors import InputError, InputTypeError, quoted
 from fsc.limits import MIN_RESET
 
-__all__ = ["CONVENTIONS", "check_reset", "flag", "integer", "nonnegative", "one_of", "positive", "real"]
+__all__ = ["CONVENTIONS", "check_reset", "flag", "integer", "is_int", "is_real", "nonnegative", "one_of", "positive", "real"]
 
 #: The two conventions of q (docs/model.md): ``native`` and ``paper``, ``(1 - r) q + r / 2``.
 CONVENTIONS = ("native", "paper")
 
 
+def is_real(value: object) -> bool:
+    """Whether ``value`` is a real number (Python's or numpy's); a bool is not one."""
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+def is_int(value: object) -> bool:
+    """Whether ``value`` is an integer (Python's or numpy's); a bool is not one."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
 def real(name: str, value: object, low: float = -math.inf, high: float = math.inf, *, nan: bool = False) -> float:
     """``value`` as a finite float in ``[low, high]`` (NaN passed through with ``nan``); a bool is not a number."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+    if not is_real(value):
         raise InputTypeError(f"{name} must be a number, got {value!r}")
     value = float(value)
     if math.isnan(value):
@@ -40,7 +50,7 @@ def nonnegative(name: str, value: object, *, optional: bool = False) -> float | 
     """``value`` as a finite float ``>= 0`` (a time horizon, a duration); ``None`` passes with ``optional``."""
     if value is None and optional:
         return None
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+    if not is_real(value):
         raise InputTypeError(f"{name} must be a number, got {value!r}")
     if not (math.isfinite(value) and value >= 0):
         raise InputError(f"{name} must be a finite number >= 0, got {value!r}")
@@ -52,7 +62,7 @@ def positive(name: str, value: object, high: float = math.inf, *, closed: bool =
     A bool is not a number."""
     if value is None and optional:
         return None
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+    if not is_real(value):
         raise InputTypeError(f"{name} must be a number, got {value!r}")
     value = float(value)
     if not (math.isfinite(value) and value > 0 and (value <= high if closed else value < high)):
@@ -83,7 +93,7 @@ def integer(name: str, value: object, low: int | None = None, high: int | None =
     A bool is not an int."""
     if value is None and optional:
         return None
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+    if not is_int(value):
         raise InputTypeError(f"{name} must be an int, got {value!r}")
     value = int(value)
     if (low is not None and value < low) or (high is not None and value > high):
@@ -97,7 +107,7 @@ def check_reset(reset: object, *, allow_zero: bool = False, name: str = "reset",
     not below :data:`fsc.limits.MIN_RESET` (``2**-53``) unless 0: below it ``1 - r`` rounds to 1 in float64.
     ``solved=False`` is for closed forms, whose formulas hold for any ``r > 0``."""
     interval = "[0, 1]" if allow_zero else "(0, 1]"
-    if isinstance(reset, bool) or not isinstance(reset, numbers.Real):
+    if not is_real(reset):
         raise InputTypeError(f"{name} must be a number in {interval}, got {quoted(reset)}")
     reset = float(reset)
     if not (math.isfinite(reset) and (0 <= reset if allow_zero else 0 < reset) and reset <= 1):

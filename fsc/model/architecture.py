@@ -37,6 +37,7 @@ from typing import Any
 import attrs
 import numpy as np
 
+from fsc.checks import integer
 from fsc.errors import InputError, InputTypeError
 
 __all__ = [
@@ -315,11 +316,10 @@ def _index(kind: str, labels: Iterable[object]) -> tuple[tuple[Hashable, ...], d
 
 
 def _count(name: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise InputTypeError(f"{name} must be an int >= 1, got {value!r}")
+    value = integer(name, value)
     if value < 1:
         raise InputError(f"{name} must be >= 1, got {value!r}")
-    return int(value)
+    return value
 
 
 def rule_mask(arch: MemoryArchitecture, rule: Callable[[Any, Any], object]) -> np.ndarray:
@@ -383,12 +383,7 @@ class Automaton(MemoryArchitecture):
         N, C = len(nodes), len(choices)
         choice_action = np.empty(C, dtype=np.int64)
         for c, choice in enumerate(choices):
-            a = action(choice)
-            if isinstance(a, bool) or not isinstance(a, (int, np.integer)):
-                raise InputTypeError(f"action({choice!r}) must be an int in [0, {A}), got {a!r}")
-            if not 0 <= a < A:
-                raise InputError(f"action({choice!r}) must be in [0, {A}), got {a!r}")
-            choice_action[c] = a
+            choice_action[c] = integer(f"action({choice!r})", action(choice), 0, A - 1)
         starts = [nodes[0]] if reset is None else list(reset)
         if not starts:
             raise InputError("reset must name at least one node")
