@@ -383,7 +383,10 @@ class Automaton(MemoryArchitecture):
         N, C = len(nodes), len(choices)
         choice_action = np.empty(C, dtype=np.int64)
         for c, choice in enumerate(choices):
-            choice_action[c] = integer(f"action({choice!r})", action(choice), 0, A - 1)
+            a = integer(f"action({choice!r})", action(choice))
+            if not 0 <= a < A:
+                raise InputError(f"action({choice!r}) must be in [0, {A}), got {a!r}")
+            choice_action[c] = a
         starts = [nodes[0]] if reset is None else list(reset)
         if not starts:
             raise InputError("reset must name at least one node")
