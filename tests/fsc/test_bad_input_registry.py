@@ -291,6 +291,15 @@ for argv, name in (
     (["evaluate", "--pomdp", "x" * 5000], "cannot be read"), (["evaluate", "--pomdp", "x" * 200], "does not exist"),
 ):  # fmt: skip
     CASES.append((argv, name))
+# --world: a name of tasks.WORLDS, alone or with --mu for the two-hypothesis world; the line lists the names.
+WORLD_COMMANDS = {"evaluate": ["evaluate"], "simulate": ["simulate"], "draw": ["draw", "--out", "g.svg"], "inspect": ["inspect", "good.npz"],
+                  "solve": ["solve", "--quiet"], "train": [*TRAIN, "--out", "run"]}  # fmt: skip
+for command, argv in WORLD_COMMANDS.items():
+    for world, name in ((["--world", "tigre"], "'two-hypothesis', 'tiger', 'cheese-maze', '4x3', got 'tigre'"), (["--world", ""], "world must be one of"),
+                        (["--world", LONG], "(100,002 characters)"), (["--world", "Tiger"], "got 'Tiger'"),
+                        (["--world", "tiger", "--pomdp", "zero.POMDP"], "give one world"), (["--pomdp", "good.POMDP", "--world", "4x3"], "give one world"),
+                        (["--world", "4x3", "--mu", "0.2"], "two-hypothesis world's gap")):  # fmt: skip
+        CASES.append(([*argv, *world], name))
 for out in ("user", "link-user", "link-etc", "hidden", "link-up"):
     CASES.append(([*TRAIN, "--out", out], "--out"))
 for spec in ("linked-out.json", "linked-out2.json", "fifo-spec.json", "dir.json", "zero.json", "sparse.json"):
