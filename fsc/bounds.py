@@ -20,6 +20,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
+from fsc.checks import integer
 from fsc.errors import InputError
 from fsc.model.pomdp import SparseTable, as_pomdp
 
@@ -93,8 +94,7 @@ def two_state_bound(world, discount: float, points: int = 200_001, tolerance: fl
     pomdp, rbar = _tables(world, discount)
     if pomdp.num_states != 2:
         raise InputError(f"two_state_bound needs a world with two states, got {pomdp.num_states}")
-    if isinstance(points, bool) or not isinstance(points, int) or points < 2:
-        raise InputError(f"points must be an int >= 2, got {points!r}")
+    points = integer("points", points, 2)
     xs = np.linspace(0.0, 1.0, points)
     beliefs = np.stack([1 - xs, xs], axis=1)
     # Per action and observation: probability of o and the next belief's x.

@@ -14,15 +14,25 @@ from collections.abc import Iterable
 from fsc.errors import InputError, InputTypeError, quoted
 from fsc.limits import MIN_RESET
 
-__all__ = ["CONVENTIONS", "check_reset", "flag", "integer", "nonnegative", "one_of", "positive", "real"]
+__all__ = ["CONVENTIONS", "check_reset", "flag", "integer", "is_int", "is_real", "nonnegative", "one_of", "positive", "real"]
 
 #: The two conventions of q (docs/model.md): ``native`` and ``paper``, ``(1 - r) q + r / 2``.
 CONVENTIONS = ("native", "paper")
 
 
+def is_real(value: object) -> bool:
+    """Whether ``value`` is a real number (Python's or numpy's); a bool is not one."""
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+def is_int(value: object) -> bool:
+    """Whether ``value`` is an integer (Python's or numpy's); a bool is not one."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
 def real(name: str, value: object, low: float = -math.inf, high: float = math.inf, *, nan: bool = False) -> float:
     """``value`` as a finite float in ``[low, high]`` (NaN passed through with ``nan``); a bool is not a number."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+    if not is_real(value):
         raise InputTypeError(f"{name} must be a number, got {value!r}")
     value = float(value)
     if math.isnan(value):
@@ -36,9 +46,11 @@ def real(name: str, value: object, low: float = -math.inf, high: float = math.in
     return value
 
 
-def nonnegative(name: str, value: object) -> float:
-    """``value`` as a finite float ``>= 0`` (a time horizon, a duration)."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+def nonnegative(name: str, value: object, *, optional: bool = False) -> float | None:
+    """``value`` as a finite float ``>= 0`` (a time horizon, a duration); ``None`` passes with ``optional``."""
+    if value is None and optional:
+        return None
+    if not is_real(value):
         raise InputTypeError(f"{name} must be a number, got {value!r}")
     if not (math.isfinite(value) and value >= 0):
         raise InputError(f"{name} must be a finite number >= 0, got {value!r}")
@@ -50,7 +62,7 @@ def positive(name: str, value: object, high: float = math.inf, *, closed: bool =
     A bool is not a number."""
     if value is None and optional:
         return None
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+    if not is_real(value):
         raise InputTypeError(f"{name} must be a number, got {value!r}")
     value = float(value)
     if not (math.isfinite(value) and value > 0 and (value <= high if closed else value < high)):
@@ -66,24 +78,26 @@ def flag(name: str, value: object) -> bool:
     raise InputTypeError(f"{name} must be True or False, got {value!r}")
 
 
-def one_of(name: str, value: object, options: Iterable[str]) -> str:
-    """``value`` if it is one of the strings ``options``."""
+def one_of(name: str, value: object, options: Iterable[str], *, optional: bool = False) -> str | None:
+    """``value`` if it is one of the strings ``options``; ``None`` passes with ``optional``."""
+    if value is None and optional:
+        return None
     options = tuple(options)
     if not isinstance(value, str) or value not in options:
-        raise InputError(f"{name} must be one of {', '.join(map(repr, options))}, got {value!r}")
+        raise InputError(f"{name} must be one of {', '.join(map(repr, options))}, got {quoted(value)}")
     return value
 
 
-def integer(name: str, value: object, low: int, high: int | None = None, *, optional: bool = False) -> int | None:
-    """``value`` as an int in ``[low, high]`` (``high`` None: no upper limit); ``None`` passes with ``optional``.
+def integer(name: str, value: object, low: int | None = None, high: int | None = None, *, optional: bool = False) -> int | None:
+    """``value`` as an int in ``[low, high]`` (``None``: no limit on that side); ``None`` passes with ``optional``.
     A bool is not an int."""
     if value is None and optional:
         return None
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+    if not is_int(value):
         raise InputTypeError(f"{name} must be an int, got {value!r}")
     value = int(value)
-    if value < low or (high is not None and value > high):
-        interval = f">= {low}" if high is None else f"in [{low}, {high}]"
+    if (low is not None and value < low) or (high is not None and value > high):
+        interval = f">= {low}" if high is None else (f"<= {high}" if low is None else f"in [{low}, {high}]")
         raise InputError(f"{name} must be an int {interval}{' or None' if optional else ''}, got {value!r}")
     return value
 
@@ -93,7 +107,7 @@ def check_reset(reset: object, *, allow_zero: bool = False, name: str = "reset",
     not below :data:`fsc.limits.MIN_RESET` (``2**-53``) unless 0: below it ``1 - r`` rounds to 1 in float64.
     ``solved=False`` is for closed forms, whose formulas hold for any ``r > 0``."""
     interval = "[0, 1]" if allow_zero else "(0, 1]"
-    if isinstance(reset, bool) or not isinstance(reset, numbers.Real):
+    if not is_real(reset):
         raise InputTypeError(f"{name} must be a number in {interval}, got {quoted(reset)}")
     reset = float(reset)
     if not (math.isfinite(reset) and (0 <= reset if allow_zero else 0 < reset) and reset <= 1):

@@ -23,7 +23,7 @@ import time
 import attrs
 import numpy as np
 
-from fsc.checks import check_reset
+from fsc.checks import check_reset, integer
 from fsc.errors import InputError
 from fsc.evaluate import CONVENTIONS
 from fsc.limits import MAX_WALKERS, check_dense_world, check_simulate_steps
@@ -208,9 +208,7 @@ def simulate(
     reset = check_reset(reset)
     if convention not in CONVENTIONS:
         raise InputError(f"convention must be one of {CONVENTIONS}, got {convention!r}")
-    for name, value in (("steps", steps), ("walkers", walkers)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise InputError(f"{name} must be an integer >= 1, got {value!r}")
+    steps, walkers = integer("steps", steps, 1), integer("walkers", walkers, 1)
     if walkers > MAX_WALKERS:  # each walker holds a few hundred bytes of state, allocated up front
         raise InputError(f"walkers must be at most {MAX_WALKERS:.0e} (fsc.limits.MAX_WALKERS), got {walkers!r}")
     check_simulate_steps(steps, walkers, reset)  # a small reset makes every episode long

@@ -3,25 +3,16 @@
 from __future__ import annotations
 
 import functools
-import math
 
 import attrs
 import numpy as np
 
-from fsc.errors import InputError, InputTypeError
+from fsc.checks import integer, positive
+from fsc.errors import InputError
 from fsc.model.architecture import arm_labels
 from fsc.model.pomdp import POMDP, Task
 
 __all__ = ["TwoHypothesis"]
-
-
-def _probability(name: str, value: object, low_open: bool = True) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise InputTypeError(f"{name} must be a number, got {value!r}")
-    value = float(value)
-    if not (math.isfinite(value) and 0 < value < 1):
-        raise InputError(f"{name} must be in (0, 1), got {value!r}")
-    return value
 
 
 @attrs.frozen(eq=False)
@@ -48,21 +39,18 @@ class TwoHypothesis(Task):
     arms: int = attrs.field(default=2, kw_only=True)
 
     def __attrs_post_init__(self) -> None:
-        if isinstance(self.arms, bool) or not isinstance(self.arms, int):
-            raise InputTypeError(f"arms must be an int, got {self.arms!r}")
-        if self.arms < 2:
-            raise InputError(f"arms must be >= 2, got {self.arms}")
+        object.__setattr__(self, "arms", integer("arms", self.arms, 2))
         if self.mu is not None:
             if self.k_A is not None or self.k_B is not None:
                 raise InputError("give either mu or (k_A, k_B), not both")
-            mu = _probability("mu", self.mu)
+            mu = positive("mu", self.mu, 1)
             object.__setattr__(self, "mu", mu)
             object.__setattr__(self, "k_A", (1 + mu) / 2)
             object.__setattr__(self, "k_B", (1 - mu) / 2)
             return
         if self.k_A is None or self.k_B is None:
             raise InputError("give mu, or both k_A and k_B")
-        k_A, k_B = _probability("k_A", self.k_A), _probability("k_B", self.k_B)
+        k_A, k_B = positive("k_A", self.k_A, 1), positive("k_B", self.k_B, 1)
         if not k_A > k_B:
             raise InputError(f"k_A must be larger than k_B, got k_A={k_A!r}, k_B={k_B!r}")
         object.__setattr__(self, "k_A", k_A)

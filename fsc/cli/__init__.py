@@ -20,35 +20,29 @@ from fsc.console import Parser, import_torch, run_command
 
 __all__ = ["COMMANDS", "TORCH_AFTER_INPUT", "WITHOUT_TORCH", "main", "make_parser"]
 
+def _entry(module: str, command: str, help_text: str) -> tuple[str, str, str]:
+    """The entry of ``command`` run by ``cmd_COMMAND`` and declared by ``COMMAND_options`` of ``fsc.cli.MODULE``."""
+    function = command.replace("-", "_")
+    return f"fsc.cli.{module}:cmd_{function}", f"fsc.cli.{module}:{function}_options", help_text
+
+
 #: name -> (run, add_options, help), in the order of ``fsc --help``.  ``run(args)`` runs the command and
 #: ``add_options(parser)`` declares its options; each is a function or ``"module:function"``, imported when
 #: that command is the one asked for.  A new command is one line here.
 COMMANDS: dict[str, tuple[str | Callable[[argparse.Namespace], int], str | Callable[[argparse.ArgumentParser], None], str]] = {
-    "evaluate": ("fsc.cli.controller:cmd_evaluate", "fsc.cli.controller:evaluate_options", "exact evaluation of a controller"),
-    "simulate": ("fsc.cli.controller:cmd_simulate", "fsc.cli.controller:simulate_options", "Monte Carlo estimate of a controller"),
-    "closed-form": (
-        "fsc.cli.controller:cmd_closed_form",
-        "fsc.cli.controller:closed_form_options",
-        "closed forms of the column of confidence policy (appendix C)",
-    ),
-    "necklace": ("fsc.cli.controller:cmd_necklace", "fsc.cli.controller:necklace_options", "binary necklaces, the longest Gray chain and Theorem 4.3's q*"),
-    "draw": ("fsc.cli.controller:cmd_draw", "fsc.cli.controller:draw_options", "draw the memory transition graph of a policy (graphviz)"),
+    "evaluate": _entry("controller", "evaluate", "exact evaluation of a controller"),
+    "simulate": _entry("controller", "simulate", "Monte Carlo estimate of a controller"),
+    "closed-form": _entry("controller", "closed-form", "closed forms of the column of confidence policy (appendix C)"),
+    "necklace": _entry("controller", "necklace", "binary necklaces, the longest Gray chain and Theorem 4.3's q*"),
+    "draw": _entry("controller", "draw", "draw the memory transition graph of a policy (graphviz)"),
     "train": ("fsc.train.command:train", "fsc.train.command:add_options", "train a controller by gradient flow (or Adam); resumable"),
-    "solve": (
-        "fsc.cli.solve:cmd_solve",
-        "fsc.cli.solve:solve_options",
-        "find a good controller within a time limit: several methods, the best kept, its gap to an upper bound",
-    ),
-    "export": ("fsc.cli.export:cmd_export", "fsc.cli.export:export_options", "write a run's trajectory.npz (or every one of a sweep) as trajectory.csv"),
-    "report": ("fsc.cli.runs:cmd_report", "fsc.cli.runs:report_options", "the main job: check, draw, train, and write an HTML report"),
-    "sweep": ("fsc.cli.runs:cmd_sweep", "fsc.cli.runs:sweep_options", "run a sweep of fsc train points (local pool or Dask cluster); --summary collects it"),
-    "inspect": (
-        "fsc.cli.files:cmd_inspect",
-        "fsc.cli.files:inspect_options",
-        "read a policy back as structure: skeleton, stationary mass, nearest known family",
-    ),
-    "pomdp": ("fsc.cli.files:cmd_pomdp", "fsc.cli.files:pomdp_options", "check a .POMDP file: sizes, discount, closed parts"),
-}
+    "solve": _entry("solve", "solve", "find a good controller within a time limit: several methods, the best kept, its gap to an upper bound"),
+    "export": _entry("export", "export", "write a run's trajectory.npz (or every one of a sweep) as trajectory.csv"),
+    "report": _entry("runs", "report", "the main job: check, draw, train, and write an HTML report"),
+    "sweep": _entry("runs", "sweep", "run a sweep of fsc train points (local pool or Dask cluster); --summary collects it"),
+    "inspect": _entry("files", "inspect", "read a policy back as structure: skeleton, stationary mass, nearest known family"),
+    "pomdp": _entry("files", "pomdp", "check a .POMDP file: sizes, discount, closed parts"),
+}  # fmt: skip
 
 #: The commands that never compute with torch: they start without importing it.
 WITHOUT_TORCH = frozenset({"pomdp", "closed-form", "necklace", "export"})

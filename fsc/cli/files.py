@@ -48,9 +48,9 @@ def pomdp_options(p) -> None:
 def inspect_options(p) -> None:
     """Options of ``fsc inspect``."""
     p.add_argument("policy_file", metavar="POLICY_FILE", help="a policy .npz or .json (e.g. RUN/policy.npz of fsc train)")
-    p.add_argument("--mu", type=number, default=None, help="the two-hypothesis world: gap between the arms, in (0, 1) (default 0.1)")
-    p.add_argument("--pomdp", default=None, metavar="FILE", help="another world: a .POMDP file (no family is known there)")
-    p.add_argument("--reset", type=number, default=None, help="reset probability r (default: 1 - the file's discount, else 1e-3)")
+    from fsc.resolve import add_world_options
+
+    add_world_options(p)  # no --memory: the policy file's
     p.add_argument("--convention", choices=CONVENTIONS, default="native", help="convention of q (default native)")
     p.add_argument("--tol", type=number, default=0.05, help="largest distance at which a family is claimed (default 0.05)")
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
@@ -60,12 +60,12 @@ def cmd_inspect(args) -> int:
     """``fsc inspect``: the anatomy of a policy file, on any architecture; a known family when it is one."""
     from fsc.model.policy import Policy
     from fsc.model.pomdp import resolve_reset
-    from fsc.resolve import resolve_world
+    from fsc.resolve import resolve_world, world_arguments
     from policies.anatomy import anatomy, describe
 
     policy = Policy.load(Path(args.policy_file))  # missing, a FIFO, a directory: said as what it is
-    world = resolve_world(mu=args.mu, pomdp=args.pomdp, option="--")
-    reset = resolve_reset(world.world, args.reset, None, default=1e-3)
+    world = resolve_world(**world_arguments(args), option="--")
+    reset = resolve_reset(world.world, args.reset, args.discount, default=1e-3)
     a = anatomy(policy, world.world, reset=check_reset(reset), convention=args.convention, tol=args.tol)
     if args.json:
         record = a.to_dict()

@@ -13,9 +13,8 @@ from fsc.console import import_torch, number
 from fsc.io.trajectory import metric_key
 from fsc.limits import check_dense_world, seed_arg
 from fsc.model.architecture import MemoryArchitecture
-from fsc.model.memory import MEMORY_FILE_SECONDS
 from fsc.model.pomdp import POMDP, Task, resolve_reset
-from fsc.resolve import is_policy_file, resolve_memory, resolve_policy, resolve_world, resolve_world_and_memory
+from fsc.resolve import add_world_options, is_policy_file, resolve_memory, resolve_policy, resolve_world, resolve_world_and_memory, world_arguments
 from policies import POLICY_NAMES
 
 if TYPE_CHECKING:  # torch: imported once the world and the memory are built (fsc.cli.TORCH_AFTER_INPUT)
@@ -28,17 +27,9 @@ DEFAULT_MEMORY = "ram:2"
 
 
 def add_controller_options(p: argparse.ArgumentParser) -> None:
-    """``--mu | --pomdp``, ``--memory``, ``--policy`` and its parameters, ``--seed``, ``--reset | --discount``,
-    ``--convention``, ``--json``."""
-    p.add_argument("--mu", type=number, default=None, help="the two-hypothesis world: gap between the arms, in (0, 1) (default 0.1)")
-    p.add_argument("--pomdp", default=None, metavar="FILE", help="another world: a .POMDP file (its action and observation counts size --memory)")
-    p.add_argument(
-        "--memory",
-        default=None,
-        help=f"ram:M, chain:M, column:M, memento:m, or FILE.py:NAME for an architecture of your own (FILE.py is imported as a "
-        f"module, for at most {MEMORY_FILE_SECONDS:g} s: what it runs as a script goes under if __name__ == '__main__') (default: the architecture of a "
-        f"--policy file, else {DEFAULT_MEMORY})",
-    )
+    """The world options and ``--memory`` (:func:`fsc.resolve.add_world_options`), ``--policy`` and its
+    parameters, ``--seed``, ``--convention``, ``--json``."""
+    add_world_options(p, memory=f"the architecture of a --policy file, else {DEFAULT_MEMORY}")
     p.add_argument(
         "--policy",
         default="uniform",
@@ -48,8 +39,6 @@ def add_controller_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--eps0", type=number, default=None, help="necklace: exit probability of the end necklaces")
     p.add_argument("--eps1", type=number, default=None, help="necklace: exit probability between necklaces")
     p.add_argument("--seed", type=seed_arg, default=0, help="seed of random policies and of sampling (default 0)")
-    p.add_argument("--reset", type=number, default=None, help="reset probability r per step (default: 1 - the file's discount, else 1e-3)")
-    p.add_argument("--discount", type=number, default=None, help="discount gamma: the same parameter as --reset, r = 1 - gamma")
     p.add_argument("--convention", choices=CONVENTIONS, default="native", help="native (default) or paper (docs/model.md)")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
@@ -62,8 +51,8 @@ class Controller:
         world: the world (a ``fsc.POMDP`` or a task).
         reset: the reset probability ``r`` (``--reset``, ``--discount``, the file's discount, or 1e-3).
         policy: the policy; its architecture is the memory.
-        text: how a command's output names memory and world: ``{"memory": ..., "pomdp": FILE}`` or
-            ``{"memory": ..., "mu": mu}``.
+        text: how a command's output names memory and world: ``{"memory": ..., "pomdp": FILE}``,
+            ``{"memory": ..., "mu": mu}`` or ``{"memory": ..., "world": NAME}``.
     """
 
     world: POMDP | Task
@@ -91,10 +80,10 @@ def resolve_controller(args: argparse.Namespace, *, allow_zero: bool = True, joi
     if memory is None or not joint_chain:  # a policy file's own memory (read with torch), or no joint chain to hold
         # without a joint chain (simulate), the world's dense tables: refused from a file's declared sizes
         check = None if joint_chain else (lambda declared: check_dense_world(declared.states, declared.actions, declared.observations, what="simulate"))
-        world = resolve_world(mu=args.mu, pomdp=args.pomdp, option="--", check=check)
+        world = resolve_world(**world_arguments(args), option="--", check=check)
         arch = None if memory is None else resolve_memory(memory, world.world, option="--memory")
     else:  # a world and memory no engine can hold: refused from the file's declared sizes, before its tables
-        world, arch = resolve_world_and_memory(memory, mu=args.mu, pomdp=args.pomdp, option="--", memory_option="--memory")
+        world, arch = resolve_world_and_memory(memory, **world_arguments(args), option="--", memory_option="--memory")
     reset = resolve_reset(world.world, args.reset, args.discount, allow_zero=allow_zero, default=1e-3)
     import_torch()
     policy = resolve_policy(

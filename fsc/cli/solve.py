@@ -13,14 +13,11 @@ HELP = "find a good controller within a time limit: several methods, the best ke
 def solve_options(p: argparse.ArgumentParser) -> None:
     from fsc.console import number, positive_int
     from fsc.limits import seed_arg
+    from fsc.resolve import add_world_options
 
-    p.add_argument("--mu", type=number, default=None, help="the two-hypothesis world: gap between the arms, in (0, 1) (default 0.1)")
-    p.add_argument("--pomdp", default=None, metavar="FILE", help="another world: a .POMDP file")
-    p.add_argument("--memory", default="ram:2", help="ram:M (grown through smaller sizes), chain:M, column:M, memento:m, FILE.py:NAME (default ram:2)")
+    add_world_options(p, memory="ram:2", memory_default="ram:2", memory_note="ram:M is grown through smaller sizes; ")
     p.add_argument("--max-seconds", type=number, default=60.0, help="the time limit, for everything (default 60)")
     p.add_argument("--seed", type=seed_arg, default=0, help="seed of the random starts and kicks (default 0)")
-    p.add_argument("--reset", type=number, default=None, help="reset probability r per step (default: 1 - the file's discount, else 1e-3)")
-    p.add_argument("--discount", type=number, default=None, help="discount gamma: the same parameter as --reset, r = 1 - gamma")
     p.add_argument("--methods", default=None, help="comma-separated methods among mirror, ascent, em, greedy (default all)")
     p.add_argument("--rounds", type=positive_int, default=None, help="at most this many rounds per memory size (default: until the time limit)")
     p.add_argument("--start", default=None, metavar="FILE", help="a policy file to start from (on --memory, or a smaller RAM)")
@@ -33,11 +30,11 @@ def cmd_solve(args: argparse.Namespace) -> int:
     from fsc.console import emit, import_torch
     from fsc.errors import InputError
     from fsc.model.pomdp import resolve_reset
-    from fsc.resolve import resolve_policy, resolve_world_and_memory
+    from fsc.resolve import resolve_policy, resolve_world_and_memory, world_arguments
 
     if not args.max_seconds > 0:
         raise InputError(f"--max-seconds must be > 0, got {args.max_seconds!r}")
-    world, arch = resolve_world_and_memory(args.memory, mu=args.mu, pomdp=args.pomdp, option="--", memory_option="--memory")
+    world, arch = resolve_world_and_memory(args.memory, **world_arguments(args), option="--", memory_option="--memory")
     reset = resolve_reset(world.world, args.reset, args.discount, allow_zero=False, default=1e-3)
     import_torch()  # only now (fsc.cli.TORCH_AFTER_INPUT): a memory nobody can afford is refused without it
     from fsc.solver import solve

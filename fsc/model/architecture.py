@@ -37,6 +37,7 @@ from typing import Any
 import attrs
 import numpy as np
 
+from fsc.checks import integer
 from fsc.errors import InputError, InputTypeError
 
 __all__ = [
@@ -315,11 +316,104 @@ def _index(kind: str, labels: Iterable[object]) -> tuple[tuple[Hashable, ...], d
 
 
 def _count(name: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise InputTypeError(f"{name} must be an int >= 1, got {value!r}")
+    value = integer(name, value)
     if value < 1:
         raise InputError(f"{name} must be >= 1, got {value!r}")
-    return int(value)
+    return value
+
+
+def _choice_actions(choices: tuple[Hashable, ...], action: Callable[[Any], int], A: int) -> np.ndarray:
+    """``choice_action[c] = action(choice)``, each checked to be a world action."""
+    choice_action = np.empty(len(choices), dtype=np.int64)
+    for c, choice in enumerate(choices):
+        a = integer(f"action({choice!r})", action(choice))
+        if not 0 <= a < A:
+            raise InputError(f"action({choice!r}) must be in [0, {A}), got {a!r}")
+        choice_action[c] = a
+    return choice_action
+
+
+def _reset_nodes(nodes: tuple[Hashable, ...], node_index: dict[Hashable, int], reset: Iterable[Hashable] | None) -> list[Hashable]:
+    """The labels where a reset may start (default: the first node), each a declared node."""
+    starts = [nodes[0]] if reset is None else list(reset)
+    if not starts:
+        raise InputError("reset must name at least one node")
+    for label in starts:
+        if not isinstance(label, Hashable) or label not in node_index:
+            raise InputError(f"reset node {label!r} is not a declared node")
+    return starts
+
+
+def _tabulate(
+    nodes: tuple[Hashable, ...],
+    choices: tuple[Hashable, ...],
+    node_index: dict[Hashable, int],
+    allowed_choices: list[list[int]],
+    step: Callable[[Any, Any, int], Hashable],
+    O: int,
+    first: Iterable[int],
+) -> tuple[np.ndarray, np.ndarray]:
+    """``step`` on every node reached from the nodes ``first`` through allowed choices: the successor table
+    ``(N, C, O)`` (-1 where not tabulated) and the nodes reached, in order.
+
+    Plain Python lists in the loop: numpy item access would cost as much as the rule.
+    """
+    N, C = len(nodes), len(choices)
+    successor = [-1] * (N * C * O)
+    reached = bytearray(N)
+    queue = collections.deque(first)
+    for n in queue:
+        reached[n] = 1
+    while queue:
+        n = queue.popleft()
+        node = nodes[n]
+        if not allowed_choices[n]:
+            raise InputError(f"node {node!r} has no allowed choice")
+        for c in allowed_choices[n]:
+            choice = choices[c]
+            base = (n * C + c) * O
+            for o in range(O):
+                target = step(node, choice, o)
+                try:
+                    n2 = node_index[target]
+                except (KeyError, TypeError):
+                    raise InputError(f"step({node!r}, {choice!r}, {o}) returned {target!r}, which is not a declared node") from None
+                successor[base + o] = n2
+                if not reached[n2]:
+                    reached[n2] = 1
+                    queue.append(n2)
+    return np.array(successor, dtype=np.int64).reshape(N, C, O), np.flatnonzero(np.frombuffer(bytes(reached), dtype=bool))
+
+
+def _check_tables(
+    node_labels: tuple[Hashable, ...],
+    allowed: np.ndarray,
+    next_node: np.ndarray,
+    choice_action: np.ndarray,
+    reset_mask: np.ndarray,
+    A: int,
+    O: int,
+    C: int,
+) -> None:
+    """Raise unless the tables of an automaton have their shapes and ranges, a choice per node and a reset node."""
+    N = len(node_labels)
+    for name, array, shape in (
+        ("allowed", allowed, (N, C)),
+        ("next_node", next_node, (N, C, O)),
+        ("choice_action", choice_action, (C,)),
+        ("reset_mask", reset_mask, (N,)),
+    ):
+        if array.shape != shape:
+            raise InputError(f"{name} must have shape {shape}, got {array.shape}")
+    if next_node.size and not ((next_node >= 0) & (next_node < N)).all():
+        raise InputError(f"next_node must be in [0, {N}), got values from {next_node.min()} to {next_node.max()}")
+    if not ((choice_action >= 0) & (choice_action < A)).all():
+        raise InputError(f"choice_action must be in [0, {A}), got values from {choice_action.min()} to {choice_action.max()}")
+    dead = np.flatnonzero(~allowed.any(axis=1))
+    if len(dead):
+        raise InputError(f"node {node_labels[dead[0]]!r} has no allowed choice")
+    if not reset_mask.any():
+        raise InputError("reset_mask must mark at least one node")
 
 
 def rule_mask(arch: MemoryArchitecture, rule: Callable[[Any, Any], object]) -> np.ndarray:
@@ -379,66 +473,24 @@ class Automaton(MemoryArchitecture):
     ) -> None:
         A, O = _count("actions", actions), _count("observations", observations)
         nodes, node_index = _index("node", nodes)
-        choices, choice_index = _index("choice", choices)
-        N, C = len(nodes), len(choices)
-        choice_action = np.empty(C, dtype=np.int64)
-        for c, choice in enumerate(choices):
-            a = action(choice)
-            if isinstance(a, bool) or not isinstance(a, (int, np.integer)):
-                raise InputTypeError(f"action({choice!r}) must be an int in [0, {A}), got {a!r}")
-            if not 0 <= a < A:
-                raise InputError(f"action({choice!r}) must be in [0, {A}), got {a!r}")
-            choice_action[c] = a
-        starts = [nodes[0]] if reset is None else list(reset)
-        if not starts:
-            raise InputError("reset must name at least one node")
-        for label in starts:
-            if not isinstance(label, Hashable) or label not in node_index:
-                raise InputError(f"reset node {label!r} is not a declared node")
+        choices, _ = _index("choice", choices)
+        choice_action = _choice_actions(choices, action, A)
+        starts = _reset_nodes(nodes, node_index, reset)
         if allowed is None:
-            mask = np.ones((N, C), dtype=bool)
-            allowed_choices = [list(range(C))] * N
+            mask = np.ones((len(nodes), len(choices)), dtype=bool)
+            allowed_choices = [list(range(len(choices)))] * len(nodes)
         else:
             rows = [[bool(allowed(node, choice)) for choice in choices] for node in nodes]
-            mask = np.array(rows, dtype=bool).reshape(N, C)
+            mask = np.array(rows, dtype=bool).reshape(len(nodes), len(choices))
             allowed_choices = [[c for c, ok in enumerate(row) if ok] for row in rows]
-
-        # Tabulate step on every node reached (or every node), allowed choices only.
-        # Plain Python lists in the loop: numpy item access would cost as much as the rule.
-        successor = [-1] * (N * C * O)
-        reached = bytearray(N)
-        queue = collections.deque(sorted({node_index[label] for label in starts}))
-        if not prune:
-            queue = collections.deque(range(N))
-        for n in queue:
-            reached[n] = 1
-        while queue:
-            n = queue.popleft()
-            node = nodes[n]
-            if not allowed_choices[n]:
-                raise InputError(f"node {node!r} has no allowed choice")
-            for c in allowed_choices[n]:
-                choice = choices[c]
-                base = (n * C + c) * O
-                for o in range(O):
-                    target = step(node, choice, o)
-                    try:
-                        n2 = node_index[target]
-                    except (KeyError, TypeError):
-                        raise InputError(f"step({node!r}, {choice!r}, {o}) returned {target!r}, which is not a declared node") from None
-                    successor[base + o] = n2
-                    if not reached[n2]:
-                        reached[n2] = 1
-                        queue.append(n2)
-        successor = np.array(successor, dtype=np.int64).reshape(N, C, O)
-        reached = np.frombuffer(bytes(reached), dtype=bool)
-        keep = np.flatnonzero(reached)
-        new_index = np.full(N, -1, dtype=np.int64)
+        first = sorted({node_index[label] for label in starts}) if prune else range(len(nodes))
+        successor, keep = _tabulate(nodes, choices, node_index, allowed_choices, step, O, first)
+        new_index = np.full(len(nodes), -1, dtype=np.int64)
         new_index[keep] = np.arange(len(keep))
         table = successor[keep]
         unused = table < 0  # disallowed choices: stay put
         table = np.where(unused, np.arange(len(keep))[:, None, None], new_index[np.maximum(table, 0)])
-        reset_mask = np.zeros(N, dtype=bool)
+        reset_mask = np.zeros(len(nodes), dtype=bool)
         reset_mask[[node_index[label] for label in starts]] = True
         self._set(
             node_values=tuple(nodes[n] for n in keep),
@@ -481,23 +533,7 @@ class Automaton(MemoryArchitecture):
         next_node = np.array(next_node, dtype=np.int64)
         choice_action = np.array(choice_action, dtype=np.int64)
         reset_mask = np.array(reset_mask, dtype=bool)
-        for name, array, shape in (
-            ("allowed", allowed, (N, C)),
-            ("next_node", next_node, (N, C, O)),
-            ("choice_action", choice_action, (C,)),
-            ("reset_mask", reset_mask, (N,)),
-        ):
-            if array.shape != shape:
-                raise InputError(f"{name} must have shape {shape}, got {array.shape}")
-        if next_node.size and not ((next_node >= 0) & (next_node < N)).all():
-            raise InputError(f"next_node must be in [0, {N}), got values from {next_node.min()} to {next_node.max()}")
-        if not ((choice_action >= 0) & (choice_action < A)).all():
-            raise InputError(f"choice_action must be in [0, {A}), got values from {choice_action.min()} to {choice_action.max()}")
-        dead = np.flatnonzero(~allowed.any(axis=1))
-        if len(dead):
-            raise InputError(f"node {node_labels[dead[0]]!r} has no allowed choice")
-        if not reset_mask.any():
-            raise InputError("reset_mask must mark at least one node")
+        _check_tables(node_labels, allowed, next_node, choice_action, reset_mask, A, O, C)
         for name, values, size in (("node_values", node_values, N), ("choice_values", choice_values, C)):
             if values is not None and len(values) != size:
                 raise InputError(f"{name} must have {size} entries, got {len(values)}")

@@ -12,7 +12,8 @@ from typing import ClassVar
 import attrs
 import numpy as np
 
-from fsc.errors import InputError, InputTypeError, quoted
+from fsc.checks import integer
+from fsc.errors import InputError, quoted
 from fsc.files import check_regular_file
 from fsc.limits import check_memento_nodes, check_table_entries, memento_nodes
 from fsc.model.architecture import MemoryArchitecture, arm_labels, observation_labels, readonly, register_architecture, rule_mask
@@ -26,14 +27,9 @@ __all__ = [
 ]
 
 
-def _check_not_bool(instance, attribute, value):
-    if isinstance(value, bool):
-        raise InputTypeError(f"{attribute.name} must be an int, got {value!r}")
-
-
 def _count(**field: object):
-    """An attrs field holding a count: an int (not a bool) >= 1."""
-    return attrs.field(validator=[_check_not_bool, attrs.validators.instance_of(int), attrs.validators.ge(1)], **field)
+    """An attrs field holding a count: an int (not a bool) >= 1 (numpy's taken as Python's)."""
+    return attrs.field(converter=attrs.Converter(lambda value, field: integer(field.name, value, 1), takes_field=True), **field)
 
 
 class _ArmsAndObservations:

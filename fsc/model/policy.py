@@ -15,7 +15,7 @@ import attrs
 import numpy as np
 import torch
 
-import fsc.model.memory  # noqa: F401  - registers the built-in kinds (RAM, Memento, ...) that policy files name
+from fsc.checks import integer, is_real, nonnegative
 from fsc.errors import InputError, InputTypeError, quoted
 from fsc.files import NpzArchive, atomic_write, check_regular_file, read_limited
 from fsc.limits import MAX_JSON_POLICY_BYTES, MAX_NPZ_BYTES, MAX_NPZ_INFLATED
@@ -99,12 +99,9 @@ class Policy:
         Args:
             generator: a ``torch.Generator`` or an integer seed.
         """
-        if isinstance(generator, bool) or not (generator is None or isinstance(generator, (int, torch.Generator))):
-            raise InputTypeError(f"generator must be a torch.Generator or an int seed, got {generator!r}")
-        if isinstance(generator, int):
-            generator = torch.Generator().manual_seed(generator)
-        if not (isinstance(std, (int, float)) and math.isfinite(std) and std >= 0):
-            raise InputError(f"std must be a finite number >= 0, got {std!r}")
+        if generator is not None and not isinstance(generator, torch.Generator):  # an int seed
+            generator = torch.Generator().manual_seed(integer("generator (a torch.Generator or an int seed)", generator))
+        std = nonnegative("std", std)
         N, C = architecture.num_nodes, architecture.num_choices
         logits = std * torch.randn(N, C, generator=generator, dtype=torch.float64)
         init_logits = std * torch.randn(N, generator=generator, dtype=torch.float64)
@@ -150,7 +147,7 @@ class Policy:
         from fsc.model.controller import controller_probs
 
         probs, init = controller_probs(architecture, action, next_node, initial)
-        if isinstance(mix, bool) or not isinstance(mix, (int, float)) or not 0 <= mix < 1:
+        if not (is_real(mix) and 0 <= mix < 1):
             raise InputError(f"mix must be a number in [0, 1), got {mix!r}")
         if mix:
             probs = (1 - mix) * probs + mix / probs.shape[1]
@@ -283,8 +280,7 @@ def _from_json_floats(name: str, value) -> np.ndarray:
     """Nested lists of numbers, ``null`` read as ``-inf``; anything else (a string, a bool, a ragged list)
     refused naming ``name``."""
     array = np.array(value, dtype=object)
-    if array.dtype != object or any(not (item is None or (isinstance(item, (int, float)) and not isinstance(item, bool)))
-                                    for item in array.flat):
+    if array.dtype != object or any(not (item is None or is_real(item)) for item in array.flat):
         raise InputTypeError(f"{name} must be nested lists of numbers (null for -inf) of one shape")
     return np.where(array == None, -np.inf, array).astype(np.float64)  # noqa: E711
 

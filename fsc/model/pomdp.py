@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import attrs
 import numpy as np
 
-from fsc.checks import check_reset
+from fsc.checks import check_reset, positive, real
 from fsc.errors import InputError, InputTypeError
 from fsc.limits import check_dense_table
 
@@ -72,14 +72,7 @@ def _labels(name: str, value, size: int, default) -> tuple[str, ...]:
 
 
 def _discount(value) -> float | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)):
-        raise InputTypeError(f"discount must be a number in (0, 1) or None, got {value!r}")
-    value = float(value)
-    if not (0 < value < 1):
-        raise InputError(f"discount must be in (0, 1), got {value!r}")
-    return value
+    return positive("discount", value, 1, optional=True)
 
 
 @attrs.frozen(eq=False)
@@ -539,11 +532,7 @@ def resolve_reset(world: POMDP | Task, reset: object = None, discount: object = 
     if reset is not None and discount is not None:
         raise InputError(f"give reset or discount, not both (reset={reset!r}, discount={discount!r}): reset = 1 - discount")
     if discount is not None:
-        if isinstance(discount, bool) or not isinstance(discount, (int, float)):
-            raise InputTypeError(f"discount must be a number in [0, 1], got {discount!r}")
-        if not (math.isfinite(discount) and 0 <= discount <= 1):
-            raise InputError(f"discount must be in [0, 1], got {discount!r}")
-        return check_reset(1.0 - float(discount), allow_zero=allow_zero)
+        return check_reset(1.0 - real("discount", discount, 0, 1), allow_zero=allow_zero)
     if reset is None:
         declared = as_pomdp(world).discount
         if declared is not None:

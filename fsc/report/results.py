@@ -45,6 +45,7 @@ from pathlib import Path
 import attrs
 import numpy as np
 
+from fsc.checks import integer
 from fsc.errors import InputError, quoted
 from fsc.files import atomic_write, write_gzip_text, write_text
 from fsc.provenance import source_commit
@@ -261,8 +262,7 @@ def ship(
     the curve of a point always come from one source. Returns the provenance record (also
     ``out/provenance.json``). Each file is replaced whole, ``summary.csv`` and ``provenance.json`` last.
     """
-    if not isinstance(points, int) or isinstance(points, bool) or points < 2:
-        raise InputError(f"points must be an integer >= 2, got {points!r}")
+    points = integer("points", points, 2)
     out = Path(out)
     previous_rows, previous_curves = read_shipped(out)
     keys = sweep.keys()

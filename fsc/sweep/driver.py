@@ -20,6 +20,7 @@ from typing import Any
 
 import attrs
 
+from fsc.checks import integer
 from fsc.errors import InputError, InputTypeError, quoted
 from fsc.files import temporary_target, write_text
 from fsc.io.rundir import check_owned_directory
@@ -104,8 +105,7 @@ def run_sweep(
         raise InputTypeError(f"sweep must be a fsc.sweep.Sweep (see load_spec), got {type(sweep).__name__}")
     if sum(x is not None for x in (executor, workers, scheduler)) > 1:
         raise InputError("give at most one of executor, workers and scheduler")
-    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
-        raise InputError(f"workers must be an integer >= 1, got {workers!r}")
+    workers = integer("workers", workers, 1, optional=True)
     if workers is not None and workers > MAX_WORKERS:  # each is a trainer process: more only thrash
         raise InputError(f"--workers must be at most {MAX_WORKERS}, got {workers!r}")
     out = check_sweep_directory(out)

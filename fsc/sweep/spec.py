@@ -18,6 +18,7 @@ from typing import Any
 
 import attrs
 
+from fsc.checks import is_int, is_real
 from fsc.errors import InputError, InputTypeError, quoted
 from fsc.files import read_limited
 from fsc.limits import MAX_RECORD_BYTES
@@ -249,10 +250,10 @@ def _check_value(key: str, value: object, source: str, where: str) -> object:
         if not (isinstance(value, str) and value):
             raise InputTypeError(f"{source}: {key!r} in {where!r} must be a non-empty string, got {value!r}")
     elif kind == "integer":
-        if isinstance(value, bool) or not isinstance(value, int):
+        if not is_int(value):
             raise InputTypeError(f"{source}: {key!r} in {where!r} must be an integer, got {value!r}")
     else:
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
+        if not is_real(value):
             raise InputTypeError(f"{source}: {key!r} in {where!r} must be a number, got {value!r}")
         if not math.isfinite(value):
             raise InputError(f"{source}: {key!r} in {where!r} must be a finite number, got {value!r}")

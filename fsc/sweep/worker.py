@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from fsc.checks import is_real
 from fsc.sweep.spec import cap_not_reached
 
 try:  # the per-point lock; absent on Windows
@@ -61,8 +62,7 @@ def is_finished(run_dir: Path, stop: Mapping[str, Any]) -> bool:
 
 
 def _same_number(a: object, b: object) -> bool:
-    numbers = (int, float)
-    return isinstance(a, numbers) and isinstance(b, numbers) and not isinstance(a, bool) and not isinstance(b, bool) and float(a) == float(b)
+    return is_real(a) and is_real(b) and float(a) == float(b)
 
 
 #: Trainers running in this (pool worker) process, for the driver watchdog.

@@ -5,7 +5,8 @@ and how the layers above use it.  From it come the frozen :class:`TrainingConfig
 arguments as one object (checked once, when it is built), the options of ``fsc train``
 (:func:`add_training_options`), the keys and types a sweep spec accepts (:data:`SWEEP_TYPES`), the arguments
 that may change when a run is continued (:data:`MAY_CHANGE`) and the stop conditions that decide whether a
-sweep point is finished (:data:`STOP`).  A new argument of training is one more entry here.
+sweep point is finished (:data:`STOP`).  A new argument of training is one more entry here.  The options that
+name the world and the memory are those of every command on a world, declared in :mod:`fsc.resolve`.
 """
 
 from __future__ import annotations
@@ -16,13 +17,14 @@ from collections.abc import Callable
 
 import attrs
 
-from fsc.checks import CONVENTIONS, integer, nonnegative
+from fsc.checks import CONVENTIONS, flag, integer, nonnegative, one_of
 from fsc.choices import FLOW_MAX_DGRAD, OPTIMIZER_NAMES, ROSENBROCK_TOLERANCE, TARGETS
 from fsc.console import number, positive_int
-from fsc.errors import InputError, InputTypeError
+from fsc.errors import InputTypeError
 from fsc.limits import MAX_SEED, MAX_STEPS, MAX_THREADS, seed_arg, threads_arg
-from fsc.model.memory import MEMORY_FILE_SECONDS
+from fsc.resolve import DISCOUNT, MEMORY, MU, POMDP_FILE, RESET, WORLD, Option
 from policies import POLICY_NAMES
+from tasks import WORLDS
 
 __all__ = [
     "MAY_CHANGE", "STOP", "SWEEP_TYPES", "TRAINING", "Argument", "TrainingConfig", "add_training_options", "number", "positive_int",
@@ -70,6 +72,11 @@ class Argument:
     def option(self) -> str:
         return "--" + self.name.replace("_", "-")
 
+    @classmethod
+    def of(cls, declared: Option, **fields: object) -> Argument:
+        """The training argument of an option declared for every command on a world (:data:`fsc.resolve.WORLD_OPTIONS`)."""
+        return cls(declared.name, declared.type, declared.help, metavar=declared.metavar, **fields)
+
 
 def _init(value: object) -> str:
     if not isinstance(value, str) or not value:
@@ -83,10 +90,6 @@ def _out(value: object) -> str | os.PathLike:
     return value
 
 
-def _optional(check: Callable[[object], object]) -> Callable[[object], object]:
-    return lambda value: None if value is None else check(value)
-
-
 _UNTIL_T = (
     "algorithm time to reach (t of dw/dt = d gain / dw, docs/model.md; on paper eq. (4)'s G = gain / r, t is r times smaller); "
     "without it, train until converged (the gain changes by less than 1e-9 of its size over a decade of t) or another limit"
@@ -94,17 +97,15 @@ _UNTIL_T = (
 _INIT = f"the starting policy: {', '.join(POLICY_NAMES)} (the names of --policy), or a policy file"
 
 TRAINING: tuple[Argument, ...] = (
-    Argument("mu", "number", "the two-hypothesis world: gap between the arms, in (0, 1) (default 0.1)", recorded=False),
-    Argument("pomdp", "string", "another world: a .POMDP file (its action and observation counts size --memory)", metavar="FILE", recorded=False),
-    Argument(
-        "memory", "string", "ram:M, chain:M, column:M, memento:m, or FILE.py:NAME for an architecture of your own (FILE.py is imported "
-        f"as a module, for at most {MEMORY_FILE_SECONDS:g} s: what it runs as a script goes under if __name__ == '__main__')", required=True,
-    ),
+    Argument.of(WORLD, check=lambda v: one_of("world", v, WORLDS, optional=True), recorded=False),  # recorded as resolved
+    Argument.of(MU, recorded=False),
+    Argument.of(POMDP_FILE, recorded=False),
+    Argument.of(MEMORY, required=True),
     Argument("init", "string", _INIT, check=_init, required=True),
     Argument("seed", "integer", "seed of the initialisation (default 0)", default=0, check=lambda v: integer("seed", v, 0, MAX_SEED), parse=seed_arg),
-    Argument("reset", "number", "reset probability r per step (default: 1 - the file's discount, else 1e-3)"),
-    Argument("discount", "number", "discount gamma: the same parameter as --reset, r = 1 - gamma", recorded=False),
-    Argument("until_t", "number", _UNTIL_T, check=_optional(lambda v: nonnegative("until_t", v)), may_change=True, stop=True),
+    Argument.of(RESET),
+    Argument.of(DISCOUNT, recorded=False),
+    Argument("until_t", "number", _UNTIL_T, check=lambda v: nonnegative("until_t", v, optional=True), may_change=True, stop=True),
     Argument("max_dgrad", "number", f"flow: largest change of the gradient per step (default {FLOW_MAX_DGRAD:g})",
              hyperparameter=True),
     Argument("max_seconds", "number", "stop after this much wall time (over all sessions)", may_change=True, stop=True),
@@ -124,13 +125,13 @@ TRAINING: tuple[Argument, ...] = (
              "the final numbers are in result.json", check=lambda v: integer("rows_per_decade", v, 1, MAX_STEPS, optional=True), parse=positive_int,
              metavar="N"),
     Argument("csv", "flag", "also write trajectory.csv (a line per row, floats as Python's repr) beside trajectory.npz; costs a few "
-             "microseconds a row (fsc export converts a trajectory.npz later)", default=False, check=bool, may_change=True, sweep=False),
+             "microseconds a row (fsc export converts a trajectory.npz later)", default=False, check=lambda v: flag("csv", v), may_change=True, sweep=False),
     Argument("checkpoint_seconds", "number", "least wall time between checkpoints (default 60)", default=60.0,
              check=lambda v: nonnegative("checkpoint_seconds", v), may_change=True),
     Argument("threads", "integer", "torch and LAPACK threads during the run (default 1: bit-for-bit resumes; the API's None leaves them)",
              default=1, check=lambda v: integer("threads", v, 1, MAX_THREADS, optional=True), parse=threads_arg, may_change=True),
     Argument("out", "string", "run directory; started again, the run resumes from its checkpoint", check=_out, required=True, sweep=False),
-    Argument("quiet", "flag", "no progress bar (none either when stderr is not a terminal)", default=False, check=bool, may_change=True,
+    Argument("quiet", "flag", "no progress bar (none either when stderr is not a terminal)", default=False, check=lambda v: flag("quiet", v), may_change=True,
              sweep=False),
 )  # fmt: skip
 
@@ -151,13 +152,7 @@ def _checker(a: Argument) -> Callable[[object], object]:
     if a.check is not None:
         return a.check
     if a.choices is not None:
-
-        def among(value: object) -> object:
-            if value not in a.choices:
-                raise InputError(f"{a.name} must be one of {a.choices}, got {value!r}")
-            return value
-
-        return among
+        return lambda value: one_of(a.name, value, a.choices)
     return lambda value: value
 
 

@@ -12,9 +12,10 @@ import time
 
 import attrs
 
+from fsc.errors import InputError
 from fsc.model.architecture import MemoryArchitecture
 from fsc.model.pomdp import POMDP, Task, resolve_reset
-from fsc.resolve import ResolvedWorld, resolve_world_and_memory
+from fsc.resolve import ResolvedWorld, resolve_world_and_memory, world_arguments
 from fsc.train.arguments import TrainingConfig
 
 __all__ = ["Setting", "resolve_setting"]
@@ -37,14 +38,19 @@ class Setting:
     started: float
 
 
-def resolve_setting(config: TrainingConfig, world: POMDP | Task | None = None) -> Setting:
-    """The world (``config.mu`` or ``config.pomdp``, or the API's own ``world``), the memory and the reset
-    ``config`` names (:mod:`fsc.resolve`).
+def resolve_setting(config: TrainingConfig, world: POMDP | Task | str | None = None) -> Setting:
+    """The world (``config.world``, ``config.mu`` or ``config.pomdp``, or the API's own ``world``: a world or
+    a built-in world's name), the memory and the reset ``config`` names (:mod:`fsc.resolve`).
 
     Raises:
         ValueError, TypeError: a bad argument, naming it; a memory nobody can afford; nothing is written.
     """
     started = time.perf_counter()
-    named, arch = resolve_world_and_memory(config.memory, mu=config.mu, pomdp=config.pomdp, world=world)
+    given = world_arguments(config)
+    if world is not None:
+        if config.world is not None:
+            raise InputError(f"give the world once: as world= of run_training or in the configuration, not both (got {config.world!r} in it)")
+        given["world"] = world
+    named, arch = resolve_world_and_memory(config.memory, **given)
     reset = resolve_reset(named.world, config.reset, config.discount, allow_zero=False, default=1e-3)
     return Setting(world=named, arch=arch, reset=reset, started=started)

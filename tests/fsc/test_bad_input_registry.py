@@ -238,8 +238,8 @@ SPECIAL_POLICY_FILES = {"fifo.npz": "FIFO", "fifo.json": "FIFO", "dir.npz": "dir
                         "sparse.npz": "over the limit", "sparse.json": "over the limit"}  # fmt: skip
 HOSTILE_POLICY_FILES = {"shape.npz": "expected (10, 4)", "complex.npz": "complex128", "object.npz": "Python objects",
                         "nan.npz": "NaN", "textlogits.npz": "expected real numbers", "header.npz": "(100000, 100000)",
-                        "bomb.npz": "(4096, 8192)", "declared.npz": "once inflated", "float.json": "'M' must be",
-                        "float.npz": "'M' must be", "strings.json": "logits must be nested lists of numbers"}  # fmt: skip
+                        "bomb.npz": "(4096, 8192)", "declared.npz": "once inflated", "float.json": "M must be an int, got 2.5",
+                        "float.npz": "M must be an int, got 2.5", "strings.json": "logits must be nested lists of numbers"}  # fmt: skip
 for command in ("evaluate", "simulate", "draw", "inspect", "train"):
     for name, why in {**SPECIAL_POLICY_FILES, **HOSTILE_POLICY_FILES}.items():
         if command == "inspect":
@@ -291,6 +291,14 @@ for argv, name in (
     (["evaluate", "--pomdp", "x" * 5000], "cannot be read"), (["evaluate", "--pomdp", "x" * 200], "does not exist"),
 ):  # fmt: skip
     CASES.append((argv, name))
+# --world: a name of tasks.WORLDS, alone or with --mu for the two-hypothesis world; the line lists the names.
+WORLD_COMMANDS = (["evaluate"], ["simulate"], ["draw", "--out", "g.svg"], ["inspect", "good.npz"], ["solve", "--quiet"], [*TRAIN, "--out", "run"])
+for argv in WORLD_COMMANDS:
+    for world, name in ((["--world", "tigre"], "'two-hypothesis', 'tiger', 'cheese-maze', '4x3', got 'tigre'"), (["--world", ""], "world must be one of"),
+                        (["--world", LONG], "(100,002 characters)"), (["--world", "Tiger"], "got 'Tiger'"),
+                        (["--world", "tiger", "--pomdp", "zero.POMDP"], "give one world"), (["--pomdp", "good.POMDP", "--world", "4x3"], "give one world"),
+                        (["--world", "4x3", "--mu", "0.2"], "two-hypothesis world's gap")):  # fmt: skip
+        CASES.append(([*argv, *world], name))
 for out in ("user", "link-user", "link-etc", "hidden", "link-up"):
     CASES.append(([*TRAIN, "--out", out], "--out"))
 for spec in ("linked-out.json", "linked-out2.json", "fifo-spec.json", "dir.json", "zero.json", "sparse.json"):

@@ -220,3 +220,16 @@ def test_importing_a_submodule_keeps_the_exported_function():
     code = "import fsc.evaluate, fsc.simulate, fsc\nfrom fsc import *\nprint(type(fsc.evaluate).__name__, simulate.__module__, fsc.RAM.__name__)"
     assert fresh(code) == "function fsc.simulate RAM"
     assert fresh("import fsc, sys\nprint('torch' in sys.modules, fsc.__version__)") == f"False {fsc.__version__}"
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [{"kind": "RAM", "M": 2, "arms": 2, "observations": 2}, {"kind": "Memento", "m": 1, "arms": 2, "observations": 2}],
+    ids=lambda spec: spec["kind"],
+)
+def test_a_built_in_kind_reads_back_in_a_fresh_process(spec):
+    """``fsc.MemoryArchitecture.from_dict`` in a process that imported nothing but ``fsc``: the built-in kinds are
+    registered with the model package, not only once ``fsc.model.memory`` happens to be imported."""
+    code = f"import fsc\nprint(repr(fsc.MemoryArchitecture.from_dict({spec!r})))"
+    arguments = ", ".join(f"{key}={value}" for key, value in spec.items() if key != "kind")
+    assert fresh(code) == f"{spec['kind']}({arguments})"
