@@ -1,4 +1,4 @@
-"""Benchmark: value and gradient on large classic worlds, against the floor of the same linear algebra.
+"""Large worlds: value and gradient on the classic worlds, against the engine's own factorisation.
 
 For each world (``hallway``, ``hallway2``, ``fourth`` from the folder of classic ``.POMDP`` files) and each
 RAM memory (1, 2, 4, 8, 16 by default), one process per case (so that its peak memory is its own) runs:
@@ -6,23 +6,20 @@ RAM memory (1, 2, 4, 8, 16 by default), one process per case (so that its peak m
 - ``set-up``: the first ``fsc.evaluate`` with its backward pass (the tables of the engine ``auto`` picks are
   built then), seconds;
 - ``value+grad``: a later one (the tables kept), best of ``--repeats``, seconds: ``fsc.evaluate`` and
-  ``gain.backward()`` on a policy whose logits require a gradient (built once, its gradient cleared each time);
-- ``floor``: scipy alone on the same linear system, in the same process: one sparse LU (``splu`` with COLAMD,
-  the ordering the engine finds on its first factorisation and then keeps) of the matrix the engine factors
-  and two solves (the value's and the adjoint's), best of
-  ``--repeats``; ``ratio`` is value+grad over floor, ``CPU ratio`` the same with the process's CPU seconds
-  (which a loaded machine distorts less);
-- ``peak MB``: the process's peak resident memory (Python, numpy, torch and scipy alone take about
-  ``base MB``);
-- the engine's up-front estimate of memory and time (:mod:`fsc.engines.estimate`).
+  ``gain.backward()`` on a policy whose logits require a gradient (built once, its gradient cleared each time),
+  and the same in the process's CPU seconds (which a loaded machine distorts less);
+- ``LU``: the engine's own factorisation in that call (``Evaluation.info["factor_seconds"]`` of the ``large``
+  engine, best of the repeats), the part no implementation around the sparse LU can go below; ``ratio`` is
+  value+grad over it;
+- ``B states``, ``B nnz``, ``fill``: the chain after each choice that the large-world engine factors, its
+  nonzeros and those of its factors (``Evaluation.info``);
+- ``peak MB``: the process's peak resident memory (Python, numpy, torch and scipy alone take about ``base MB``).
 
-``S*N`` is the size of the joint chain over (world state, memory node), ``chain nnz`` its nonzeros (the
-chain the dense, choices and sparse engines list), ``B`` the states and entries of the chain after each
-choice that the large-world engine factors instead.  Last, a ``.POMDP`` file of a few bytes declaring more
-than the machine can hold is given to ``fsc evaluate`` as a user runs it (``python -m fsc.cli``): it must be
-refused in under a second, Python's start included, in one line, before torch is imported; so must a file
-declaring 10 million states and 3 actions (``T: * identity``), which the reader would take but no engine can
-hold with ``ram:1``, refused from its declared sizes before its body is read; ``--refusal-only`` times those alone.
+Last, a ``.POMDP`` file of a few bytes declaring more than the machine can hold is given to ``fsc evaluate`` as
+a user runs it (``python -m fsc.cli``): it must be refused in under a second, Python's start included, in one
+line, before torch is imported; so must a file declaring 10 million states and 3 actions (``T: * identity``),
+which the reader would take but no engine can hold with ``ram:1``, refused from its declared sizes before its
+body is read; ``--refusal-only`` times those alone.
 
 Usage: ``.venv/bin/python benchmarks/bench_large.py [FOLDER] [--worlds hallway ...] [--memories 1 2 ...]
 [--repeats 3] [--plot docs/large-worlds.png] [--refusal-only]``; FOLDER holds the classic ``.POMDP`` files
@@ -41,12 +38,7 @@ import tempfile
 import time
 from pathlib import Path
 
-os.environ.setdefault("OMP_NUM_THREADS", "1")  # one thread, as sweeps run (read when numpy loads OpenBLAS)
-
-import numpy as np  # noqa: E402
-
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from timing import ROOT  # one LAPACK thread, as sweeps run; the checkout on the path
 
 WORLDS = ("hallway", "hallway2", "fourth")
 MEMORIES = (1, 2, 4, 8, 16)
@@ -58,55 +50,32 @@ def _peak_mb() -> float:
 
 def one_case(path: Path, M: int, repeats: int) -> dict:
     """The figures of one world and memory (run in a process of its own)."""
-    import attrs
-    import scipy.sparse.linalg as spla
-    import torch
-
     import fsc
-    from fsc.engines import estimate as est
-    from fsc.evaluate import Evaluator
-    from fsc.io.pomdp_file import read_pomdp
 
     base = _peak_mb()
-    world = read_pomdp(path)
+    world = fsc.read_pomdp(path)
     arch = fsc.RAM(M, arms=world.num_actions, observations=world.num_observations)
-    sizes = est.world_sizes(world, arch)
-    policy = fsc.Policy.random(arch, 0)
-
-    leaf = fsc.Policy(architecture=arch, logits=policy.logits.clone(), init_logits=policy.init_logits.clone()).requires_grad_()
+    leaf = fsc.Policy.random(arch, 0).requires_grad_()
+    factor_seconds = []
 
     def value_and_gradient():  # what a step of training asks: the value, then its gradient on the policy's leaves
         leaf.logits.grad = leaf.init_logits.grad = None
         ev = fsc.evaluate(world, leaf)
         ev.gain.backward()
+        factor_seconds.append(ev.info.get("factor_seconds", float("nan")))
         return ev
 
     start = time.perf_counter()
-    ev = value_and_gradient()
+    value_and_gradient()
     set_up = time.perf_counter() - start
     seconds, cpu_seconds = _times(value_and_gradient, repeats)
     ev = value_and_gradient()
-    row = {
-        "world": path.stem, "M": M, "S": world.num_states, "N": arch.num_nodes, "SN": world.num_states * arch.num_nodes,
-        "chain_nnz": sizes.chain_nonzeros, "engine": ev.engine, "set_up": set_up, "seconds": seconds, "cpu_seconds": cpu_seconds,
-        "value": float(ev.value.detach()), "estimate": attrs.asdict(est.estimate(ev.engine, sizes)), "base_mb": base,
+    info = dict(ev.info)
+    return {
+        "world": path.stem, "M": M, "S": world.num_states, "N": arch.num_nodes, "SN": world.num_states * arch.num_nodes, "engine": ev.engine,
+        "set_up": set_up, "seconds": seconds, "cpu_seconds": cpu_seconds, "lu": min(factor_seconds[1:]), "value": float(ev.value.detach()),
+        "B_states": info.get("states", 0), "B_nnz": info.get("nonzeros", 0), "fill": info.get("fill", 0), "base_mb": base, "peak_mb": _peak_mb(),
     }  # fmt: skip
-    backend = Evaluator.of(world, arch, world_reset(world), "auto", "native").forward(policy.logits.numpy(), policy.init_logits.numpy()).backend
-    matrices = getattr(backend, "matrices", None)
-    if matrices is not None:
-        row["B_states"], row["B_nnz"] = int(sum(B.shape[0] for B in matrices)), int(sum(B.nnz for B in matrices))
-
-        def floor():
-            for B in matrices:
-                factor = spla.splu(B, permc_spec="COLAMD", diag_pivot_thresh=0.0)
-                b = np.ones(B.shape[0])
-                factor.solve(b)
-                factor.solve(b, trans="T")
-
-        row["floor"], row["cpu_floor"] = _times(floor, repeats)
-    row["peak_mb"] = _peak_mb()
-    del torch
-    return row
 
 
 def _times(function, repeats: int, seconds: float = 1.0, most: int = 100) -> tuple[float, float]:
@@ -121,10 +90,6 @@ def _times(function, repeats: int, seconds: float = 1.0, most: int = 100) -> tup
         wall.append(time.perf_counter() - start)
         cpu.append(time.process_time() - start_cpu)
     return min(wall), min(cpu)
-
-
-def world_reset(world) -> float:
-    return 1 - world.discount
 
 
 HUGE = "discount: 0.9\nvalues: reward\nstates: 3\nactions: 30\nobservations: 12000\nT: * identity\nO: * uniform\n"
@@ -205,8 +170,8 @@ def main() -> None:
         parser.error("give the folder of the classic .POMDP files (or --refusal-only)")
     rows = []
     header = (
-        f"{'world':9} {'M':>3} {'S*N':>9} {'chain nnz':>12} {'B states':>9} {'B nnz':>10} {'engine':>7} {'set-up s':>9} "
-        f"{'value+grad s':>13} {'floor s':>8} {'ratio':>6} {'CPU ratio':>9} {'peak MB':>8} {'est. MB':>8}"
+        f"{'world':9} {'M':>3} {'S*N':>9} {'B states':>9} {'B nnz':>10} {'fill':>10} {'engine':>7} {'set-up s':>9} "
+        f"{'value+grad s':>13} {'CPU s':>8} {'LU s':>8} {'ratio':>6} {'peak MB':>8}"
     )
     print(header)
     for name in args.worlds:
@@ -219,16 +184,13 @@ def main() -> None:
                 continue
             row = json.loads(done.stdout.strip().splitlines()[-1])
             rows.append(row)
-            ratio = row["seconds"] / row["floor"] if "floor" in row else float("nan")
-            cpu_ratio = row["cpu_seconds"] / row["cpu_floor"] if "cpu_floor" in row else float("nan")
             print(
-                f"{name:9} {M:>3} {row['SN']:>9,} {row['chain_nnz']:>12,} {row.get('B_states', 0):>9,} {row.get('B_nnz', 0):>10,} {row['engine']:>7} "
-                f"{row['set_up']:>9.3f} {row['seconds']:>13.4f} {row.get('floor', float('nan')):>8.4f} {ratio:>6.2f} {cpu_ratio:>9.2f} {row['peak_mb']:>8.0f} "
-                f"{row['estimate']['bytes'] / 1e6 + row['base_mb']:>8.0f}",
+                f"{name:9} {M:>3} {row['SN']:>9,} {row['B_states']:>9,} {row['B_nnz']:>10,} {row['fill']:>10,} {row['engine']:>7} {row['set_up']:>9.3f} "
+                f"{row['seconds']:>13.4f} {row['cpu_seconds']:>8.4f} {row['lu']:>8.4f} {row['seconds'] / row['lu']:>6.2f} {row['peak_mb']:>8.0f}",
                 flush=True,
             )
     base = min((row["base_mb"] for row in rows), default=0.0)
-    print(f"(peak MB includes about {base:.0f} MB of Python, numpy, torch and scipy; est. MB is the estimate plus that)")
+    print(f"(peak MB includes about {base:.0f} MB of Python, numpy, torch and scipy)")
     print_refusal(args.repeats)
     if args.plot:
         plot(rows, args.plot)
@@ -247,8 +209,7 @@ def plot(rows: list[dict], path: Path) -> None:
             continue
         x = [row["SN"] for row in mine]
         (line,) = left.loglog(x, [row["seconds"] for row in mine], marker=marker, label=f"{name}: value + gradient")
-        floor = [row.get("floor", np.nan) for row in mine]
-        left.loglog(x, floor, marker=marker, linestyle=":", color=line.get_color(), label=f"{name}: floor (splu + 2 solves)")
+        left.loglog(x, [row["lu"] for row in mine], marker=marker, linestyle=":", color=line.get_color(), label=f"{name}: the engine's LU")
         right.loglog(x, [row["peak_mb"] for row in mine], marker=marker, label=name)
     left.set_xlabel("S * N (joint states)")
     left.set_ylabel("seconds")

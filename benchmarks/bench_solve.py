@@ -1,4 +1,4 @@
-"""Benchmark of ``fsc.solve`` (issue 34): file x memory x method -> value, seconds, gap to the upper bound,
+"""Solving: ``fsc.solve``: file x memory x method -> value, seconds, gap to the upper bound,
 beside PAYNT on the same machine with the same time limit.
 
 Each method runs alone (``methods=[name]``) and together (``portfolio``).  Memory sizes run in increasing
@@ -29,21 +29,24 @@ import tempfile
 import time
 from pathlib import Path
 
+from timing import ROOT  # noqa: F401  (one LAPACK thread; the checkout on the path)
+
+# isort: split
 import numpy as np
 import torch
 
 import fsc
-from fsc.solver import METHODS, embed, solve
+from fsc.solver import embed
 
-ROOT = Path(__file__).resolve().parents[1]
-METHOD_NAMES = ("portfolio", *METHODS, "paynt")
+#: The methods ``fsc.solve(..., methods=[name])`` takes (docs/solving.md), the portfolio of them all, and PAYNT.
+METHOD_NAMES = ("portfolio", "mirror", "ascent", "em", "greedy", "paynt")
 
 
 def run_ours(world, memory: int, method: str, seconds: float, seed: int, start, out: Path, name: str, grow: str = "split") -> dict:
     arch = fsc.RAM(memory, arms=world.num_actions, observations=world.num_observations)
     if grow == "embed" and start is not None:  # the new memories left unused (solve would split the smaller controller)
         start = embed(start, arch)
-    solution = solve(world, arch, seconds=seconds, seed=seed, methods=None if method == "portfolio" else [method], start=start)
+    solution = fsc.solve(world, arch, seconds=seconds, seed=seed, methods=None if method == "portfolio" else [method], start=start)
     solution.policy.save(out / "policies" / f"{name}-{method}-{memory}.npz")
     summary = {k: v for k, v in solution.summary().items() if k not in ("memory", "method")}
     return {**summary, "found_by": solution.method, "history": solution.history}

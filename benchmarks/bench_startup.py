@@ -7,8 +7,8 @@ the machine shows in both).  Each command but ``train`` is timed ``--repeats`` t
 Each checkout starts with an empty numba cache (``NUMBA_CACHE_DIR`` pointing to a new folder: a fresh
 installation).  Where its Makefile compiles the kernels at set-up (the ``.kernels`` step of ``make setup``),
 those commands run first and are timed on their own line; then the first ``fsc train`` and a second one.
-``--repo A B`` times several checkouts in the same run, one column each (a before/after comparison under
-the same load); ``python -c pass`` is the floor.
+``--repo A B`` times several checkouts in the same run, one column each (two versions under the same load);
+``python -c pass`` is the floor, and ``/ pass`` each time over it.
 
     python benchmarks/bench_startup.py [--repo PATH ...] [--repeats 5]
 """
@@ -119,10 +119,11 @@ def main() -> int:
                 column[name] = sum(seconds(line, env, repeats) for line in lines[name]) if lines[name] else float("nan")
     for k, repo in enumerate(args.repo):
         print(f"[{k}] {repo.resolve()}")
-    print(f"{'command':36s} " + " ".join(f"{f'[{k}] s':>8s}" for k in range(len(columns))) + f" {'target':>7s}")
+    print(f"{'command':36s} " + " ".join(f"{f'[{k}] s':>8s} {'/ pass':>7s}" for k in range(len(columns))) + f" {'target':>7s}")
     for name in columns[0]:
         target = f"{TARGETS[name]:.1f}" if name in TARGETS else ""
-        print(f"{name:36s} " + " ".join(f"{column[name]:8.3f}" for column in columns) + f" {target:>7s}")
+        cells = " ".join(f"{column[name]:8.3f} {column[name] / column['python -c pass']:7.1f}" for column in columns)
+        print(f"{name:36s} {cells} {target:>7s}")
     return 0
 
 

@@ -3,8 +3,8 @@
 The table below is written from the published plotting script's facts (panels, memories, resets,
 initialisations, 20 seeds, mu, the Figure 2 grids), not from the specs; the horizons are the ones the specs
 document: the t the published runs reached in their hour, and the evaluations an hour of the published
-method holds at its starting rate (benchmarks/published_rate.py on this machine: 0.87 ms per evaluation at
-RAM 8, 2.55 at RAM 20, 2.04 at Memento 3, 43.9 and 43.3 at Memento 4, 1.72 at RAM 16, 53.4 at RAM 64),
+method holds at its starting rate (benchmarks/bench_training.py published-rate on this machine: 0.87 ms per
+evaluation at RAM 8, 2.55 at RAM 20, 2.04 at Memento 3, 43.9 and 43.3 at Memento 4, 1.72 at RAM 16, 53.4 at RAM 64),
 rounded up, as the cap on accepted steps.
 """
 
