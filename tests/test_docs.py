@@ -223,4 +223,4 @@ def test_the_checks_of_names_and_times_can_fail():
     assert resolves("fsc.engines.kernels.flow_stop") and resolves("viz.memory_graph") and resolves("fsc.Policy.load")
     assert not resolves("viz.build_memory_graph") and not resolves("fsc.nothing.here")
     assert DURATION.findall("it takes 0.21 s, then 38 minutes") == ["0.21 s", "38 minutes"] and not DURATION.findall("a second opinion, 2 cores")
-    assert MEASURED.search("(benchmarks/bench_automaton.py)") and not MEASURED.search("it took 3 s here")
+    assert MEASURED.search("(benchmarks/bench_evaluate.py automaton)") and not MEASURED.search("it took 3 s here")
