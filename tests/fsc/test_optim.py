@@ -189,10 +189,10 @@ def test_the_compiled_step_is_the_python_step_to_the_bit(world, memory, conventi
     for compiled in (True, False):
         objective = Objective(world=world, architecture=arch, reset=1e-2, engine=engine, convention=convention, target=target, compiled=compiled)
         point = objective(policy.logits.detach().clone(), policy.init_logits.detach().clone())
-        state = fsc.optim.State(point=point, slots=flow_rule.start(point))
+        state = flow_rule.at(point)
         states = [state]
         for _ in range(200):
-            state = flow_rule.advance(objective, state, lambda: 0.0)
+            state = flow_rule.update(objective, state)
             states.append(state)
         runs.append(states)
     assert runs[0][-1].rejections > 0  # the rejection branch ran
@@ -583,7 +583,7 @@ BAD = [
     (dict(reset="x"), TypeError, r"reset must be a number.*'x'"),
     (dict(convention="published"), ValueError, r"convention must be one of .*'published'"),
     (dict(engine="gpu"), ValueError, r"engine must be .*'gpu'"),
-    (dict(target="reward"), ValueError, r"target must be one of \('gain', 'return'\), got 'reward'"),
+    (dict(target="reward"), ValueError, r"target must be one of 'gain', 'return', got 'reward'"),
     (dict(optimizer="sgd"), ValueError, r"optimizer must be one of .*'sgd'"),
     (dict(optimizer=3), TypeError, r"optimizer must be a name .*3"),
     (dict(optimizer="flow", lr=0.1), ValueError, r"takes no lr, got lr=0.1"),
