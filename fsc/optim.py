@@ -60,6 +60,7 @@ __all__ = [
     "Step",
     "StopRule",
     "flow",
+    "checked",
     "make_optimizer",
     "no_clock",
     "optimize",
@@ -141,24 +142,17 @@ class Record:
 
     @classmethod
     def of(cls, state: State, stop: str | None = None, skipped: dict[str, Any] | None = None) -> Record:
-        point = state.point
-        return cls(
-            t=state.t,
-            step=state.step,
-            dt=state.dt,
-            gain=point.gain,
-            metrics=point.metrics,
-            grad_norm=point.grad_norm,
-            seconds=state.seconds,
-            evaluations=state.evaluations,
-            stop=stop,
-            state=state,
-            skipped=skipped,
-        )
+        point, counts = state.point, {name: getattr(state, name) for name in ("t", "step", "dt", "seconds", "evaluations")}
+        return cls(**counts, gain=point.gain, metrics=point.metrics, grad_norm=point.grad_norm, stop=stop, state=state, skipped=skipped)
 
 
 # ---------------------------------------------------------------------------
 # Optimisers.
+
+
+def checked(check: Callable[..., object], *args: object, **options: object) -> Callable[[object, attrs.Attribute, object], None]:
+    """An attrs validator of a setting: ``check`` (one of :mod:`fsc.checks`) of its value, named by the field."""
+    return lambda _, attribute, value: check(attribute.name, value, *args, **options)
 
 
 def no_clock() -> float:
@@ -238,14 +232,9 @@ class GradientFlow(Step):
 
     name: ClassVar[str] = "flow"
     most_steps: ClassVar[int] = MOST_STEPS
-    max_dgrad: float = attrs.field(default=FLOW_MAX_DGRAD)
-    dt: float = attrs.field(default=1.0)
-    min_dt: float = attrs.field(default=1e-30)
-
-    def __attrs_post_init__(self) -> None:
-        positive("max_dgrad", self.max_dgrad)
-        positive("dt", self.dt)
-        positive("min_dt", self.min_dt)
+    max_dgrad: float = attrs.field(default=FLOW_MAX_DGRAD, validator=checked(positive))
+    dt: float = attrs.field(default=1.0, validator=checked(positive))
+    min_dt: float = attrs.field(default=1e-30, validator=checked(positive))
 
     def slots(self, point: Point) -> dict[str, Any]:
         return {"next_dt": float(self.dt)}
@@ -337,18 +326,11 @@ class Adam(Step):
     """
 
     name: ClassVar[str] = "adam"
-    lr: float = attrs.field(default=1e-2)
-    beta1: float = attrs.field(default=0.9)
-    beta2: float = attrs.field(default=0.999)
-    eps: float = attrs.field(default=1e-8)
-    relative_eps: bool = attrs.field(default=False)
-
-    def __attrs_post_init__(self) -> None:
-        positive("lr", self.lr)
-        positive("beta1", self.beta1, 1.0)
-        positive("beta2", self.beta2, 1.0)
-        positive("eps", self.eps)
-        flag("relative_eps", self.relative_eps)
+    lr: float = attrs.field(default=1e-2, validator=checked(positive))
+    beta1: float = attrs.field(default=0.9, validator=checked(positive, 1.0))
+    beta2: float = attrs.field(default=0.999, validator=checked(positive, 1.0))
+    eps: float = attrs.field(default=1e-8, validator=checked(positive))
+    relative_eps: bool = attrs.field(default=False, validator=checked(flag))
 
     def slots(self, point: Point) -> dict[str, Any]:
         zeros = torch.zeros_like
@@ -375,10 +357,7 @@ class Ascent(Step):
     """Plain gradient ascent ``w' = w + lr g`` (Euler steps of fixed size ``lr``)."""
 
     name: ClassVar[str] = "ascent"
-    lr: float = attrs.field(default=1.0)
-
-    def __attrs_post_init__(self) -> None:
-        positive("lr", self.lr)
+    lr: float = attrs.field(default=1.0, validator=checked(positive))
 
     def update(self, objective: Objective, state: State, clock: Callable[[], float] = no_clock) -> State | None:
         point = state.point
@@ -430,18 +409,11 @@ class Rosenbrock(Step):
     """
 
     name: ClassVar[str] = "rosenbrock"
-    tolerance: float = attrs.field(default=ROSENBROCK_TOLERANCE)
-    dt: float = attrs.field(default=1.0)
-    krylov: int = attrs.field(default=12)
-    refresh: int = attrs.field(default=10)
-    min_dt: float = attrs.field(default=1e-30)
-
-    def __attrs_post_init__(self) -> None:
-        positive("tolerance", self.tolerance)
-        positive("dt", self.dt)
-        positive("min_dt", self.min_dt)
-        integer("krylov", self.krylov, 1)
-        integer("refresh", self.refresh, 1)
+    tolerance: float = attrs.field(default=ROSENBROCK_TOLERANCE, validator=checked(positive))
+    dt: float = attrs.field(default=1.0, validator=checked(positive))
+    krylov: int = attrs.field(default=12, validator=checked(integer, 1))
+    refresh: int = attrs.field(default=10, validator=checked(integer, 1))
+    min_dt: float = attrs.field(default=1e-30, validator=checked(positive))
 
     def slots(self, point: Point) -> dict[str, Any]:
         return {"next_dt": float(self.dt), "age": float(self.refresh)}

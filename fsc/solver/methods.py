@@ -40,7 +40,7 @@ from fsc.choices import SHAPED, SOLVER_METHODS
 from fsc.errors import InputTypeError
 from fsc.model.policy import Policy
 from fsc.objective import Look, Objective
-from fsc.optim import Adam, State, Step, no_clock
+from fsc.optim import Adam, State, Step, checked, no_clock
 
 __all__ = ["EM", "METHODS", "Budget", "Greedy", "Method", "Mirror", "Restarts", "Shaped", "configured", "settings"]
 
@@ -71,8 +71,8 @@ def _better(new: float, old: float) -> bool:
     return new > old + TOLERANCE * max(1.0, abs(old)) if math.isfinite(old) else new > old
 
 
-def _steps_field(default: int):
-    return attrs.field(default=default, validator=lambda _, attribute, value: integer(attribute.name, value, 1))
+def _count(default: int):
+    return attrs.field(default=default, validator=checked(integer, 1))
 
 
 class Method(Step):
@@ -131,8 +131,8 @@ class Restarts(Method):
     """
 
     rule: Step = attrs.field(factory=lambda: Adam(**{name: SOLVER_METHODS["adam"][name] for name in ("lr", "beta1", "beta2", "eps", "relative_eps")}))
-    patience: int = attrs.field(default=SOLVER_METHODS["adam"]["patience"], validator=lambda _, attribute, value: integer(attribute.name, value, 1))
-    steps: int = _steps_field(SOLVER_METHODS["adam"]["steps"])
+    patience: int = attrs.field(default=SOLVER_METHODS["adam"]["patience"], validator=checked(integer, 1))
+    steps: int = _count(SOLVER_METHODS["adam"]["steps"])
 
     def __attrs_post_init__(self) -> None:
         if not isinstance(self.rule, Step) or isinstance(self.rule, Method):
@@ -209,8 +209,8 @@ class Mirror(Method):
     """
 
     name: ClassVar[str] = "mirror"
-    rate: float = attrs.field(default=SOLVER_METHODS["mirror"]["rate"], validator=lambda _, attribute, value: positive(attribute.name, value))
-    steps: int = _steps_field(SOLVER_METHODS["mirror"]["steps"])
+    rate: float = attrs.field(default=SOLVER_METHODS["mirror"]["rate"], validator=checked(positive))
+    steps: int = _count(SOLVER_METHODS["mirror"]["steps"])
 
     def init(self, objective: Objective, start: Policy, *, rng: np.random.Generator | None = None, clock: Callable[[], float] = no_clock) -> State:
         return State(point=objective.look(*_softened(objective, start)), seconds=clock(), slots={"eta": float(self.rate)})
@@ -245,7 +245,7 @@ class EM(Method):
     """
 
     name: ClassVar[str] = "em"
-    steps: int = _steps_field(SOLVER_METHODS["em"]["steps"])
+    steps: int = _count(SOLVER_METHODS["em"]["steps"])
 
     def init(self, objective: Objective, start: Policy, *, rng: np.random.Generator | None = None, clock: Callable[[], float] = no_clock) -> State:
         return State(point=objective.look(*_softened(objective, start)), seconds=clock(), slots={"done": False})
@@ -297,8 +297,8 @@ class Greedy(Method):
     """
 
     name: ClassVar[str] = "greedy"
-    tries: int = _steps_field(SOLVER_METHODS["greedy"]["tries"])
-    steps: int = _steps_field(SOLVER_METHODS["greedy"]["steps"])
+    tries: int = _count(SOLVER_METHODS["greedy"]["tries"])
+    steps: int = _count(SOLVER_METHODS["greedy"]["steps"])
 
     @staticmethod
     def _look(objective: Objective, choice: np.ndarray, initial: int) -> Look:
@@ -367,7 +367,7 @@ class Shaped:
 
     name: ClassVar[str] = "shaped"
     weights: tuple[float, ...] = attrs.field(default=SHAPED["weights"], converter=tuple)
-    steps: int = _steps_field(SHAPED["steps"])
+    steps: int = _count(SHAPED["steps"])
 
     def __attrs_post_init__(self) -> None:
         for weight in self.weights:
