@@ -30,6 +30,6 @@ __all__ = export(
         "fsc.objective": ("Objective",),
         "fsc.optim": ("Adam", "Ascent", "GradientFlow", "Record", "Rosenbrock", "State", "Step", "StopRule", "flow", "optimize"),
         "fsc.simulate": ("Simulation", "simulate"),
-        "fsc.solver": ("Solution", "solve"),
+        "fsc.solver": ("Portfolio", "Solution", "solve"),
     },
 )

@@ -32,6 +32,21 @@ def _numbers(text: str) -> tuple[float, ...]:
     return tuple(number(part) for part in text.split(",")) if text else ()
 
 
+#: What each setting of a method means, for ``--help``.
+MEANING = {
+    "rate": "the first step size eta",
+    "steps": "the most steps in one round",
+    "lr": "the learning rate",
+    "beta1": "the decay of the first moment",
+    "beta2": "the decay of the second moment",
+    "eps": "the epsilon of the denominator",
+    "relative_eps": "true: eps times the gradient's largest entry",
+    "patience": "steps without progress before a kick",
+    "tries": "switches tried before a kick",
+    "weights": "the weights of the negative rewards, in turn, before the true world",
+}
+
+
 def _setting_options() -> dict[str, tuple[str, str, object]]:
     """option -> (owner, setting, default): one option per setting of each method (:data:`fsc.choices.SOLVER_METHODS`,
     ``--mirror-rate``, ``--adam-patience``, ...) and of the continuation (``--shaped-weights``, ``--shaped-steps``)."""
@@ -67,7 +82,8 @@ def solve_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--patience", type=positive_int, default=None, help="rounds without progress after which a smaller size of the ladder gives way (default 3)")
     for option, (owner, name, default) in _setting_options().items():
         shown = ",".join(map(str, default)) if isinstance(default, tuple) else str(default).lower() if isinstance(default, bool) else default
-        p.add_argument(option, type=_option_type(default), default=None, metavar="VALUE", help=f"{owner}'s {name} (default {shown})")
+        where = "each method's steps on each shaped world" if (owner, name) == ("shaped", "steps") else MEANING[name]
+        p.add_argument(option, type=_option_type(default), default=None, metavar="VALUE", help=f"{owner}: {where} (default {shown})")
     p.add_argument("--start", default=None, metavar="FILE", help="a policy file to start from (on --memory, or a smaller RAM)")
     p.add_argument("--out", default=None, metavar="DIR", help="write policy.npz and solution.json into DIR")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
