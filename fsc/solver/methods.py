@@ -150,7 +150,7 @@ class Restarts(Method):
         w0 = np.maximum(w0, w0[arch.reset_mask].max() - 20.0)
         inner = self.rule.at(objective(torch.from_numpy(w), torch.from_numpy(w0)))
         slots = {"inner": inner, "rng": rng, "best": (w, w0), "best_value": -math.inf, "stale": 0}
-        return self._tracked(objective, State(point=inner.point, seconds=clock(), slots=slots), inner, 0, clock)
+        return self._tracked(objective, State(point=inner.point, evaluations=0, seconds=clock(), slots=slots), inner, 0, clock)
 
     def update(self, objective: Objective, state: State, clock: Callable[[], float] = no_clock) -> State | None:
         slots, r = state.slots, objective.reset
