@@ -675,3 +675,21 @@ def test_dense_and_power_engines_give_the_same_curve():
     for t in (1e2, 1e3, 1e4, 1e5):
         a, b = (np.interp(t, *curves[e]) for e in curves)
         assert abs(a - b) < 1e-4 * a, (t, a, b)
+
+
+@pytest.mark.parametrize("name", list(fsc.optim.OPTIMIZERS))
+def test_every_optimiser_is_a_step_and_optimize_is_the_loop_over_its_updates(name):
+    """init then update, by hand, pass through the points of optimize's records, bit for bit."""
+    arch = fsc.RAM(2)
+    world, policy = world_for(arch), fsc.Policy.random(arch, 3)
+    rule = fsc.optim.make_optimizer(name)
+    assert isinstance(rule, fsc.optim.Step) and rule.name == name
+    objective = Objective(world=world, architecture=arch, reset=0.1)
+    state = rule.init(objective, policy)
+    states = [state]
+    for _ in range(4):
+        state = rule.update(objective, state)
+        states.append(state)
+    records = [record for record, _ in zip(optimize(world, policy, reset=0.1, optimizer=rule), range(5), strict=False)]
+    assert [(r.gain, r.t, r.step, r.evaluations) for r in records] == [(s.point.gain, s.t, s.step, s.evaluations) for s in states]
+    assert all(torch.equal(r.state.point.logits, s.point.logits) for r, s in zip(records, states, strict=True))
