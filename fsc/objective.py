@@ -262,7 +262,7 @@ class Objective:
         return gain, {name: float(value) for name, value in metrics.items()}
 
     def flow_step(self, point: Point, dt: float, flow: FlowSettings) -> tuple[Point | None, float, float, int, int] | None:
-        """:meth:`fsc.optim.GradientFlow.advance`'s search for an accepted step, in one compiled call
+        """:meth:`fsc.optim.GradientFlow.update`'s search for an accepted step, in one compiled call
         (:func:`fsc.engines.kernels.flow_step`).
 
         ``None`` when the engine has no compiled evaluation (only the dense and choices engines have one);
