@@ -149,8 +149,6 @@ def _resume(out: Path, arguments: dict[str, Any]) -> tuple[State | None, Traject
     return None, Trajectory()
 
 
-
-
 # ---------------------------------------------------------------------------
 # The run.
 
