@@ -28,8 +28,8 @@ __all__ = export(
         "fsc.model.pomdp": ("POMDP", "Task", "as_pomdp"),
         "fsc.model.product": ("product",),
         "fsc.objective": ("Objective",),
-        "fsc.optim": ("Adam", "Ascent", "GradientFlow", "Optimizer", "Record", "Rosenbrock", "State", "StopRule", "flow", "optimize"),
+        "fsc.optim": ("Adam", "Ascent", "GradientFlow", "Record", "Rosenbrock", "State", "Step", "StopRule", "flow", "optimize"),
         "fsc.simulate": ("Simulation", "simulate"),
-        "fsc.solver": ("Solution", "solve"),
+        "fsc.solver": ("Portfolio", "Solution", "solve"),
     },
 )

@@ -1,14 +1,15 @@
-"""What training chooses among, and the optimisers' default settings, without torch.
+"""What training and solving choose among, and the default settings of the optimisers and of the solver's
+methods, without torch.
 
-``fsc train`` declares its options (:mod:`fsc.train.arguments`) and reads its world and memory before it
-imports torch, so that a file declaring more than the machine can hold is refused at once; its options name
-these.  :mod:`fsc.objective` and :mod:`fsc.optim`, which compute with them, re-export them or take their
-defaults from here.
+``fsc train`` and ``fsc solve`` declare their options (:mod:`fsc.train.arguments`, :mod:`fsc.cli.solve`) and
+read their world and memory before they import torch, so that a file declaring more than the machine can hold
+is refused at once; their options name these.  :mod:`fsc.objective`, :mod:`fsc.optim` and
+:mod:`fsc.solver.methods`, which compute with them, re-export them or take their defaults from here.
 """
 
 from __future__ import annotations
 
-__all__ = ["FLOW_MAX_DGRAD", "OPTIMIZER_NAMES", "ROSENBROCK_TOLERANCE", "TARGETS"]
+__all__ = ["FLOW_MAX_DGRAD", "OPTIMIZER_NAMES", "ROSENBROCK_TOLERANCE", "SHAPED", "SOLVER_METHODS", "TARGETS"]
 
 #: What the optimisers climb: the gain per step, or the discounted return ``gain / r``.
 TARGETS = ("gain", "return")
@@ -21,3 +22,18 @@ FLOW_MAX_DGRAD = 1e-4
 
 #: The default ``tolerance`` of :class:`fsc.optim.Rosenbrock`: the largest local error estimate of a step, on each logit.
 ROSENBROCK_TOLERANCE = 1e-5
+
+#: The solver's methods by name, in the order a round runs them, with the defaults of their settings: the
+#: fields of :class:`fsc.solver.Mirror`, :class:`fsc.solver.Restarts` (``adam``: the fields of its
+#: :class:`fsc.optim.Adam`, then its own), :class:`fsc.solver.EM` and :class:`fsc.solver.Greedy`, which take
+#: their defaults from here (``steps``: the most steps of the method in one round of the portfolio).
+SOLVER_METHODS = {
+    "mirror": {"rate": 1.0, "steps": 2000},
+    "adam": {"lr": 0.1, "beta1": 0.9, "beta2": 0.999, "eps": 1e-12, "relative_eps": True, "patience": 100, "steps": 300},
+    "em": {"steps": 200},
+    "greedy": {"tries": 20, "steps": 300},
+}
+
+#: The defaults of :class:`fsc.solver.Shaped`: the weights of the negative rewards in the objectives climbed in
+#: turn before the true one, and the steps of each method on each.
+SHAPED = {"weights": (0.0, 0.5), "steps": 300}

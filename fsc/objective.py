@@ -1,8 +1,11 @@
-"""What training climbs: the gain (or the discounted return) and its gradient at a point of the logits.
+"""What every step climbs: the gain (or the discounted return), its gradient in the logits or in the
+probabilities, the occupancy of each node, and the same on a shaped world.
 
 :class:`Objective` runs :class:`fsc.evaluate.Evaluator`, the computation of :func:`fsc.evaluate` and its
 backward pass, without autograd's bookkeeping: one forward pass and one adjoint solve per call, or one
-compiled call on the dense and choices engines.  :class:`Point` holds the value and the gradient it returns.
+compiled call on the dense and choices engines.  :class:`Point` holds the value and the gradient in the
+logits it returns (what ``fsc train``'s steps climb), :class:`Look` the value, the gradient in the
+probabilities and the occupancy (what the solver's mirror, EM and greedy steps climb).
 """
 
 from __future__ import annotations
@@ -13,15 +16,16 @@ import attrs
 import numpy as np
 import torch
 
+from fsc.checks import one_of
 from fsc.choices import TARGETS  # what the optimisers climb: the gain per step, or the return gain / r
 from fsc.engines import kernels
 from fsc.errors import InputError, InputTypeError
 from fsc.evaluate import Evaluator, read_out
 from fsc.model.architecture import MemoryArchitecture
 from fsc.model.policy import Policy
-from fsc.model.pomdp import POMDP, Task
+from fsc.model.pomdp import POMDP, Task, as_pomdp
 
-__all__ = ["TARGETS", "FlowSettings", "Objective", "Point"]
+__all__ = ["TARGETS", "FlowSettings", "Look", "Objective", "Point"]
 
 
 class FlowSettings(Protocol):
@@ -68,6 +72,28 @@ class Point:
 
 
 @attrs.frozen(kw_only=True, eq=False)
+class Look:
+    """A policy seen through the evaluator in its probabilities: its value and what the solver's steps use.
+
+    Attributes:
+        probs, init_probs: the policy's probabilities ``(N, C)`` and ``(N,)``.
+        value: the discounted return from the start belief (``gain / r``).
+        grad: ``dV/dpi[n, c]``, each probability moved alone: ``sum_s rho(s, n) Q(s, n, c)``.
+        grad_init: ``dV/dpi_0[n]``: ``sum_s b0(s) V(s, n)``.
+        occupancy: ``rho(n) = sum_s rho(s, n)``, the discounted visits of each node (they sum to ``1 / r``).
+        metrics: the world's metrics (``q`` on the two-hypothesis world).
+    """
+
+    probs: np.ndarray
+    init_probs: np.ndarray
+    value: float
+    grad: np.ndarray
+    grad_init: np.ndarray
+    occupancy: np.ndarray
+    metrics: dict
+
+
+@attrs.frozen(kw_only=True, eq=False)
 class Objective:
     """``w -> (gain(w), grad gain(w))`` for a world, an architecture and a reset.
 
@@ -91,6 +117,9 @@ class Objective:
     that calls LAPACK itself: the same numbers to the last bit, without the
     Python between the solves.  ``False`` runs the evaluator's Python path,
     the reference the compiled one is tested against.
+
+    ``counter``: a one-element list counting the evaluations (points, looks and values); the shaped
+    objectives of :meth:`shaped` share it (:attr:`evaluations`).
     """
 
     world: POMDP | Task
@@ -100,14 +129,15 @@ class Objective:
     convention: str = "native"
     target: str = "gain"
     compiled: bool = True
+    counter: list = attrs.field(factory=lambda: [0], repr=False)
     _evaluator: Evaluator = attrs.field(init=False, default=None, repr=False)
     _fused: tuple | None = attrs.field(init=False, default=None, repr=False)
+    _variants: dict = attrs.field(init=False, factory=dict, repr=False)
 
     def __attrs_post_init__(self) -> None:
         if not isinstance(self.engine, str):
             raise InputTypeError(f"engine must be a string, got {self.engine!r}")
-        if self.target not in TARGETS:
-            raise InputError(f"target must be one of {TARGETS}, got {self.target!r}")
+        one_of("target", self.target, TARGETS)
         evaluator = Evaluator(self.world, self.architecture, self.reset, self.engine, self.convention)
         object.__setattr__(self, "_evaluator", evaluator)
         if self.compiled:
@@ -118,8 +148,65 @@ class Objective:
         """The engine that runs (what ``auto`` chose)."""
         return self._evaluator.engine
 
+    @property
+    def evaluations(self) -> int:
+        """Evaluations so far, of this objective and of its shaped variants (:attr:`counter`)."""
+        return self.counter[0]
+
+    @property
+    def lowest_reward(self) -> float:
+        """The smallest reward of any step: every ``Q`` is at least this over ``r``."""
+        return float(self._evaluator.step_reward.min())
+
+    @property
+    def reward_scale(self) -> float:
+        """The largest ``|reward|`` of a step over ``r``: no value is larger in size."""
+        return float(np.abs(self._evaluator.step_reward).max()) / self.reset
+
+    def flat(self, value: float) -> bool:
+        """Whether ``value`` is that of a controller that collects (almost) no reward, on a world whose rewards
+        have both signs: the flat region where avoiding every reward is a local optimum and the gradient vanishes."""
+        rewards = self._evaluator.step_reward
+        return bool(rewards.min() < 0 < rewards.max()) and abs(value) <= 1e-6 * self.reward_scale
+
+    def shaped(self, weight: float) -> Objective:
+        """The same objective on the world whose negative rewards are multiplied by ``weight`` (built once per
+        weight; it shares :attr:`counter`)."""
+        if weight not in self._variants:
+            pomdp = as_pomdp(self.world)
+            world = attrs.evolve(pomdp, reward=np.where(pomdp.reward < 0, weight * pomdp.reward, pomdp.reward), metrics={})
+            self._variants[weight] = attrs.evolve(self, world=world, counter=self.counter)
+        return self._variants[weight]
+
+    def look(self, probs: np.ndarray, init_probs: np.ndarray) -> Look:
+        """Value, gradient in the probabilities and node occupancy of the policy ``(probs, init_probs)``."""
+        ev, r = self._evaluator, self.reset
+        run = ev.forward_probs(np.ascontiguousarray(probs, dtype=np.float64), np.ascontiguousarray(init_probs, dtype=np.float64))
+        grad, grad_init = ev.backward(run, value=1.0, on="probs")
+        K, S, N, _ = ev.shape
+        occupancy = (run.p.reshape(K, S, N) * ev.chain.part_weights[:, None, None]).sum(axis=(0, 1)) / r
+        self.counter[0] += 1
+        return Look(probs=probs, init_probs=init_probs, value=run.gain / r, grad=grad, grad_init=grad_init, occupancy=occupancy, metrics=run.metrics)
+
+    def value(self, probs: np.ndarray, init_probs: np.ndarray) -> float:
+        """The discounted return ``gain / r`` of the policy ``(probs, init_probs)`` alone (one forward solve)."""
+        run = self._evaluator.forward_probs(np.ascontiguousarray(probs, dtype=np.float64), np.ascontiguousarray(init_probs, dtype=np.float64))
+        self.counter[0] += 1
+        return run.gain / self.reset
+
+    def value_of(self, policy: Policy) -> float:
+        """:meth:`value` of a policy."""
+        return self.value(policy.probs().detach().numpy(), policy.init_probs().detach().numpy())
+
+    def policy(self, probs: np.ndarray, init_probs: np.ndarray) -> Policy:
+        """The policy with these probabilities, normalised (zeros become ``-inf`` logits)."""
+        probs = probs / probs.sum(axis=1, keepdims=True)
+        init_probs = init_probs / init_probs.sum()
+        return Policy.from_probs(self.architecture, probs, init_probs)
+
     def __call__(self, logits: torch.Tensor, init_logits: torch.Tensor) -> Point:
         logits, init_logits = logits.detach(), init_logits.detach()
+        self.counter[0] += 1
         evaluator = self._evaluator
         w_pi, w_0 = logits.numpy(), init_logits.numpy()
         top = max(w_pi.max(), w_0.max())  # NaN propagates through max
@@ -175,7 +262,7 @@ class Objective:
         return gain, {name: float(value) for name, value in metrics.items()}
 
     def flow_step(self, point: Point, dt: float, flow: FlowSettings) -> tuple[Point | None, float, float, int, int] | None:
-        """:meth:`fsc.optim.GradientFlow.advance`'s search for an accepted step, in one compiled call
+        """:meth:`fsc.optim.GradientFlow.update`'s search for an accepted step, in one compiled call
         (:func:`fsc.engines.kernels.flow_step`).
 
         ``None`` when the engine has no compiled evaluation (only the dense and choices engines have one);

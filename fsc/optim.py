@@ -1,4 +1,8 @@
-"""Training a controller: gradient flow with an adaptive step, Adam, plain ascent.
+"""Steps, and training a controller with them: gradient flow with an adaptive step, Adam, plain ascent.
+
+A :class:`Step` is one step rule: ``init(objective, start) -> State`` and ``update(objective, state) -> State``
+(``None`` when it has no acceptable step left).  ``fsc train``'s optimisers below are steps, and so are the
+solver's methods (:mod:`fsc.solver.methods`), which the portfolio drives within its budget.
 
 All optimisers climb an :class:`fsc.objective.Objective` (the gain of :func:`fsc.evaluate`, or with
 ``target="return"`` the discounted return ``G = gain / r`` of paper eq. (4)) on both sets of free
@@ -36,7 +40,7 @@ import attrs
 import numpy as np
 import torch
 
-from fsc.checks import integer, nonnegative
+from fsc.checks import flag, integer, nonnegative, one_of, positive
 from fsc.choices import FLOW_MAX_DGRAD, ROSENBROCK_TOLERANCE
 from fsc.engines import kernels
 from fsc.errors import InputError, InputTypeError
@@ -50,13 +54,15 @@ __all__ = [
     "Adam",
     "Ascent",
     "GradientFlow",
-    "Optimizer",
     "Record",
     "Rosenbrock",
     "State",
+    "Step",
     "StopRule",
     "flow",
+    "checked",
     "make_optimizer",
+    "no_clock",
     "optimize",
 ]
 
@@ -70,15 +76,17 @@ class State:
     """Everything an optimiser needs to continue: a checkpoint in memory.
 
     Attributes:
-        point: the current point with its gain and gradient.
+        point: the current point with its gain and gradient (a :class:`fsc.objective.Point`; the solver's steps
+            on the probabilities hold a :class:`fsc.objective.Look`).
         t: algorithm time (sum of accepted ``dt``, or of learning rates).
         step: number of accepted steps.
         dt: size of the last accepted step (0 at the start).
         evaluations: evaluations done so far (accepted and rejected).
         rejections: rejected tentative steps so far (gradient flow).
         seconds: wall time spent so far, over every session of a resumed run.
-        slots: optimiser-specific floats and tensors (flow: ``next_dt``;
-            Adam: the moments of both sets of logits).
+        slots: step-specific floats and tensors (flow: ``next_dt``;
+            Adam: the moments of both sets of logits), what a checkpoint saves; the solver's steps keep
+            other values there too (never saved).
     """
 
     point: Point
@@ -134,58 +142,67 @@ class Record:
 
     @classmethod
     def of(cls, state: State, stop: str | None = None, skipped: dict[str, Any] | None = None) -> Record:
-        point = state.point
-        return cls(
-            t=state.t,
-            step=state.step,
-            dt=state.dt,
-            gain=point.gain,
-            metrics=point.metrics,
-            grad_norm=point.grad_norm,
-            seconds=state.seconds,
-            evaluations=state.evaluations,
-            stop=stop,
-            state=state,
-            skipped=skipped,
-        )
+        point, counts = state.point, {name: getattr(state, name) for name in ("t", "step", "dt", "seconds", "evaluations")}
+        return cls(**counts, gain=point.gain, metrics=point.metrics, grad_norm=point.grad_norm, stop=stop, state=state, skipped=skipped)
 
 
 # ---------------------------------------------------------------------------
 # Optimisers.
 
 
-def _positive(name: str, value: object, *, upper: float = math.inf, closed_upper: bool = False) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise InputTypeError(f"{name} must be a number, got {value!r}")
-    value = float(value)
-    if not (math.isfinite(value) and value > 0 and (value <= upper if closed_upper else value < upper)):
-        bound = f"{upper}]" if closed_upper else (f"{upper})" if math.isfinite(upper) else "inf)")
-        raise InputError(f"{name} must be in (0, {bound}, got {value!r}")
-    return value
+def checked(check: Callable[..., object], *args: object, **options: object) -> Callable[[object, attrs.Attribute, object], None]:
+    """An attrs validator of a setting: ``check`` (one of :mod:`fsc.checks`) of its value, named by the field."""
+    return lambda _, attribute, value: check(attribute.name, value, *args, **options)
 
 
-class Optimizer(abc.ABC):
-    """A rule that moves a :class:`State` forward by one accepted step.
+def no_clock() -> float:
+    """Zero seconds: the clock of a step whose caller keeps no time."""
+    return 0.0
 
-    Subclasses are final frozen attrs classes holding hyperparameters only.
+
+class Step(abc.ABC):
+    """One step rule, in the spirit of optax: ``init`` gives the first :class:`State`, ``update`` the next.
+
+    ``fsc train``'s optimisers (:class:`GradientFlow`, :class:`Rosenbrock`, :class:`Adam`, :class:`Ascent`) and
+    the solver's methods (:mod:`fsc.solver.methods`: mirror ascent, EM, greedy switches, Adam with restarts)
+    are all steps.  Subclasses are final frozen attrs classes holding settings only; everything that moves is
+    in the state.
     """
 
     name: ClassVar[str]
 
-    def start(self, point: Point) -> dict[str, Any]:
-        """Initial ``slots`` of the state at ``point``."""
+    def init(self, objective: Objective, start: Policy, *, rng: np.random.Generator | None = None, clock: Callable[[], float] = no_clock) -> State:
+        """The state at ``start`` (one evaluation); ``rng`` is for the steps that draw (the solver's).
+
+        ``clock()`` returns the wall seconds to store in the state.
+        """
+        point = objective(start.logits.detach().clone(), start.init_logits.detach().clone())
+        return self.at(point, clock())
+
+    def at(self, point: Point, seconds: float = 0.0) -> State:
+        """The state at an evaluated ``point``, before any step."""
+        return State(point=point, seconds=seconds, slots=self.slots(point))
+
+    def slots(self, point: Point) -> dict[str, Any]:
+        """The initial ``slots`` of the state at ``point`` (what :attr:`State.slots` holds for this step)."""
         return {}
 
     @abc.abstractmethod
-    def advance(self, objective: Objective, state: State, clock) -> State | None:
-        """The state after one accepted step (``None``: no acceptable step exists).
-
-        ``clock()`` returns the wall seconds to store in the new state.
-        """
+    def update(self, objective: Objective, state: State, clock: Callable[[], float] = no_clock) -> State | None:
+        """The state after one accepted step (``None``: no acceptable step exists, or the rule has converged)."""
 
     def to_dict(self) -> dict[str, Any]:
-        """Name and hyperparameters (JSON-able)."""
+        """Name and settings (JSON-able)."""
         return {"name": self.name, **attrs.asdict(self)}
+
+
+def _moved(state: State, point: Point, dt: float, clock: Callable[[], float], slots: dict[str, Any], *, tried: int = 1, rejected: int = 0,
+           t: float | None = None, step: int | None = None) -> State:  # fmt: skip
+    """The state after an accepted step of size ``dt`` to ``point`` (``tried`` evaluations, ``rejected`` tries refused)."""
+    return State(
+        point=point, t=state.t + dt if t is None else t, step=state.step + 1 if step is None else step, dt=dt,
+        evaluations=state.evaluations + tried, rejections=state.rejections + rejected, seconds=clock(), slots=slots,
+    )  # fmt: skip
 
 
 #: Most accepted steps :meth:`GradientFlow.run` takes in one compiled call: a call lasts milliseconds, so that
@@ -194,7 +211,7 @@ MOST_STEPS = 1000
 
 
 @attrs.frozen(kw_only=True)
-class GradientFlow(Optimizer):
+class GradientFlow(Step):
     """Euler steps of ``dw/dt = d gain / dw`` with the adaptive ``dt`` of the published code (docs/model.md).
 
     The rule that accepts or rejects a step and sets the next ``dt`` is
@@ -215,34 +232,20 @@ class GradientFlow(Optimizer):
 
     name: ClassVar[str] = "flow"
     most_steps: ClassVar[int] = MOST_STEPS
-    max_dgrad: float = attrs.field(default=FLOW_MAX_DGRAD)
-    dt: float = attrs.field(default=1.0)
-    min_dt: float = attrs.field(default=1e-30)
+    max_dgrad: float = attrs.field(default=FLOW_MAX_DGRAD, validator=checked(positive))
+    dt: float = attrs.field(default=1.0, validator=checked(positive))
+    min_dt: float = attrs.field(default=1e-30, validator=checked(positive))
 
-    def __attrs_post_init__(self) -> None:
-        _positive("max_dgrad", self.max_dgrad)
-        _positive("dt", self.dt)
-        _positive("min_dt", self.min_dt)
-
-    def start(self, point: Point) -> dict[str, Any]:
+    def slots(self, point: Point) -> dict[str, Any]:
         return {"next_dt": float(self.dt)}
 
-    def advance(self, objective: Objective, state: State, clock) -> State | None:
+    def update(self, objective: Objective, state: State, clock: Callable[[], float] = no_clock) -> State | None:
         fused = objective.flow_step(state.point, state.slots["next_dt"], self)
         found = self._search(objective, state.point, state.slots["next_dt"]) if fused is None else fused
         new, dt, next_dt, tried, rejected = found
         if new is None:
             return None
-        return State(
-            point=new,
-            t=state.t + dt,
-            step=state.step + 1,
-            dt=dt,
-            evaluations=state.evaluations + tried,
-            rejections=state.rejections + rejected,
-            seconds=clock(),
-            slots={"next_dt": next_dt},
-        )
+        return _moved(state, new, dt, clock, {"next_dt": next_dt}, tried=tried, rejected=rejected)
 
     def _search(self, objective: Objective, point: Point, dt: float) -> tuple[Point | None, float, float, int, int]:
         """The Python path of :meth:`fsc.objective.Objective.flow_step`: the same tries, the same numbers."""
@@ -264,10 +267,11 @@ class GradientFlow(Optimizer):
             dt = next_dt
         return None, dt, dt, tried, rejected
 
-    def run(self, objective: Objective, state: State, clock, *, until_t: float, max_steps: int | None, rows: bool = False) -> tuple[State | None, dict | None]:
+    def run(self, objective: Objective, state: State, clock: Callable[[], float], *, until_t: float, max_steps: int | None,
+            rows: bool = False) -> tuple[State | None, dict | None]:  # fmt: skip
         """The state after accepted steps until ``t >= until_t``, ``step >= max_steps``, a step too small to move
-        ``t``, or :attr:`most_steps` steps: the states :meth:`advance` would pass through, the last of them only.
-        On the dense and choices engines one compiled call takes them all; elsewhere it is one :meth:`advance`.
+        ``t``, or :attr:`most_steps` steps: the states :meth:`update` would pass through, the last of them only.
+        On the dense and choices engines one compiled call takes them all; elsewhere it is one :meth:`update`.
 
         Returns ``(state, skipped)``; with ``rows``, ``skipped`` holds the steps before the last one as
         :attr:`Record.skipped` does (else, or when there were none, it is ``None``).
@@ -275,23 +279,13 @@ class GradientFlow(Optimizer):
         limit = NO_STEP_LIMIT if max_steps is None else max_steps
         run = objective.flow_run(state.point, state.slots["next_dt"], self, state.t, state.step, until_t, limit, rows)
         if run is None:
-            return self.advance(objective, state, clock), None
+            return self.update(objective, state, clock), None
         new, dt, next_dt, t, step, tried, rejected, steps = run
         if new is None:
             return None, None
         now = time.clock_gettime(time.CLOCK_MONOTONIC)  # before the run's clock: no step is dated before the start
-        seconds = clock()
-        new_state = State(
-            point=new,
-            t=t,
-            step=step,
-            dt=dt,
-            evaluations=state.evaluations + tried,
-            rejections=state.rejections + rejected,
-            seconds=seconds,
-            slots={"next_dt": next_dt},
-        )
-        return new_state, _skipped(steps, state.evaluations, seconds, now)
+        new_state = _moved(state, new, dt, clock, {"next_dt": next_dt}, tried=tried, rejected=rejected, t=t, step=step)
+        return new_state, _skipped(steps, state.evaluations, new_state.seconds, now)
 
 
 def _weights(point: Point) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -317,83 +311,58 @@ NO_STEP_LIMIT = 2**62
 
 
 @attrs.frozen(kw_only=True)
-class Adam(Optimizer):
-    """Adam (Kingma and Ba) climbing the gain; ``t`` is the sum of ``lr``.
+class Adam(Step):
+    """Adam (Kingma and Ba) climbing the objective; ``t`` is the sum of ``lr``.
 
-    ``m = b1 m + (1 - b1) g``, ``v = b2 v + (1 - b2) g^2``,
-    ``w += lr (m / (1 - b1^k)) / (sqrt(v / (1 - b2^k)) + eps)``.
+    ``m = b1 m + (1 - b1) g``, ``v = b2 v + (1 - b2) g^2``, ``k`` the step,
+    ``w += lr ((m / (1 - b1^k)) / (sqrt(v / (1 - b2^k)) + eps))``; ``-inf`` logits (probability exactly 0)
+    stay where they are.
+
+    Args:
+        lr, beta1, beta2, eps: as above.
+        relative_eps: ``eps`` is relative to the gradient's scale: the step divides by
+            ``sqrt(v) + eps * max|g|`` (the largest entry of the gradient of this step), so that the rule is
+            the same whatever the scale of the rewards and of the discount (the solver's ``adam``).
     """
 
     name: ClassVar[str] = "adam"
-    lr: float = attrs.field(default=1e-2)
-    beta1: float = attrs.field(default=0.9)
-    beta2: float = attrs.field(default=0.999)
-    eps: float = attrs.field(default=1e-8)
+    lr: float = attrs.field(default=1e-2, validator=checked(positive))
+    beta1: float = attrs.field(default=0.9, validator=checked(positive, 1.0))
+    beta2: float = attrs.field(default=0.999, validator=checked(positive, 1.0))
+    eps: float = attrs.field(default=1e-8, validator=checked(positive))
+    relative_eps: bool = attrs.field(default=False, validator=checked(flag))
 
-    def __attrs_post_init__(self) -> None:
-        _positive("lr", self.lr)
-        _positive("beta1", self.beta1, upper=1.0)
-        _positive("beta2", self.beta2, upper=1.0)
-        _positive("eps", self.eps)
-
-    def start(self, point: Point) -> dict[str, Any]:
+    def slots(self, point: Point) -> dict[str, Any]:
         zeros = torch.zeros_like
-        return {
-            "m_logits": zeros(point.logits),
-            "v_logits": zeros(point.logits),
-            "m_init": zeros(point.init_logits),
-            "v_init": zeros(point.init_logits),
-        }
+        return {"m_logits": zeros(point.logits), "v_logits": zeros(point.logits), "m_init": zeros(point.init_logits), "v_init": zeros(point.init_logits)}
 
-    def advance(self, objective: Objective, state: State, clock) -> State | None:
+    def update(self, objective: Objective, state: State, clock: Callable[[], float] = no_clock) -> State | None:
         point, slots = state.point, state.slots
         k = state.step + 1
         b1, b2 = self.beta1, self.beta2
-        new_slots = {}
-        moved = {}
-        for key, w, g in (("logits", point.logits, point.grad_logits), ("init", point.init_logits, point.grad_init)):
-            m = b1 * slots[f"m_{key}"] + (1 - b1) * g
-            v = b2 * slots[f"v_{key}"] + (1 - b2) * g * g
-            new_slots[f"m_{key}"], new_slots[f"v_{key}"] = m, v
-            update = (m / (1 - b1**k)) / ((v / (1 - b2**k)).sqrt() + self.eps)
-            # -inf logits (probability exactly 0) stay where they are.
-            moved[key] = torch.where(torch.isfinite(w), w + self.lr * update, w)
-        new = objective(moved["logits"], moved["init"])
-        return State(
-            point=new,
-            t=state.t + self.lr,
-            step=k,
-            dt=self.lr,
-            evaluations=state.evaluations + 1,
-            rejections=state.rejections,
-            seconds=clock(),
-            slots=new_slots,
-        )
+        gradients = (point.grad_logits.numpy(), point.grad_init.numpy())
+        eps = self.eps * max(float(np.abs(g).max(initial=0.0)) for g in gradients) if self.relative_eps else self.eps
+        new_slots, moved = {}, {}
+        for key, w, g in (("logits", point.logits.numpy(), gradients[0]), ("init", point.init_logits.numpy(), gradients[1])):
+            m = b1 * np.asarray(slots[f"m_{key}"]) + (1 - b1) * g
+            v = b2 * np.asarray(slots[f"v_{key}"]) + (1 - b2) * g * g
+            new_slots[f"m_{key}"], new_slots[f"v_{key}"] = torch.from_numpy(m), torch.from_numpy(v)
+            step = (m / (1 - b1**k)) / (np.sqrt(v / (1 - b2**k)) + eps)
+            moved[key] = torch.from_numpy(np.where(np.isfinite(w), w + self.lr * step, w))
+        return _moved(state, objective(moved["logits"], moved["init"]), self.lr, clock, new_slots)
 
 
 @attrs.frozen(kw_only=True)
-class Ascent(Optimizer):
+class Ascent(Step):
     """Plain gradient ascent ``w' = w + lr g`` (Euler steps of fixed size ``lr``)."""
 
     name: ClassVar[str] = "ascent"
-    lr: float = attrs.field(default=1.0)
+    lr: float = attrs.field(default=1.0, validator=checked(positive))
 
-    def __attrs_post_init__(self) -> None:
-        _positive("lr", self.lr)
-
-    def advance(self, objective: Objective, state: State, clock) -> State | None:
+    def update(self, objective: Objective, state: State, clock: Callable[[], float] = no_clock) -> State | None:
         point = state.point
         new = objective(point.logits + self.lr * point.grad_logits, point.init_logits + self.lr * point.grad_init)
-        return State(
-            point=new,
-            t=state.t + self.lr,
-            step=state.step + 1,
-            dt=self.lr,
-            evaluations=state.evaluations + 1,
-            rejections=state.rejections,
-            seconds=clock(),
-            slots={},
-        )
+        return _moved(state, new, self.lr, clock, {})
 
 
 # ROS34PW2 (Rang and Angermann, BIT 45, 2005): a Rosenbrock-W method of order 3 for any approximation of the
@@ -415,7 +384,7 @@ STALE_ERROR = 3.0
 
 
 @attrs.frozen(kw_only=True)
-class Rosenbrock(Optimizer):
+class Rosenbrock(Step):
     """The same flow ``dw/dt = d gain / dw`` by an adaptive Rosenbrock-W method (ROS34PW2, order 3), with far
     fewer steps where the flow is stiff (docs/model.md, "Fewer steps: the Rosenbrock integrator").
 
@@ -440,23 +409,16 @@ class Rosenbrock(Optimizer):
     """
 
     name: ClassVar[str] = "rosenbrock"
-    tolerance: float = attrs.field(default=ROSENBROCK_TOLERANCE)
-    dt: float = attrs.field(default=1.0)
-    krylov: int = attrs.field(default=12)
-    refresh: int = attrs.field(default=10)
-    min_dt: float = attrs.field(default=1e-30)
+    tolerance: float = attrs.field(default=ROSENBROCK_TOLERANCE, validator=checked(positive))
+    dt: float = attrs.field(default=1.0, validator=checked(positive))
+    krylov: int = attrs.field(default=12, validator=checked(integer, 1))
+    refresh: int = attrs.field(default=10, validator=checked(integer, 1))
+    min_dt: float = attrs.field(default=1e-30, validator=checked(positive))
 
-    def __attrs_post_init__(self) -> None:
-        _positive("tolerance", self.tolerance)
-        _positive("dt", self.dt)
-        _positive("min_dt", self.min_dt)
-        integer("krylov", self.krylov, 1)
-        integer("refresh", self.refresh, 1)
-
-    def start(self, point: Point) -> dict[str, Any]:
+    def slots(self, point: Point) -> dict[str, Any]:
         return {"next_dt": float(self.dt), "age": float(self.refresh)}
 
-    def advance(self, objective: Objective, state: State, clock) -> State | None:
+    def update(self, objective: Objective, state: State, clock: Callable[[], float] = no_clock) -> State | None:
         free = _Free(state.point)
         y, g = free.vector(state.point)
         slots, h, age = state.slots, state.slots["next_dt"], state.slots["age"]
@@ -470,12 +432,9 @@ class Rosenbrock(Optimizer):
             new, error, used = self._try(free, objective, y, g, h, curvature, basis)
             tried += used
             if new is not None:
-                return State(
-                    point=new, t=state.t + h, step=state.step + 1, dt=h, evaluations=state.evaluations + tried,
-                    rejections=state.rejections + rejected, seconds=clock(),
-                    slots={"next_dt": h * min(5.0, max(0.2, 0.9 * max(error, 1e-10) ** (-1 / 3))), "age": age + 1.0,
-                           "curvature": torch.from_numpy(curvature), "basis": torch.from_numpy(basis)},
-                )  # fmt: skip
+                slots = {"next_dt": h * min(5.0, max(0.2, 0.9 * max(error, 1e-10) ** (-1 / 3))), "age": age + 1.0,
+                         "curvature": torch.from_numpy(curvature), "basis": torch.from_numpy(basis)}  # fmt: skip
+                return _moved(state, new, h, clock, slots, tried=tried, rejected=rejected)
             rejected += 1
             h *= max(0.2, 0.9 * error ** (-1 / 3)) if math.isfinite(error) else 0.2
             if age > 0 and not error <= STALE_ERROR:  # far off, with a Hessian of an earlier point: compute it here
@@ -577,18 +536,17 @@ def _stiff_part(free: _Free, objective: Objective, y: np.ndarray, g: np.ndarray,
 
 
 #: The optimisers by name (their names, without torch: :data:`fsc.choices.OPTIMIZER_NAMES`).
-OPTIMIZERS: dict[str, type[Optimizer]] = {"flow": GradientFlow, "adam": Adam, "ascent": Ascent, "rosenbrock": Rosenbrock}
+OPTIMIZERS: dict[str, type[Step]] = {"flow": GradientFlow, "adam": Adam, "ascent": Ascent, "rosenbrock": Rosenbrock}
 
 
-def make_optimizer(name: str, **hyperparameters: object) -> Optimizer:
+def make_optimizer(name: str, **hyperparameters: object) -> Step:
     """The optimiser called ``name`` (a key of :data:`OPTIMIZERS`) with these hyperparameters; the others keep
     the defaults its class declares (:class:`GradientFlow`, :class:`Adam`, :class:`Ascent`).
 
     Raises:
         ValueError: an unknown name, or a hyperparameter the optimiser does not have (naming who has it).
     """
-    if not isinstance(name, str) or name not in OPTIMIZERS:
-        raise InputError(f"optimizer must be one of {sorted(OPTIMIZERS)}, got {name!r}")
+    one_of("optimizer", name, OPTIMIZERS)
     kind = OPTIMIZERS[name]
     own = {field.name for field in attrs.fields(kind)}
     for key, value in hyperparameters.items():
@@ -597,10 +555,6 @@ def make_optimizer(name: str, **hyperparameters: object) -> Optimizer:
             whose = f"{key} belongs to the {' and '.join(owners)} optimizer; " if owners else ""
             raise InputError(f"{whose}the {name} optimizer takes no {key}, got {key}={value!r} (it takes {', '.join(sorted(own))})")
     return kind(**hyperparameters)
-
-
-def _optional_positive(name: str, value: object) -> float | None:
-    return None if value is None else _positive(name, value)
 
 
 @attrs.frozen(kw_only=True)
@@ -626,8 +580,8 @@ class StopRule:
         if self.until_t is not None:
             nonnegative("until_t", self.until_t)
         integer("max_steps", self.max_steps, 1, optional=True)
-        _optional_positive("max_seconds", self.max_seconds)
-        _optional_positive("min_grad_norm", self.min_grad_norm)
+        positive("max_seconds", self.max_seconds, optional=True)
+        positive("min_grad_norm", self.min_grad_norm, optional=True)
 
     def reason(self, state: State) -> str | None:
         """Why the run stops at ``state`` (``None``: it goes on)."""
@@ -651,7 +605,7 @@ def optimize(
     policy: Policy,
     *,
     reset: float,
-    optimizer: str | Optimizer = "flow",
+    optimizer: str | Step = "flow",
     convention: str = "native",
     engine: str = "auto",
     target: str = "gain",
@@ -672,7 +626,7 @@ def optimize(
         policy: the starting policy; its architecture is the one trained.
         reset: reset probability ``r`` (in (0, 1]).
         optimizer: a name of :data:`OPTIMIZERS`, with its ``hyperparameters`` (:func:`make_optimizer`), or an
-            :class:`Optimizer`.
+            :class:`Step`.
         convention, engine, target: see :class:`fsc.objective.Objective`.
         until_t, max_steps, max_seconds, min_grad_norm: the :class:`StopRule`.
         state: continue from this state (a resumed run) instead of ``policy``'s logits.
@@ -692,8 +646,7 @@ def optimize(
     check_policy(policy)
     as_pomdp(world)  # a POMDP, or an object whose .pomdp is one
     reset = check_reset(reset)
-    if convention not in CONVENTIONS:
-        raise InputError(f"convention must be one of {CONVENTIONS}, got {convention!r}")
+    one_of("convention", convention, CONVENTIONS)
     optimizer = _optimizer(optimizer, hyperparameters)
     rule = StopRule(until_t=until_t, max_steps=max_steps, max_seconds=max_seconds, min_grad_norm=min_grad_norm)
     if state is not None:
@@ -706,13 +659,13 @@ def optimize(
     return _run(objective, optimizer, rule, policy, state, skip_until, keep_skipped, first_stop)
 
 
-def _optimizer(optimizer: object, hyperparameters: dict[str, object]) -> Optimizer:
+def _optimizer(optimizer: object, hyperparameters: dict[str, object]) -> Step:
     if isinstance(optimizer, str):
         return make_optimizer(optimizer, **hyperparameters)
-    if not isinstance(optimizer, Optimizer):
-        raise InputTypeError(f"optimizer must be a name in {sorted(OPTIMIZERS)} or a fsc.optim.Optimizer, got {optimizer!r}")
+    if not isinstance(optimizer, Step):
+        raise InputTypeError(f"optimizer must be a name in {sorted(OPTIMIZERS)} or a fsc.optim.Step, got {optimizer!r}")
     if hyperparameters:
-        raise InputError(f"give {', '.join(sorted(hyperparameters))} through the Optimizer instance, not as arguments")
+        raise InputError(f"give {', '.join(sorted(hyperparameters))} through the Step instance, not as arguments")
     return optimizer
 
 
@@ -725,7 +678,7 @@ def _check_state(state: object, arch) -> None:
 
 def _run(
     objective: Objective,
-    optimizer: Optimizer,
+    optimizer: Step,
     rule: StopRule,
     policy: Policy,
     state: State | None,
@@ -740,8 +693,7 @@ def _run(
         return offset + (time.perf_counter() - started)
 
     if state is None:
-        point = objective(policy.logits.detach().clone(), policy.init_logits.detach().clone())
-        state = State(point=point, seconds=clock(), slots=optimizer.start(point))
+        state = optimizer.init(objective, policy, clock=clock)
     skipped = None
     while True:
         stop = rule.reason(state)
@@ -756,7 +708,7 @@ def _run(
             if first is not None:  # the caller stops at an earlier step: the same steps again, up to that one
                 new, skipped = optimizer.run(objective, state, clock, until_t=until_t, max_steps=skipped["step"][first], rows=True)
         else:
-            new, skipped = optimizer.advance(objective, state, clock), None
+            new, skipped = optimizer.update(objective, state, clock), None
         if new is None:
             yield Record.of(attrs.evolve(state, seconds=clock()), "stalled")
             return

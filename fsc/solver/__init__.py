@@ -1,16 +1,34 @@
-"""Solving: the best controller a portfolio of methods finds within a budget (:func:`solve`).
+"""Solving: the best controller a portfolio of methods finds within a budget (:class:`Portfolio`, :func:`solve`).
 
-:func:`solve` returns a :class:`Solution` (the policy, its exact value, an upper bound and the gap);
-the methods (:data:`METHODS`) share one signature, ``method(problem, start, budget, rng) -> Policy``, and
-one evaluator (:class:`Problem`).  ``fsc train`` stays the paper's gradient flow; this is the tool for
-answers.
+A :class:`Portfolio` is a frozen value holding the budget, the seed and every setting of its methods
+(:class:`Mirror`, :class:`Restarts` around :class:`fsc.optim.Adam`, :class:`EM`, :class:`Greedy`, and the
+continuation :class:`Shaped`); its :meth:`Portfolio.solve` returns a :class:`Solution` (the policy, its exact
+value, an upper bound and the gap).  The methods are steps (:class:`fsc.optim.Step`) on one objective
+(:class:`fsc.objective.Objective`).  ``fsc train`` stays the paper's gradient flow; this is the tool for answers.
 """
 
 from fsc.solver.bound import upper_bound
-from fsc.solver.methods import METHODS, ascent, em, greedy, mirror
-from fsc.solver.portfolio import solve
-from fsc.solver.problem import Budget, Problem
+from fsc.solver.methods import EM, METHODS, Budget, Greedy, Method, Mirror, Restarts, Shaped, configured, settings
+from fsc.solver.portfolio import Portfolio, solve
 from fsc.solver.solution import Solution
 from fsc.solver.starts import embed, random_start, split
 
-__all__ = ["METHODS", "Budget", "Problem", "Solution", "ascent", "em", "embed", "greedy", "mirror", "random_start", "solve", "split", "upper_bound"]
+__all__ = [
+    "EM",
+    "METHODS",
+    "Budget",
+    "Greedy",
+    "Method",
+    "Mirror",
+    "Portfolio",
+    "Restarts",
+    "Shaped",
+    "Solution",
+    "configured",
+    "embed",
+    "random_start",
+    "settings",
+    "solve",
+    "split",
+    "upper_bound",
+]

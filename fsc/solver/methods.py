@@ -1,95 +1,187 @@
-"""The methods :func:`fsc.solver.solve` combines, each a free function with one signature::
+"""The methods :class:`fsc.solver.Portfolio` combines: steps (:class:`fsc.optim.Step`) it runs within a budget.
 
-    method(problem: Problem, start: Policy, budget: Budget, rng: numpy.random.Generator) -> Policy
+Each method is a frozen settings value with a step rule (``init`` and ``update`` on an
+:class:`fsc.objective.Objective`) and ``steps``, the most steps it takes in one round of the portfolio.
+:meth:`Method.solve` is the loop over its steps: it climbs the objective from ``start`` within a
+:class:`Budget` and returns the best policy it has seen, never one worse than ``start``.  Step rules are
+invariant to the scale of the rewards and of the discount: a step is measured against the spread of the
+gradient it follows (or normalised coordinate by coordinate, as Adam does), never in absolute units.
 
-Each climbs the value of :class:`fsc.solver.problem.Problem` (the one evaluator) from ``start`` and
-returns the best policy it has seen, never one worse than ``start``.  Step rules are invariant to the
-scale of the rewards and of the discount: a step is measured against the spread of the gradient it
-follows (or normalised coordinate by coordinate, as Adam does), never in absolute units.
+- :class:`Restarts` (``adam``): a step on the logits, by default :class:`fsc.optim.Adam` with an epsilon
+  relative to the gradient's scale, restarted around the best point when it stalls (a vanishing gradient
+  at a symmetric or saturated point, or no progress for ``patience`` steps).
+- :class:`Mirror` (``mirror``): mirror ascent on each node's distribution (the natural gradient of the
+  softmax parametrisation): ``pi(c | n) <- pi(c | n) exp(eta Q(n, c))``, ``Q(n, c)`` the value of choice
+  ``c`` at the belief of node ``n``, with ``eta`` grown after a success and cut after a failure.
+- :class:`EM` (``em``): expectation-maximisation for finite-state controllers (Toussaint, Harmeling and
+  Storkey 2006; Kumar and Zilberstein 2010): ``pi(c | n) <- pi(c | n) (Q(n, c) - R_min / r)``,
+  normalised; no step size, and each step is an improvement.
+- :class:`Greedy` (``greedy``): deterministic controllers: round the start, then switch one node's choice
+  at a time (the switches the gradient ranks best first, each checked by exact evaluation), and kick the
+  best controller when no switch improves it (iterated local search).
 
-- :func:`ascent`: Adam on the logits, with restarts around the best point when it stalls (a vanishing
-  gradient at a symmetric or saturated point, or no progress for a while).
-- :func:`mirror`: mirror ascent on each node's distribution (the natural gradient of the softmax
-  parametrisation): ``pi(c | n) <- pi(c | n) exp(eta Q(n, c))``, ``Q(n, c)`` the value of choice ``c`` at
-  the belief of node ``n``, with ``eta`` grown after a success and cut after a failure.
-- :func:`em`: expectation-maximisation for finite-state controllers (Toussaint, Harmeling and Storkey
-  2006; Kumar and Zilberstein 2010): ``pi(c | n) <- pi(c | n) (Q(n, c) - R_min / r)``, normalised; no
-  step size, and each step is an improvement.
-- :func:`greedy`: deterministic controllers: round the start, then switch one node's choice at a time
-  (the switches the gradient ranks best first, each checked by exact evaluation), and kick the best
-  controller when no switch improves it (iterated local search).
+:class:`Shaped` is the continuation the portfolio runs from a flat region: the methods in turn on shaped
+objectives (:meth:`fsc.objective.Objective.shaped`), then on the true one.
 """
 
 from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
+from typing import Any, ClassVar
 
+import attrs
 import numpy as np
 import torch
 
+from fsc.checks import integer, positive, real
+from fsc.choices import SHAPED, SOLVER_METHODS
+from fsc.errors import InputTypeError
 from fsc.model.policy import Policy
-from fsc.solver.problem import Budget, Look, Problem
+from fsc.objective import Look, Objective
+from fsc.optim import Adam, State, Step, checked, no_clock
 
-__all__ = ["METHODS", "SHAPING", "ascent", "em", "greedy", "mirror", "shaped"]
+__all__ = ["EM", "METHODS", "Budget", "Greedy", "Method", "Mirror", "Restarts", "Shaped", "configured", "settings"]
 
 #: The relative change in value below which a step counts as no progress.
 TOLERANCE = 1e-12
+
+
+@attrs.frozen(kw_only=True)
+class Budget:
+    """How long a method may run: at most ``steps`` steps, and never past ``deadline`` (``time.monotonic()``).
+
+    With a deadline far away, a method's result depends on its start, its steps and its random generator
+    only: the same seed gives the same controller.
+    """
+
+    steps: int
+    deadline: float
+
+    def over(self, step: int) -> bool:
+        return step >= self.steps or time.monotonic() >= self.deadline
+
+    @classmethod
+    def of(cls, steps: int, seconds: float) -> Budget:
+        return cls(steps=steps, deadline=time.monotonic() + seconds)
 
 
 def _better(new: float, old: float) -> bool:
     return new > old + TOLERANCE * max(1.0, abs(old)) if math.isfinite(old) else new > old
 
 
-def _softened(problem: Problem, start: Policy, mix: float = 1e-6) -> tuple[np.ndarray, np.ndarray]:
+def _count(default: int):
+    return attrs.field(default=default, validator=checked(integer, 1))
+
+
+class Method(Step):
+    """A step the portfolio runs: :meth:`solve` loops over its steps within a budget.
+
+    ``State.step`` counts what the budget counts (each method's docstring says what).
+    """
+
+    steps: int
+
+    def solve(self, objective: Objective, start: Policy, budget: Budget, rng: np.random.Generator) -> Policy:
+        """The best policy the steps from ``start`` reach within ``budget``, never worse than ``start``."""
+        state = self.init(objective, start, rng=rng)
+        while not budget.over(state.step):
+            new = self.update(objective, state)
+            if new is None:
+                break
+            state = new
+        return self.result(objective, start, state)
+
+    def result(self, objective: Objective, start: Policy, state: State) -> Policy:
+        """The policy of the last state, unless the start itself is worth more (a method never returns worse)."""
+        return _keep_best(objective, start, state.point)
+
+
+def _softened(objective: Objective, start: Policy, mix: float = 1e-6) -> tuple[np.ndarray, np.ndarray]:
     """The start's probabilities mixed with a trace of the uniform policy, so no allowed choice is impossible."""
-    arch = problem.architecture
+    arch = objective.architecture
     allowed, reset = arch.allowed.astype(np.float64), arch.reset_mask.astype(np.float64)
     probs = (1 - mix) * start.probs().detach().numpy() + mix * allowed / allowed.sum(axis=1, keepdims=True)
     init = (1 - mix) * start.init_probs().detach().numpy() + mix * reset / reset.sum()
     return probs, init
 
 
-def _keep_best(problem: Problem, start: Policy, best: Look) -> Policy:
+def _keep_best(objective: Objective, start: Policy, best: Look) -> Policy:
     """``best`` as a policy, unless the start itself is worth more (a method never returns worse)."""
-    probs, init = start.probs().detach().numpy(), start.init_probs().detach().numpy()
-    return start if problem.value(probs, init) >= best.value else problem.policy(best.probs, best.init_probs)
+    return start if objective.value_of(start) >= best.value else objective.policy(best.probs, best.init_probs)
 
 
-def ascent(problem: Problem, start: Policy, budget: Budget, rng: np.random.Generator, *, rate: float = 0.1, patience: int = 100) -> Policy:
-    """Adam on the logits of the value, restarting around the best point when the ascent stalls (module docstring)."""
-    objective, arch, r = problem.objective, problem.architecture, problem.reset
-    w = start.logits.detach().numpy().copy()
-    w0 = start.init_logits.detach().numpy().copy()
-    # Logits of -inf (a deterministic start) could never move: bring them within 20 of their row's top.
-    w = np.maximum(w, np.where(arch.allowed, w, -np.inf).max(axis=1, keepdims=True) - 20.0)
-    w0 = np.maximum(w0, w0[arch.reset_mask].max() - 20.0)
-    m, v, k = np.zeros_like(w), np.zeros_like(w), 0
-    m0, v0 = np.zeros_like(w0), np.zeros_like(w0)
-    best, best_value, stale, step = (w.copy(), w0.copy()), -math.inf, 0, 0
-    while not budget.over(step):
-        point = objective(torch.from_numpy(w), torch.from_numpy(w0))
-        problem.evaluations[0] += 1
-        step += 1
-        value, g, g0 = point.gain / r, point.grad_logits.numpy(), point.grad_init.numpy()
-        if _better(value, best_value):
-            best, best_value, stale = (w.copy(), w0.copy()), value, 0
+def _looked(state: State, look: Look, clock: Callable[[], float], **slots: Any) -> State:
+    """The state after one more step, at ``look``."""
+    return State(point=look, step=state.step + 1, evaluations=state.evaluations + 1, seconds=clock(), slots={**state.slots, **slots})
+
+
+@attrs.frozen(kw_only=True)
+class Restarts(Method):
+    """A step on the logits (``rule``; by default Adam with an epsilon relative to the gradient's scale), kicked
+    around the best point seen when it stalls: a gradient that vanishes (at a symmetric or saturated point) or
+    ``patience`` steps without progress.  A kick moves every logit of the best point by a standard normal draw
+    and starts the rule again there.  ``State.step`` counts the evaluations.
+
+    Args:
+        rule: the step on the logits (a :class:`fsc.optim.Step` climbing the objective's points).
+        patience: steps without a better value after which it kicks.
+        steps: the most evaluations in one round of the portfolio.
+    """
+
+    rule: Step = attrs.field(factory=lambda: Adam(**{name: SOLVER_METHODS["adam"][name] for name in ("lr", "beta1", "beta2", "eps", "relative_eps")}))
+    patience: int = attrs.field(default=SOLVER_METHODS["adam"]["patience"], validator=checked(integer, 1))
+    steps: int = _count(SOLVER_METHODS["adam"]["steps"])
+
+    def __attrs_post_init__(self) -> None:
+        if not isinstance(self.rule, Step) or isinstance(self.rule, Method):
+            raise InputTypeError(f"rule must be a step on the logits (a fsc.optim.Step such as fsc.optim.Adam), got {self.rule!r}")
+
+    @property
+    def name(self) -> str:  # the rule's: the portfolio's "adam" is Adam with restarts
+        return self.rule.name
+
+    def init(self, objective: Objective, start: Policy, *, rng: np.random.Generator | None = None, clock: Callable[[], float] = no_clock) -> State:
+        arch = objective.architecture
+        w, w0 = start.logits.detach().numpy().copy(), start.init_logits.detach().numpy().copy()
+        # Logits of -inf (a deterministic start) could never move: bring them within 20 of their row's top.
+        w = np.maximum(w, np.where(arch.allowed, w, -np.inf).max(axis=1, keepdims=True) - 20.0)
+        w0 = np.maximum(w0, w0[arch.reset_mask].max() - 20.0)
+        inner = self.rule.at(objective(torch.from_numpy(w), torch.from_numpy(w0)))
+        slots = {"inner": inner, "rng": rng, "best": (w, w0), "best_value": -math.inf, "stale": 0}
+        return self._tracked(objective, State(point=inner.point, evaluations=0, seconds=clock(), slots=slots), inner, 0, clock)
+
+    def update(self, objective: Objective, state: State, clock: Callable[[], float] = no_clock) -> State | None:
+        slots, r = state.slots, objective.reset
+        point, stale = state.point, slots["stale"]
+        value = point.gain / r
+        scale = max(float(np.abs(point.grad_logits.numpy()).max()), float(np.abs(point.grad_init.numpy()).max()))
+        inner = None
+        if not (scale <= 1e-12 * max(1.0, abs(value)) * r or stale >= self.patience):
+            inner = self.rule.update(objective, slots["inner"])
+        if inner is None:  # stalled: a kick around the best point
+            w, w0 = slots["best"]
+            rng = slots["rng"]
+            w, w0 = w + rng.normal(0.0, 1.0, w.shape), w0 + rng.normal(0.0, 1.0, w0.shape)
+            inner, stale = self.rule.at(objective(torch.from_numpy(w), torch.from_numpy(w0))), 0
+        return self._tracked(objective, state, inner, stale, clock)
+
+    def _tracked(self, objective: Objective, state: State, inner: State, stale: int, clock: Callable[[], float]) -> State:
+        """The state after the evaluation of ``inner``'s point: the best so far kept, or one more step without progress."""
+        point, slots = inner.point, dict(state.slots)
+        value = point.gain / objective.reset
+        if _better(value, slots["best_value"]):
+            slots.update(best=(point.logits.numpy(), point.init_logits.numpy()), best_value=value, stale=0)
         else:
-            stale += 1
-        scale = max(float(np.abs(g).max()), float(np.abs(g0).max()))
-        if scale <= 1e-12 * max(1.0, abs(value)) * r or stale >= patience:  # stalled: a kick around the best point
-            w, w0 = best[0] + rng.normal(0.0, 1.0, w.shape), best[1] + rng.normal(0.0, 1.0, w0.shape)
-            m, v, m0, v0, k, stale = 0 * m, 0 * v, 0 * m0, 0 * v0, 0, 0
-            continue
-        k += 1
-        for x, gx, mx, vx in ((w, g, m, v), (w0, g0, m0, v0)):
-            mx *= 0.9
-            mx += 0.1 * gx
-            vx *= 0.999
-            vx += 0.001 * gx * gx
-            x += rate * (mx / (1 - 0.9**k)) / (np.sqrt(vx / (1 - 0.999**k)) + 1e-12 * scale)
-    policy = Policy(architecture=arch, logits=best[0], init_logits=best[1])
-    return start if problem.value(start.probs().detach().numpy(), start.init_probs().detach().numpy()) >= best_value else policy
+            slots["stale"] = stale + 1
+        slots["inner"] = inner
+        return State(point=point, step=state.step + 1, evaluations=state.evaluations + 1, seconds=clock(), slots=slots)
+
+    def result(self, objective: Objective, start: Policy, state: State) -> Policy:
+        (w, w0), best_value = state.slots["best"], state.slots["best_value"]
+        policy = Policy(architecture=objective.architecture, logits=w, init_logits=w0)
+        return start if objective.value_of(start) >= best_value else policy
 
 
 def _node_q(look: Look) -> np.ndarray:
@@ -105,51 +197,73 @@ def _spread(q: np.ndarray) -> float:
     return float((q.max(axis=1) - low).max())
 
 
-def mirror(problem: Problem, start: Policy, budget: Budget, rng: np.random.Generator, *, rate: float = 1.0) -> Policy:
-    """Mirror ascent with exponentiated steps on each node's distribution (module docstring)."""
-    arch = problem.architecture
-    probs, init = _softened(problem, start)
-    look, eta, step = problem.look(probs, init), rate, 0
-    while not budget.over(step) and eta > 1e-9:
-        q, q0 = _node_q(look), look.grad_init
-        q = np.where(arch.allowed, q, -np.inf)
-        q0 = np.where(arch.reset_mask, q0, -np.inf)
+@attrs.frozen(kw_only=True)
+class Mirror(Method):
+    """Mirror ascent with exponentiated steps on each node's distribution (module docstring): the step
+    ``eta / spread`` times ``Q``, ``eta`` doubled after a better value and quartered after a worse one; it
+    ends when ``eta`` falls to 1e-9 or every ``Q`` is equal.  ``State.step`` counts the steps tried.
+
+    Args:
+        rate: the first ``eta``.
+        steps: the most steps in one round of the portfolio.
+    """
+
+    name: ClassVar[str] = "mirror"
+    rate: float = attrs.field(default=SOLVER_METHODS["mirror"]["rate"], validator=checked(positive))
+    steps: int = _count(SOLVER_METHODS["mirror"]["steps"])
+
+    def init(self, objective: Objective, start: Policy, *, rng: np.random.Generator | None = None, clock: Callable[[], float] = no_clock) -> State:
+        return State(point=objective.look(*_softened(objective, start)), seconds=clock(), slots={"eta": float(self.rate)})
+
+    def update(self, objective: Objective, state: State, clock: Callable[[], float] = no_clock) -> State | None:
+        arch, look, eta = objective.architecture, state.point, state.slots["eta"]
+        if not eta > 1e-9:
+            return None
+        q = np.where(arch.allowed, _node_q(look), -np.inf)
+        q0 = np.where(arch.reset_mask, look.grad_init, -np.inf)
         spread = max(float(_spread(q[look.occupancy > 0])), _spread(q0[None, arch.reset_mask]))
         if spread <= 0:
-            break
+            return None
         with np.errstate(divide="ignore"):
             logits = np.log(look.probs) + (eta / spread) * (q - q.max(axis=1, keepdims=True))
             logits0 = np.log(look.init_probs) + (eta / spread) * (q0 - q0.max())
         new_probs = np.exp(logits - logits.max(axis=1, keepdims=True))
         new_init = np.exp(logits0 - logits0.max())
-        candidate = problem.look(new_probs / new_probs.sum(axis=1, keepdims=True), new_init / new_init.sum())
-        step += 1
+        candidate = objective.look(new_probs / new_probs.sum(axis=1, keepdims=True), new_init / new_init.sum())
         if _better(candidate.value, look.value):
-            look, eta = candidate, eta * 2.0
-        else:
-            eta /= 4.0
-    return _keep_best(problem, start, look)
+            return _looked(state, candidate, clock, eta=eta * 2.0)
+        return _looked(state, look, clock, eta=eta / 4.0)
 
 
-def em(problem: Problem, start: Policy, budget: Budget, rng: np.random.Generator) -> Policy:
-    """Expectation-maximisation for controllers (module docstring)."""
-    probs, init = _softened(problem, start)
-    look, step = problem.look(probs, init), 0
-    low = problem.lowest_reward / problem.reset  # every Q is at least this
-    while not budget.over(step):
+@attrs.frozen(kw_only=True)
+class EM(Method):
+    """Expectation-maximisation for controllers (module docstring); it ends at the first step that is no
+    improvement (keeping it if it is no worse).  ``State.step`` counts the steps.
+
+    Args:
+        steps: the most steps in one round of the portfolio.
+    """
+
+    name: ClassVar[str] = "em"
+    steps: int = _count(SOLVER_METHODS["em"]["steps"])
+
+    def init(self, objective: Objective, start: Policy, *, rng: np.random.Generator | None = None, clock: Callable[[], float] = no_clock) -> State:
+        return State(point=objective.look(*_softened(objective, start)), seconds=clock(), slots={"done": False})
+
+    def update(self, objective: Objective, state: State, clock: Callable[[], float] = no_clock) -> State | None:
+        if state.slots["done"]:
+            return None
+        look = state.point
+        low = objective.lowest_reward / objective.reset  # every Q is at least this
         weights = look.probs * np.maximum(look.grad - look.occupancy[:, None] * low, 0.0)
         sums = weights.sum(axis=1, keepdims=True)
         new_probs = np.where(sums > 0, weights / np.where(sums > 0, sums, 1.0), look.probs)
         weights0 = look.init_probs * np.maximum(look.grad_init - low, 0.0)
         new_init = weights0 / weights0.sum() if weights0.sum() > 0 else look.init_probs
-        candidate = problem.look(new_probs, new_init)
-        step += 1
-        if not _better(candidate.value, look.value):
-            if candidate.value >= look.value:
-                look = candidate
-            break
-        look = candidate
-    return _keep_best(problem, start, look)
+        candidate = objective.look(new_probs, new_init)
+        if _better(candidate.value, look.value):
+            return _looked(state, candidate, clock)
+        return _looked(state, candidate if candidate.value >= look.value else look, clock, done=True)
 
 
 def _one_hot(choice: np.ndarray, size: int) -> np.ndarray:
@@ -171,63 +285,129 @@ def _switches(look: Look, choice: np.ndarray, initial: int, allowed: np.ndarray,
     return [(n, c) for _, n, c in moves]
 
 
-def greedy(problem: Problem, start: Policy, budget: Budget, rng: np.random.Generator, *, tries: int = 20) -> Policy:
-    """Deterministic controllers by single switches and kicks (module docstring)."""
-    arch = problem.architecture
-    allowed, reset, C = arch.allowed, arch.reset_mask, arch.num_choices
-    choice = np.where(allowed, start.probs().detach().numpy(), -1.0).argmax(axis=1)
-    initial = int(np.where(reset, start.init_probs().detach().numpy(), -1.0).argmax())
+@attrs.frozen(kw_only=True)
+class Greedy(Method):
+    """Deterministic controllers by single switches and kicks (module docstring).  A step tries one switch
+    (among the ``tries`` the gradient ranks best), or, when none is left, kicks the best controller at one to
+    three of the nodes it visits.  ``State.step`` counts the rounding of the start, the switches tried and the kicks.
 
-    def look_at(choice: np.ndarray, initial: int) -> Look:
-        return problem.look(_one_hot(choice, C), _one_hot(np.array([initial]), arch.num_nodes)[0])
+    Args:
+        tries: the switches tried from one controller before it counts as a local optimum.
+        steps: the most steps in one round of the portfolio.
+    """
 
-    look, step = look_at(choice, initial), 1
-    best = (look, choice.copy(), initial)
-    while not budget.over(step):
-        for n, c in _switches(look, choice, initial, allowed, reset)[:tries]:
-            new_choice, new_initial = choice.copy(), initial
-            if n < 0:
-                new_initial = c
-            else:
-                new_choice[n] = c
-            step += 1
-            if _better(problem.value(_one_hot(new_choice, C), _one_hot(np.array([new_initial]), arch.num_nodes)[0]), look.value):
-                look, choice, initial = look_at(new_choice, new_initial), new_choice, new_initial
-                break
-            if budget.over(step):
-                break
-        else:  # a local optimum: keep it if best, and kick the best one at one to three nodes it visits
-            if _better(look.value, best[0].value):
-                best = (look, choice.copy(), initial)
-            choice, initial = best[1].copy(), best[2]
-            visited = np.flatnonzero(best[0].occupancy > 0)
-            for n in rng.choice(visited, size=min(len(visited), 1 + int(rng.integers(3))), replace=False):
-                choice[n] = rng.choice(np.flatnonzero(allowed[n]))
-            look, step = look_at(choice, initial), step + 1
-    if _better(look.value, best[0].value):
-        best = (look, choice, initial)
-    return _keep_best(problem, start, best[0])
+    name: ClassVar[str] = "greedy"
+    tries: int = _count(SOLVER_METHODS["greedy"]["tries"])
+    steps: int = _count(SOLVER_METHODS["greedy"]["steps"])
+
+    @staticmethod
+    def _look(objective: Objective, choice: np.ndarray, initial: int) -> Look:
+        return objective.look(_one_hot(choice, objective.architecture.num_choices), _one_hot(np.array([initial]), objective.architecture.num_nodes)[0])
+
+    def init(self, objective: Objective, start: Policy, *, rng: np.random.Generator | None = None, clock: Callable[[], float] = no_clock) -> State:
+        arch = objective.architecture
+        choice = np.where(arch.allowed, start.probs().detach().numpy(), -1.0).argmax(axis=1)
+        initial = int(np.where(arch.reset_mask, start.init_probs().detach().numpy(), -1.0).argmax())
+        look = self._look(objective, choice, initial)
+        slots = {"choice": choice, "initial": initial, "best": (look, choice.copy(), initial), "moves": None, "rng": rng}
+        return State(point=look, step=1, seconds=clock(), slots=slots)
+
+    def update(self, objective: Objective, state: State, clock: Callable[[], float] = no_clock) -> State | None:
+        arch, look, slots = objective.architecture, state.point, state.slots
+        choice, initial = slots["choice"], slots["initial"]
+        moves = _switches(look, choice, initial, arch.allowed, arch.reset_mask)[: self.tries] if slots["moves"] is None else slots["moves"]
+        if not moves:  # a local optimum: kick
+            return self._kicked(objective, state, clock)
+        (n, c), new_choice, new_initial = moves[0], choice.copy(), initial
+        if n < 0:
+            new_initial = c
+        else:
+            new_choice[n] = c
+        C, N = arch.num_choices, arch.num_nodes
+        if _better(objective.value(_one_hot(new_choice, C), _one_hot(np.array([new_initial]), N)[0]), look.value):
+            return _looked(state, self._look(objective, new_choice, new_initial), clock, choice=new_choice, initial=new_initial, moves=None)
+        return _looked(state, look, clock, moves=moves[1:])
+
+    def _kicked(self, objective: Objective, state: State, clock: Callable[[], float]) -> State:
+        """Keep the local optimum if best, and kick the best one at one to three nodes it visits."""
+        slots, look, rng, allowed = state.slots, state.point, state.slots["rng"], objective.architecture.allowed
+        best = slots["best"]
+        if _better(look.value, best[0].value):
+            best = (look, slots["choice"].copy(), slots["initial"])
+        choice, initial = best[1].copy(), best[2]
+        visited = np.flatnonzero(best[0].occupancy > 0)
+        for n in rng.choice(visited, size=min(len(visited), 1 + int(rng.integers(3))), replace=False):
+            choice[n] = rng.choice(np.flatnonzero(allowed[n]))
+        return _looked(state, self._look(objective, choice, initial), clock, choice=choice, initial=initial, best=best, moves=None)
+
+    def result(self, objective: Objective, start: Policy, state: State) -> Policy:
+        best = state.slots["best"][0]
+        return _keep_best(objective, start, state.point if _better(state.point.value, best.value) else best)
 
 
-#: name -> method, in the order the portfolio runs them.
-METHODS = {"mirror": mirror, "ascent": ascent, "em": em, "greedy": greedy}
-
-#: The weights of the negative rewards in the objectives :func:`shaped` climbs in turn before the true one (1).
-SHAPING = (0.0, 0.5)
+#: The methods by name, each with its default settings, in the order the portfolio runs them
+#: (:data:`fsc.choices.SOLVER_METHODS` holds their names and settings without torch).
+METHODS: dict[str, Method] = {"mirror": Mirror(), "adam": Restarts(), "em": EM(), "greedy": Greedy()}
 
 
-def shaped(problem: Problem, start: Policy, budget: Budget, rng: np.random.Generator, *, methods: tuple[str, ...] = tuple(METHODS)) -> Policy:
-    """Leave a flat region by continuation: climb with the negative rewards weighted by each of :data:`SHAPING`, then the true value.
+@attrs.frozen(kw_only=True)
+class Shaped:
+    """Leave a flat region by continuation: the methods in turn on the objectives whose negative rewards are
+    weighted by each of ``weights`` (:meth:`fsc.objective.Objective.shaped`), then on the true one.
 
     At a controller that collects no reward on a world with rewards of both signs (tiger-grid: avoiding the
     trap and the goal alike), the gradient vanishes.  With the penalties switched off the goal pulls, and
     raising their weight step by step keeps what was learnt where it pays; the controller returned is the
     best by the true value, never worse than ``start``.
+
+    Args:
+        weights: the weights of the negative rewards, in turn, before the true objective (weight 1).
+        steps: the most steps of each method on each objective.
     """
-    current, objectives = start, [problem.shaped(weight) for weight in SHAPING] + [problem]
-    for index, objective in enumerate(objectives):
-        left = (budget.deadline - time.monotonic()) / (len(objectives) - index)
-        for name in methods:
-            current = METHODS[name](objective, current, Budget(steps=budget.steps, deadline=time.monotonic() + left / len(methods)), rng)
-    start_value = problem.value(start.probs().detach().numpy(), start.init_probs().detach().numpy())
-    return current if problem.value(current.probs().detach().numpy(), current.init_probs().detach().numpy()) > start_value else start
+
+    name: ClassVar[str] = "shaped"
+    weights: tuple[float, ...] = attrs.field(default=SHAPED["weights"], converter=tuple)
+    steps: int = _count(SHAPED["steps"])
+
+    def __attrs_post_init__(self) -> None:
+        for weight in self.weights:
+            real("weights", weight, 0.0, 1.0)
+
+    def solve(self, objective: Objective, start: Policy, budget: Budget, rng: np.random.Generator, *, methods: tuple[Method, ...]) -> Policy:
+        """The methods in turn on each objective, each for an equal share of the time left (``budget.steps`` steps each)."""
+        current, objectives = start, [objective.shaped(weight) for weight in self.weights] + [objective]
+        for index, shaped in enumerate(objectives):
+            left = (budget.deadline - time.monotonic()) / (len(objectives) - index)
+            for method in methods:
+                current = method.solve(shaped, current, Budget(steps=budget.steps, deadline=time.monotonic() + left / len(methods)), rng)
+        return current if objective.value_of(current) > objective.value_of(start) else start
+
+
+def settings(value: object) -> dict[str, object]:
+    """The settings of a method (or of :class:`Shaped`) by name, with their values: its fields, and for a
+    field that is itself a settings value (:attr:`Restarts.rule`), that value's fields in its place."""
+    found = {}
+    for field in attrs.fields(type(value)):
+        inner = getattr(value, field.name)
+        found.update(settings(inner) if attrs.has(type(inner)) else {field.name: inner})
+    return found
+
+
+def configured(value: object, **changes: object) -> object:
+    """``value`` with some of its :func:`settings` changed (names as :func:`settings` gives them).
+
+    Raises:
+        TypeError: a name that is not one of its settings; ValueError, TypeError: a bad value (the class's checks).
+    """
+    own = {field.name for field in attrs.fields(type(value))}
+    nested = {name: getattr(value, name) for name in own if attrs.has(type(getattr(value, name)))}
+    direct = {name: change for name, change in changes.items() if name in own and name not in nested}
+    left = {name: change for name, change in changes.items() if name not in direct}
+    for name, inner in nested.items():
+        mine = {key: left.pop(key) for key in list(left) if key in settings(inner)}
+        if mine:
+            direct[name] = configured(inner, **mine)
+    if left:
+        whose = getattr(value, "name", type(value).__name__)
+        raise InputTypeError(f"the {whose} method has no setting {', '.join(sorted(left))} (it has {', '.join(settings(value))})")
+    return attrs.evolve(value, **direct)

@@ -1,11 +1,12 @@
-"""``solve(world, memory)``: the best controller the methods find within a budget.
+"""The portfolio solver: a frozen settings value (:class:`Portfolio`) whose :meth:`Portfolio.solve` finds the best
+controller its methods reach within a budget; :func:`solve` is the shorthand.
 
 The portfolio runs rounds.  A round starts from the best controller so far, from a fresh random one, or
 (first) from the start it was given, and passes it through the methods in turn (each a
-:data:`fsc.solver.methods.METHODS` entry, each from the previous one's result, each for at most an equal
-share of the time left); whatever beats the best so far by exact value becomes the best, credited to the
-method that returned it.  A round that ends at a controller collecting no reward (:meth:`Problem.flat`)
-is followed by :func:`fsc.solver.methods.shaped`.
+:class:`fsc.solver.methods.Method`, each from the previous one's result, each for at most ``steps`` steps and
+an equal share of the time left); whatever beats the best so far by exact value becomes the best, credited
+to the method that returned it.  A round that ends at a controller collecting no reward
+(:meth:`fsc.objective.Objective.flat`) is followed by the continuation of :class:`fsc.solver.methods.Shaped`.
 
 On ``RAM(M)`` it grows the memory: it first solves ``RAM(M // 2^k)``, ..., ``RAM(M // 2)`` for a share of
 the budget (each size a share proportional to its memory), each started from the previous size's best
@@ -17,30 +18,26 @@ alternate between a new split of the smaller size's best (other proportions) and
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Callable
 
+import attrs
 import numpy as np
 
+from fsc.checks import integer, positive
 from fsc.errors import InputError, InputTypeError
 from fsc.evaluate import evaluate, resolve_reset
 from fsc.model.architecture import MemoryArchitecture
 from fsc.model.memory import RAM, parse_memory
 from fsc.model.policy import Policy
 from fsc.model.pomdp import POMDP, Task, as_pomdp
+from fsc.objective import Objective
 from fsc.solver.bound import upper_bound
-from fsc.solver.methods import METHODS, shaped
-from fsc.solver.problem import Budget, Problem
+from fsc.solver.methods import METHODS, Budget, Method, Shaped
 from fsc.solver.solution import Solution
 from fsc.solver.starts import can_embed, random_start, split
 
-__all__ = ["solve"]
-
-#: Steps of each method per round (each step one or two solves); the deadline cuts a round short.
-STEPS = {"ascent": 300, "mirror": 2000, "em": 200, "greedy": 300, "shaped": 300}
-#: Rounds without a better controller after which a smaller size of the ladder gives way to the next.
-PATIENCE = 3
+__all__ = ["Portfolio", "solve"]
 
 
 def _architecture(world: POMDP | Task, memory: object) -> MemoryArchitecture:
@@ -59,14 +56,84 @@ def _architecture(world: POMDP | Task, memory: object) -> MemoryArchitecture:
     return arch
 
 
-def _methods(methods: object) -> tuple[str, ...]:
-    if methods is None:
-        return tuple(METHODS)
-    names = tuple(methods.split(",")) if isinstance(methods, str) else tuple(methods)
-    unknown = [name for name in names if name not in METHODS]
-    if not names or unknown:
-        raise InputError(f"methods must be among {', '.join(METHODS)}, got {methods!r}")
-    return names
+def _methods(methods: object) -> tuple[Method, ...]:
+    """The methods, in order: method values, or names of :data:`fsc.solver.METHODS` (each with its defaults),
+    as a sequence or a comma-separated text."""
+    items = tuple(methods.split(",")) if isinstance(methods, str) else tuple(methods) if isinstance(methods, (list, tuple)) else (methods,)
+    found = tuple(METHODS.get(item) if isinstance(item, str) else item for item in items)
+    if not found or not all(isinstance(method, Method) for method in found):
+        raise InputError(f"methods must be among {', '.join(METHODS)} (names or fsc.solver method values), got {methods!r}")
+    return found
+
+
+@attrs.frozen(kw_only=True)
+class Portfolio:
+    """The portfolio solver as a value: its budget, its seed and every setting of its methods.
+
+    Args:
+        seconds: the budget, for everything (the bound, every size, the final evaluation aside).
+        seed: the random starts and kicks; with ``rounds`` and time to spare, the same seed gives the same controller.
+        rounds: at most this many rounds per memory size (``None``: until the time runs out).
+        patience: rounds without a better controller after which a smaller size of the ladder gives way to the next.
+        engine: the evaluator's engine (``auto`` picks one that fits).
+        methods: the methods of a round, in order (:mod:`fsc.solver.methods`; names give their defaults).
+        shaped: the continuation run after a round that ends in a flat region.
+    """
+
+    seconds: float = 60.0
+    seed: int = 0
+    rounds: int | None = None
+    patience: int = 3
+    engine: str = "auto"
+    methods: tuple[Method, ...] = attrs.field(default=tuple(METHODS.values()), converter=_methods)
+    shaped: Shaped = attrs.field(factory=Shaped)
+
+    def __attrs_post_init__(self) -> None:
+        object.__setattr__(self, "seconds", positive("seconds", self.seconds))
+        object.__setattr__(self, "seed", integer("seed", self.seed, 0))
+        object.__setattr__(self, "rounds", integer("rounds", self.rounds, 1, optional=True))
+        object.__setattr__(self, "patience", integer("patience", self.patience, 1))
+        if not isinstance(self.engine, str):
+            raise InputTypeError(f"engine must be a string, got {self.engine!r}")
+        if not isinstance(self.shaped, Shaped):
+            raise InputTypeError(f"shaped must be a fsc.solver.Shaped, got {self.shaped!r}")
+
+    def solve(self, world: POMDP | Task, memory: object = "ram:2", *, reset: float | None = None, discount: float | None = None,
+              start: Policy | Solution | None = None, progress: Callable[[dict], None] | None = None) -> Solution:  # fmt: skip
+        """The best controller on ``memory`` the methods find in :attr:`seconds`, with its exact value and an upper bound.
+
+        Args:
+            world: a ``fsc.POMDP`` or a task.
+            memory: ``"ram:M"`` (or any ``--memory`` text) or an architecture; RAM grows through smaller sizes.
+            reset, discount: ``r = 1 - discount``; default the world's discount (else ``r = 1e-3``).
+            start: a policy (or a solution) to start from: on ``memory``, or on a smaller RAM (split into copies).
+            progress: called with a record (``seconds``, ``memory``, ``value``, ``method``, ``upper_bound``) at each new best.
+
+        Raises:
+            ValueError, TypeError: a bad memory, reset, or a start on another memory.
+        """
+        clock = time.monotonic()
+        arch = _architecture(world, memory)
+        r = resolve_reset(world, reset, discount, allow_zero=False, default=1e-3)
+        start = _start(start, arch, np.random.default_rng([self.seed, 1 << 20]))
+        final = Objective(world=world, architecture=arch, reset=r, engine=self.engine, target="return")  # refused here if it cannot be evaluated
+        bound = upper_bound(world, 1 - r, seconds=min(0.1 * self.seconds, 10.0))
+        run = _Run(self, world, r, clock + self.seconds, progress, bound, final)
+        ladder = _ladder(arch, start)
+        for index, size in enumerate(ladder):
+            last = index == len(ladder) - 1
+            share = 1.0 if last else size.M / sum(later.M for later in ladder[index:])  # a smaller size: in proportion to its memory
+            if run.best is not None:
+                run.smaller = run.best[1]
+                start = split(run.smaller, size, np.random.default_rng([self.seed, index, 1 << 20]))
+            run.stage(size, start, share, last, index)
+        value, policy, method = run.best
+        exact = evaluate(world, policy, reset=r, engine=self.engine)
+        return Solution(
+            policy=policy, value=float(exact.value.detach()), upper_bound=bound, method=method,
+            seconds=time.monotonic() - clock, history=run.history, seed=self.seed, reset=r, evaluations=run.evaluations,
+            metrics={name: float(v.detach()) for name, v in exact.metrics.items()},
+        )  # fmt: skip
 
 
 def _ladder(arch: MemoryArchitecture, start: Policy | None) -> list[MemoryArchitecture]:
@@ -78,24 +145,24 @@ def _ladder(arch: MemoryArchitecture, start: Policy | None) -> list[MemoryArchit
 
 
 class _Run:
-    """The state of one call of :func:`solve`: the best so far, the history, the clock."""
+    """The state of one call of :meth:`Portfolio.solve`: the best so far, the history, the clock."""
 
-    def __init__(self, world, reset, engine, methods, seed, deadline, progress, bound):
-        self.world, self.reset, self.engine, self.methods, self.seed = world, reset, engine, methods, seed
+    def __init__(self, solver: Portfolio, world, reset, deadline, progress, bound, final: Objective):
+        self.solver, self.world, self.reset = solver, world, reset
         self.deadline, self.progress, self.bound, self.clock = deadline, progress, bound, time.monotonic()
         self.best: tuple[float, Policy, str] | None = None
         self.history: list[dict] = []
         self.evaluations = 0
-        self.final: Problem | None = None  # the problem of the memory asked for, built first (it may be refused)
+        self.final = final  # the objective of the memory asked for, built first (it may be refused)
         self.smaller: Policy | None = None  # the best of the size before, on the ladder
 
-    def offer(self, problem: Problem, policy: Policy, method: str) -> bool:
+    def offer(self, objective: Objective, policy: Policy, method: str) -> bool:
         """Keep ``policy`` if it beats the best of this size; True if it did."""
-        value = problem.value(policy.probs().detach().numpy(), policy.init_probs().detach().numpy())
+        value = objective.value_of(policy)
         if self.best is not None and not value > self.best[0] + 1e-12 * max(1.0, abs(self.best[0])):
             return False
         self.best = (value, policy, method)
-        record = {"seconds": time.monotonic() - self.clock, "memory": repr(problem.architecture), "value": value, "method": method}
+        record = {"seconds": time.monotonic() - self.clock, "memory": repr(objective.architecture), "value": value, "method": method}
         self.history.append(record)
         if self.progress is not None:
             self.progress({**record, "upper_bound": self.bound})
@@ -113,98 +180,54 @@ class _Run:
             return split(self.smaller, arch, rng)
         return random_start(arch, rng)
 
-    def stage(self, arch: MemoryArchitecture, start: Policy | None, share: float, rounds: int | None, last: bool, index: int) -> None:
-        """Solve one size of the ladder for ``share`` of the time left once its chain is built, ``rounds`` rounds,
-        or (not ``last``) until it stops improving."""
-        problem = self.final if self.final.architecture is arch else Problem(world=self.world, architecture=arch, reset=self.reset, engine=self.engine)
+    def stage(self, arch: MemoryArchitecture, start: Policy | None, share: float, last: bool, index: int) -> None:
+        """Solve one size of the ladder for ``share`` of the time left once its chain is built, the solver's
+        ``rounds`` rounds, or (not ``last``) until it stops improving."""
+        solver = self.solver
+        objective = self.final if self.final.architecture is arch else attrs.evolve(self.final, architecture=arch, counter=[0])
         self.best = None
-        self.offer(problem, start if start is not None else Policy.uniform(arch), "start" if start is not None else "uniform")
+        self.offer(objective, start if start is not None else Policy.uniform(arch), "start" if start is not None else "uniform")
         stage_deadline = time.monotonic() + share * (self.deadline - time.monotonic())
         if last:  # leave the time of the final evaluation (about one solve, timed once compiled) inside the budget
             clock = time.monotonic()
-            problem.value(self.best[1].probs().detach().numpy(), self.best[1].init_probs().detach().numpy())
+            objective.value_of(self.best[1])
             stage_deadline -= 2 * (time.monotonic() - clock)
         stale, n = 0, 0
-        while time.monotonic() < stage_deadline and (rounds is None or n < rounds) and (last or stale < PATIENCE) and not self.optimal():
-            rng = np.random.default_rng([self.seed, index, n])
-            current = self.round_start(arch, n, rng)
-            improved = False
-            for i, name in enumerate(self.methods):  # each method at most an equal share of what is left of the stage
-                slice_ = (stage_deadline - time.monotonic()) / (len(self.methods) - i)
-                current = METHODS[name](problem, current, Budget(steps=STEPS[name], deadline=time.monotonic() + slice_), rng)
-                improved |= self.offer(problem, current, name)
+        while time.monotonic() < stage_deadline and (solver.rounds is None or n < solver.rounds) and (last or stale < solver.patience) and not self.optimal():
+            rng = np.random.default_rng([solver.seed, index, n])
+            current, improved = self.round_start(arch, n, rng), False
+            for i, method in enumerate(solver.methods):  # each method at most an equal share of what is left of the stage
+                slice_ = (stage_deadline - time.monotonic()) / (len(solver.methods) - i)
+                current = method.solve(objective, current, Budget(steps=method.steps, deadline=time.monotonic() + slice_), rng)
+                improved |= self.offer(objective, current, method.name)
                 if time.monotonic() >= stage_deadline or self.optimal():
                     break
-            if problem.flat(self.best[0]) and time.monotonic() < stage_deadline:
-                budget = Budget(steps=STEPS["shaped"], deadline=time.monotonic() + 0.5 * (stage_deadline - time.monotonic()))
-                improved |= self.offer(problem, shaped(problem, self.best[1], budget, rng, methods=self.methods), "shaped")
+            if objective.flat(self.best[0]) and time.monotonic() < stage_deadline:
+                budget = Budget(steps=solver.shaped.steps, deadline=time.monotonic() + 0.5 * (stage_deadline - time.monotonic()))
+                improved |= self.offer(objective, solver.shaped.solve(objective, self.best[1], budget, rng, methods=solver.methods), solver.shaped.name)
             stale, n = (0 if improved else stale + 1), n + 1
-        self.evaluations += problem.evaluations[0]
+        self.evaluations += objective.evaluations
 
 
-def solve(
-    world: POMDP | Task,
-    memory: object = "ram:2",
-    *,
-    seconds: float = 60.0,
-    seed: int = 0,
-    reset: float | None = None,
-    discount: float | None = None,
-    methods: object = None,
-    start: Policy | Solution | None = None,
-    engine: str = "auto",
-    rounds: int | None = None,
-    progress: Callable[[dict], None] | None = None,
-) -> Solution:
-    """The best controller on ``memory`` the methods find in ``seconds``, with its exact value and an upper bound.
+def solve(world: POMDP | Task, memory: object = "ram:2", *, solver: Portfolio | None = None, reset: float | None = None,
+          discount: float | None = None, start: Policy | Solution | None = None, progress: Callable[[dict], None] | None = None,
+          **settings: object) -> Solution:  # fmt: skip
+    """``solver.solve(world, memory, ...)`` (:meth:`Portfolio.solve`); ``solver`` defaults to ``Portfolio()``.
 
-    Args:
-        world: a ``fsc.POMDP`` or a task.
-        memory: ``"ram:M"`` (or any ``--memory`` text) or an architecture; RAM grows through smaller sizes.
-        seconds: the budget, for everything (the bound, every size, the final evaluation aside).
-        seed: the random starts and kicks; with ``rounds`` and time to spare, the same seed gives the same controller.
-        reset, discount: ``r = 1 - discount``; default the world's discount (else ``r = 1e-3``).
-        methods: names of :data:`fsc.solver.METHODS` (a list or ``"em,greedy"``); default all, in that order.
-        start: a policy (or a solution) to start from: on ``memory``, or on a smaller RAM (embedded).
-        engine: the evaluator's engine (``auto`` picks one that fits).
-        rounds: at most this many rounds per size.
-        progress: called with a record (``seconds``, ``memory``, ``value``, ``method``, ``upper_bound``) at each new best.
+    ``settings`` are :class:`Portfolio` fields given here instead (``fsc.solve(world, "ram:3", seconds=30, seed=0)``):
+    they replace the solver's.
 
     Raises:
-        ValueError, TypeError: a bad memory, reset, method name, budget, or a start on another memory.
+        ValueError, TypeError: a bad setting, memory, reset, or a start on another memory.
     """
-    clock = time.monotonic()
-    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not (math.isfinite(seconds) and seconds > 0):
-        raise InputError(f"seconds must be a number > 0, got {seconds!r}")
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise InputError(f"seed must be an int >= 0, got {seed!r}")
-    if rounds is not None and (isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 1):
-        raise InputError(f"rounds must be an int >= 1, got {rounds!r}")
-    arch = _architecture(world, memory)
-    r = resolve_reset(world, reset, discount, allow_zero=False, default=1e-3)
-    names = _methods(methods)
-    start = _start(start, arch, np.random.default_rng([seed, 1 << 20]))
-    problem = Problem(world=world, architecture=arch, reset=r, engine=engine)
-    problem.evaluator  # noqa: B018 - refuse a memory that cannot be evaluated, before the ladder
-    deadline = clock + seconds
-    bound = upper_bound(world, 1 - r, seconds=min(0.1 * seconds, 10.0))
-    run = _Run(world, r, engine, names, seed, deadline, progress, bound)
-    run.final = problem
-    ladder = _ladder(arch, start)
-    for index, size in enumerate(ladder):
-        last = index == len(ladder) - 1
-        share = 1.0 if last else size.M / sum(later.M for later in ladder[index:])  # a smaller size: in proportion to its memory
-        if run.best is not None:
-            run.smaller = run.best[1]
-            start = split(run.smaller, size, np.random.default_rng([seed, index, 1 << 20]))
-        run.stage(size, start, share, rounds, last, index)
-    value, policy, method = run.best
-    exact = evaluate(world, policy, reset=r, engine=engine)
-    return Solution(
-        policy=policy, value=float(exact.value.detach()), upper_bound=bound, method=method,
-        seconds=time.monotonic() - clock, history=run.history, seed=seed, reset=r, evaluations=run.evaluations,
-        metrics={name: float(v.detach()) for name, v in exact.metrics.items()},
-    )  # fmt: skip
+    solver = Portfolio() if solver is None else solver
+    if not isinstance(solver, Portfolio):
+        raise InputTypeError(f"solver must be a fsc.solver.Portfolio, got {solver!r}")
+    unknown = sorted(set(settings) - {field.name for field in attrs.fields(Portfolio)})
+    if unknown:
+        raise InputTypeError(f"solve takes no {', '.join(unknown)} (the solver's settings: {', '.join(field.name for field in attrs.fields(Portfolio))})")
+    solver = attrs.evolve(solver, **settings) if settings else solver
+    return solver.solve(world, memory, reset=reset, discount=discount, start=start, progress=progress)
 
 
 def _start(start: object, arch: MemoryArchitecture, rng: np.random.Generator) -> Policy | None:

@@ -32,7 +32,7 @@ from fsc.io.trajectory import Trajectory
 from fsc.model.architecture import MemoryArchitecture
 from fsc.model.policy import Policy, check_policy
 from fsc.model.pomdp import POMDP, Task, as_pomdp
-from fsc.optim import Optimizer, State, make_optimizer, optimize
+from fsc.optim import State, Step, make_optimizer, optimize
 from fsc.resolve import resolve_policy
 from fsc.train.arguments import MAY_CHANGE, TrainingConfig
 from fsc.train.loop import Run, Thinning, TrainingResult, first_converged, train_loop
@@ -51,7 +51,7 @@ class Inputs:
     arch: MemoryArchitecture
     reset: float
     policy: Policy
-    optimizer: Optimizer
+    optimizer: Step
 
     def arguments(self, config: TrainingConfig) -> dict[str, Any]:
         """``run.json``'s ``arguments``: the world as resolved, then the configuration, the memory and the
@@ -147,8 +147,6 @@ def _resume(out: Path, arguments: dict[str, Any]) -> tuple[State | None, Traject
     if problems:
         print(f"fsc: warning: {'; '.join(problems)}; restarting the run from the start", file=sys.stderr, flush=True)
     return None, Trajectory()
-
-
 
 
 # ---------------------------------------------------------------------------

@@ -189,10 +189,10 @@ def test_the_compiled_step_is_the_python_step_to_the_bit(world, memory, conventi
     for compiled in (True, False):
         objective = Objective(world=world, architecture=arch, reset=1e-2, engine=engine, convention=convention, target=target, compiled=compiled)
         point = objective(policy.logits.detach().clone(), policy.init_logits.detach().clone())
-        state = fsc.optim.State(point=point, slots=flow_rule.start(point))
+        state = flow_rule.at(point)
         states = [state]
         for _ in range(200):
-            state = flow_rule.advance(objective, state, lambda: 0.0)
+            state = flow_rule.update(objective, state)
             states.append(state)
         runs.append(states)
     assert runs[0][-1].rejections > 0  # the rejection branch ran
@@ -583,7 +583,7 @@ BAD = [
     (dict(reset="x"), TypeError, r"reset must be a number.*'x'"),
     (dict(convention="published"), ValueError, r"convention must be one of .*'published'"),
     (dict(engine="gpu"), ValueError, r"engine must be .*'gpu'"),
-    (dict(target="reward"), ValueError, r"target must be one of \('gain', 'return'\), got 'reward'"),
+    (dict(target="reward"), ValueError, r"target must be one of 'gain', 'return', got 'reward'"),
     (dict(optimizer="sgd"), ValueError, r"optimizer must be one of .*'sgd'"),
     (dict(optimizer=3), TypeError, r"optimizer must be a name .*3"),
     (dict(optimizer="flow", lr=0.1), ValueError, r"takes no lr, got lr=0.1"),
@@ -675,3 +675,21 @@ def test_dense_and_power_engines_give_the_same_curve():
     for t in (1e2, 1e3, 1e4, 1e5):
         a, b = (np.interp(t, *curves[e]) for e in curves)
         assert abs(a - b) < 1e-4 * a, (t, a, b)
+
+
+@pytest.mark.parametrize("name", list(fsc.optim.OPTIMIZERS))
+def test_every_optimiser_is_a_step_and_optimize_is_the_loop_over_its_updates(name):
+    """init then update, by hand, pass through the points of optimize's records, bit for bit."""
+    arch = fsc.RAM(2)
+    world, policy = world_for(arch), fsc.Policy.random(arch, 3)
+    rule = fsc.optim.make_optimizer(name)
+    assert isinstance(rule, fsc.optim.Step) and rule.name == name
+    objective = Objective(world=world, architecture=arch, reset=0.1)
+    state = rule.init(objective, policy)
+    states = [state]
+    for _ in range(4):
+        state = rule.update(objective, state)
+        states.append(state)
+    records = [record for record, _ in zip(optimize(world, policy, reset=0.1, optimizer=rule), range(5), strict=False)]
+    assert [(r.gain, r.t, r.step, r.evaluations) for r in records] == [(s.point.gain, s.t, s.step, s.evaluations) for s in states]
+    assert all(torch.equal(r.state.point.logits, s.point.logits) for r, s in zip(records, states, strict=True))

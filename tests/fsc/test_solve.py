@@ -3,6 +3,7 @@
 import itertools
 import json
 
+import attrs
 import numpy as np
 import pytest
 
@@ -11,7 +12,13 @@ import tasks
 from fsc.bounds import informed_bound, mdp_bound, two_state_bound
 from fsc.cli import main
 from fsc.errors import InputError
-from fsc.solver import METHODS, Budget, Problem, embed, random_start, solve, split, upper_bound
+from fsc.objective import Objective
+from fsc.solver import METHODS, Budget, Portfolio, embed, random_start, solve, split, upper_bound
+
+
+def objective_of(*, world, architecture, reset) -> Objective:
+    """The objective the solver's methods climb: the discounted return."""
+    return Objective(world=world, architecture=architecture, reset=reset, target="return")
 
 
 def small_world(seed: int, S: int = 3, A: int = 2, O: int = 2, discount: float = 0.9) -> fsc.POMDP:
@@ -43,7 +50,7 @@ def value(world, policy) -> float:
 def test_the_gradient_the_methods_follow_is_the_value_moved_one_probability_at_a_time():
     world = small_world(1)
     arch = fsc.RAM(2, arms=2, observations=2)
-    problem = Problem(world=world, architecture=arch, reset=0.1)
+    problem = objective_of(world=world, architecture=arch, reset=0.1)
     policy = fsc.Policy.random(arch, 3)
     probs, init = policy.probs().numpy().copy(), policy.init_probs().numpy().copy()
     look = problem.look(probs, init)
@@ -60,24 +67,24 @@ def test_the_gradient_the_methods_follow_is_the_value_moved_one_probability_at_a
 def test_each_method_never_returns_a_worse_controller_and_climbs_from_the_uniform_one(name):
     world = small_world(2)
     arch = fsc.RAM(2, arms=2, observations=2)
-    problem = Problem(world=world, architecture=arch, reset=0.1)
+    problem = objective_of(world=world, architecture=arch, reset=0.1)
     rng = np.random.default_rng(0)
     for start in (fsc.Policy.uniform(arch), random_start(arch, rng)):
-        found = METHODS[name](problem, start, Budget.of(50, 30.0), rng)
+        found = METHODS[name].solve(problem, start, Budget.of(50, 30.0), rng)
         assert found.architecture == arch
         assert value(world, found) >= value(world, start) - 1e-12
-    assert value(world, METHODS[name](problem, fsc.Policy.uniform(arch), Budget.of(50, 30.0), rng)) > value(world, fsc.Policy.uniform(arch)) + 1e-6
+    assert value(world, METHODS[name].solve(problem, fsc.Policy.uniform(arch), Budget.of(50, 30.0), rng)) > value(world, fsc.Policy.uniform(arch)) + 1e-6
 
 
 def test_one_em_step_is_an_improvement():
     world = small_world(4)
     arch = fsc.RAM(2, arms=2, observations=2)
-    problem = Problem(world=world, architecture=arch, reset=0.1)
+    problem = objective_of(world=world, architecture=arch, reset=0.1)
     start = fsc.Policy.random(arch, 5)
     values = [value(world, start)]
     policy = start
     for _ in range(5):
-        policy = METHODS["em"](problem, policy, Budget.of(1, 30.0), np.random.default_rng(0))
+        policy = METHODS["em"].solve(problem, policy, Budget.of(1, 30.0), np.random.default_rng(0))
         values.append(value(world, policy))
     assert all(b >= a - 1e-12 for a, b in zip(values, values[1:], strict=False))
     assert values[-1] > values[0]
@@ -213,17 +220,90 @@ def test_fsc_solve_reports_q_on_the_two_hypothesis_world_and_refuses_bad_input_i
 
 def test_shaping_leaves_the_flat_region_where_no_reward_is_collected():
     """Free listening: "always listen" collects exactly 0, and every door has a reward of one sign or the other."""
-    from fsc.solver.methods import shaped
+    from fsc.solver import Shaped
 
     world = tasks.Tiger(listen_cost=0.0)
     assert world.pomdp.action_labels[0] == "listen"
     arch = fsc.RAM(2, arms=3, observations=2)
-    problem = Problem(world=world, architecture=arch, reset=0.05)
+    problem = objective_of(world=world, architecture=arch, reset=0.05)
     listen = fsc.Policy.from_probs(arch, np.eye(arch.num_choices)[np.zeros(arch.num_nodes, int)], np.eye(arch.num_nodes)[0])
     assert value(world, listen) == pytest.approx(0.0, abs=1e-12)
     assert problem.flat(value(world, listen)) and not problem.flat(1.0)
-    assert not Problem(world=tasks.Tiger(listen_cost=0.0, penalty=-1.0), architecture=arch, reset=0.05).flat(0.0)  # rewards of one sign: nothing to shape
+    assert not objective_of(world=tasks.Tiger(listen_cost=0.0, penalty=-1.0), architecture=arch, reset=0.05).flat(0.0)  # rewards of one sign: nothing to shape
     for name, method in METHODS.items():  # the premise: from there, no method alone moves
-        assert value(world, method(problem, listen, Budget.of(100, 30.0), np.random.default_rng(0))) == pytest.approx(0.0, abs=1e-9), name
-    found = shaped(problem, listen, Budget.of(100, 30.0), np.random.default_rng(0))
+        assert value(world, method.solve(problem, listen, Budget.of(100, 30.0), np.random.default_rng(0))) == pytest.approx(0.0, abs=1e-9), name
+    found = Shaped().solve(problem, listen, Budget.of(100, 30.0), np.random.default_rng(0), methods=tuple(METHODS.values()))
     assert value(world, found) > 1.0  # listening then opening the quiet door pays
+
+
+def test_the_solver_is_a_value_with_every_setting_of_its_methods_and_checks_them():
+    from fsc.choices import SHAPED, SOLVER_METHODS
+    from fsc.optim import Adam
+    from fsc.solver import EM, Greedy, Mirror, Restarts, Shaped, configured, settings
+
+    solver = Portfolio()
+    assert solver == Portfolio(seconds=60.0, seed=0, rounds=None, patience=3, engine="auto",
+                               methods=(Mirror(rate=1.0, steps=2000), Restarts(rule=Adam(lr=0.1, eps=1e-12, relative_eps=True), patience=100, steps=300),
+                                        EM(steps=200), Greedy(tries=20, steps=300)), shaped=Shaped(weights=(0.0, 0.5), steps=300))  # fmt: skip
+    assert [method.name for method in solver.methods] == list(SOLVER_METHODS) == ["mirror", "adam", "em", "greedy"]
+    assert {method.name: settings(method) for method in solver.methods} == SOLVER_METHODS  # the command line's options come from there
+    assert settings(solver.shaped) == SHAPED
+    assert type(solver.methods[1].rule) is Adam  # the one Adam, fsc train's too
+    with pytest.raises(attrs.exceptions.FrozenInstanceError):
+        solver.seed = 1
+    assert Portfolio(seed=np.int64(3)).seed == 3 and type(Portfolio(seed=np.int64(3)).seed) is int
+    assert Portfolio(methods="em,greedy").methods == (EM(), Greedy())
+    assert configured(METHODS["adam"], lr=0.5, patience=7) == Restarts(rule=Adam(lr=0.5, eps=1e-12, relative_eps=True), patience=7)
+    for bad, match in [(lambda: Mirror(rate=0), "rate"), (lambda: Greedy(steps=0), "steps"), (lambda: Portfolio(patience=0), "patience"),
+                       (lambda: Portfolio(seconds=-1), "seconds"), (lambda: Restarts(patience=1.5), "patience"), (lambda: Shaped(weights=(2.0,)), "weights"),
+                       (lambda: Portfolio(methods=("mirror", "ascent")), "methods"), (lambda: configured(METHODS["em"], rate=1.0), "rate"),
+                       (lambda: Restarts(rule=EM()), "rule")]:  # fmt: skip
+        with pytest.raises((ValueError, TypeError), match=match):
+            bad()
+
+
+def test_solve_with_a_solver_value_is_the_solvers_own_call_and_takes_numpy_integers():
+    world = small_world(8)
+    solver = Portfolio(seconds=60, seed=np.int64(3), rounds=1, methods=("em", "greedy"))
+    a = solve(world, "ram:1", solver=solver)
+    b = solver.solve(world, "ram:1")
+    c = solve(world, "ram:1", seconds=60, seed=np.int64(3), rounds=np.int64(1), methods="em,greedy")
+    assert a.value == b.value == c.value and a.seed == 3
+    with pytest.raises(TypeError, match="speed"):
+        solve(world, "ram:1", speed=2)
+
+
+def test_the_solvers_adam_is_adam_with_an_epsilon_relative_to_the_gradient():
+    """One step of fsc.optim.Adam(relative_eps=True) against the formula written out in numpy."""
+    from fsc.optim import Adam
+
+    world = small_world(3)
+    arch = fsc.RAM(1, arms=2, observations=2)
+    objective = objective_of(world=world, architecture=arch, reset=0.1)
+    rule = Adam(lr=0.1, eps=1e-3, relative_eps=True)
+    state = rule.init(objective, fsc.Policy.random(arch, 0))
+    g, g0 = state.point.grad_logits.numpy(), state.point.grad_init.numpy()
+    scale = max(np.abs(g).max(), np.abs(g0).max())
+    moved = rule.update(objective, state)
+    for w, grad, new in ((state.point.logits.numpy(), g, moved.point.logits.numpy()), (state.point.init_logits.numpy(), g0, moved.point.init_logits.numpy())):
+        m, v = 0.1 * grad, 0.001 * grad * grad
+        expected = w + 0.1 * (m / 0.1) / (np.sqrt(v / 0.001) + 1e-3 * scale)
+        np.testing.assert_allclose(new, expected, rtol=1e-12, atol=1e-14)
+
+
+def test_fsc_solve_reaches_every_method_setting_and_refuses_bad_ones_in_one_line(capsys):
+    from fsc.cli import make_parser
+    from fsc.cli.solve import _solver
+    from fsc.solver import EM, Mirror
+
+    args = make_parser("solve").parse_args(["solve", "--mu", "0.2", "--methods", "mirror,em", "--mirror-rate", "0.5", "--em-steps", "7",
+                                            "--shaped-weights", "0,0.25", "--patience", "2", "--seed", "4", "--rounds", "3"])  # fmt: skip
+    solver = _solver(args)
+    assert solver.methods == (Mirror(rate=0.5), EM(steps=7))
+    assert (solver.shaped.weights, solver.patience, solver.seed, solver.rounds) == ((0.0, 0.25), 2, 4, 3)
+    args = make_parser("solve").parse_args(["solve", "--mu", "0.2", "--adam-relative-eps", "false", "--adam-beta2", "0.99"])
+    assert _solver(args).methods[1].rule.beta2 == 0.99 and not _solver(args).methods[1].rule.relative_eps
+    for options, word in [(["--mirror-rate", "-1"], "rate"), (["--methods", "em", "--greedy-steps", "5"], "greedy"), (["--greedy-tries", "0"], "tries")]:
+        assert main(["solve", "--mu", "0.2", "--memory", "ram:1", "--quiet", *options]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and word in err[0], err

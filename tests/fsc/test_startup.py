@@ -186,7 +186,7 @@ def test_the_train_help_is_the_trainers():
         ["simulate", "--memory", "ram:2", "--steps", "1000"],
         ["draw", "--memory", "ram:2", "--policy", "ccp", "--out", "OUT/graph.dot"],
         ["train", "--memory", "ram:2", "--init", "random", "--max-steps", "1", "--out", "OUT/run", "--quiet"],
-        ["solve", "--memory", "ram:1", "--rounds", "1", "--methods", "ascent", "--quiet"],
+        ["solve", "--memory", "ram:1", "--rounds", "1", "--methods", "adam", "--quiet"],
     ],
     ids=lambda argv: argv[0],
 )
