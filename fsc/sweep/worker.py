@@ -330,7 +330,7 @@ def _warm_trainer() -> None:
         for engine in ("dense", "choices"):  # each engine's compiled step and multi-step run, as training calls them
             objective = Objective(world=world, architecture=RAM(2), reset=0.5, engine=engine)
             state = State(point=objective(policy.logits, policy.init_logits), slots={"next_dt": 1.0})
-            GradientFlow().advance(objective, state, lambda: 0.0)
+            GradientFlow().update(objective, state)
             GradientFlow().run(objective, state, lambda: 0.0, until_t=2.0, max_steps=None, rows=True)
     except Exception as error:  # noqa: BLE001 - the slower path still works
         print(f"fsc: warning: trainers start as new processes (warming this worker failed: {type(error).__name__}: {error})", file=sys.stderr, flush=True)
