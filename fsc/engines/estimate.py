@@ -2,10 +2,10 @@
 
 :func:`world_sizes` counts, from the world's sparse tables and the architecture's tables, every size the
 engines depend on (states, actions, observations, nodes, choices, the joint chain's nonzeros and those of
-the chain after each choice); :func:`estimate` turns them into memory and time for each engine;
-:func:`plan_engine` refuses an engine that does not fit the machine (one line naming the option, the
-estimate and the limit) and, for ``auto``, picks the large-world engine when the joint chain's own list of
-nonzeros would be large; :func:`check_declared` refuses, from the sizes a ``.POMDP`` file declares before its
+the chain after each choice); each engine turns them into memory and time
+(:meth:`fsc.engines.engine.Engine.estimate`, with the constants here), from which
+:func:`fsc.engines.registry.choose_engine` refuses an engine that does not fit the machine and decides ``auto``;
+:func:`check_declared` refuses, from the sizes a ``.POMDP`` file declares before its
 body, a world and memory that no engine can hold (:func:`least_sizes`: lower bounds of every size).  The
 constants are fitted on ``benchmarks/bench_large.py``'s worlds (2-core machine, one thread); the estimates are
 meant to be right within a factor of a few, which is what deciding and refusing need.
@@ -27,23 +27,18 @@ from fsc.model.pomdp import POMDP
 # commands call check_declared before they import them (fsc.cli.TORCH_AFTER_INPUT).
 
 __all__ = [
-    "ENGINE_NAMES",
     "Estimate",
     "Sizes",
     "available_bytes",
     "check_declared",
     "check_sizes",
-    "estimate",
     "factor_fits",
+    "gb",
     "least_bytes",
     "least_sizes",
-    "plan_engine",
     "set_up_seconds",
     "world_sizes",
 ]
-
-#: Every engine :func:`estimate` knows (those of ``fsc.engines.solve.BACKENDS``).
-ENGINE_NAMES = ("accurate", "choices", "dense", "iterative", "large", "power", "sparse")
 
 #: Bytes per stored nonzero of :class:`fsc.model.chain.JointChain` (five int32 index arrays and the weight,
 #: then the int64 tables the engines derive from them) and during its construction.
@@ -177,39 +172,6 @@ def world_sizes(world: POMDP, arch: MemoryArchitecture) -> Sizes:
     )
 
 
-def estimate(engine: str, sizes: Sizes) -> Estimate:
-    """Peak bytes and seconds of one evaluation with its gradient on ``engine``, from ``sizes`` alone."""
-    K, X, N, C = sizes.parts, sizes.joint_states, sizes.nodes, sizes.choices
-    KX = sizes.placed * N  # K X, all joint states
-    vectors = 8 * (12 * KX + 4 * N * C)  # p, lambda, seeds and the policy's tables
-    chain_bytes = CHAIN_BYTES_PER_NONZERO * sizes.chain_nonzeros
-    chain_seconds = CHAIN_SECONDS_PER_NONZERO * sizes.chain_nonzeros
-    if engine == "large":
-        Y = sizes.placed * sizes.classes
-        nnz = sizes.large_nonzeros
-        fill = LARGE_FILL * nnz
-        # Per block, the dense (S_part, Q_a, Q) table of sum_o O W and the (Q_a, Q) masks of the classes that follow.
-        vectors += 8 * sizes.states_per_part * sizes.largest_action_classes * sizes.classes
-        vectors += (9 + sizes.observations) * K * sizes.actions * sizes.largest_action_classes * sizes.classes
-        # G, G^T and the map from the policy to B's entries, CSR (12 bytes an entry), and their construction
-        vectors += STEP_BYTES_PER_NONZERO * sizes.step_nonzeros
-        seconds = SPARSE_SECONDS_PER_FLOP * fill**2 / max(Y, 1) + SPARSE_SECONDS_PER_NONZERO * (nnz + KX * C)
-        if not factor_fits(nnz):  # GMRES on an incomplete LU of at most 3 times the entries (LargeLU)
-            fill, seconds = 3 * nnz, SPARSE_SECONDS_PER_NONZERO * (KRYLOV_PRODUCTS * nnz + KX * C)
-        return Estimate(engine, vectors + LARGE_BYTES_PER_NONZERO * nnz + 12 * fill, seconds)
-    if engine in ("dense", "accurate", "power"):
-        copies = 3 if engine == "power" else 1
-        flops = (2 / 3) * KX * X**2 * (6 if engine == "power" else 1)
-        return Estimate(engine, vectors + chain_bytes + copies * 8 * KX * X, chain_seconds + DENSE_SECONDS_PER_FLOP * flops)
-    if engine == "choices":
-        Y = sizes.states_per_part * sizes.classes
-        KY = sizes.placed * sizes.classes  # K Y
-        return Estimate(engine, vectors + chain_bytes + 8 * KY * Y, chain_seconds + DENSE_SECONDS_PER_FLOP * (2 / 3) * KY * Y**2)
-    # sparse and iterative: the chain's list, a CSC copy, and the factor or the preconditioner
-    factor = 12 * LARGE_FILL * sizes.chain_nonzeros if engine == "sparse" else 24 * sizes.chain_nonzeros
-    return Estimate(engine, vectors + chain_bytes + factor, chain_seconds + SPARSE_SECONDS_PER_NONZERO * LARGE_FILL * sizes.chain_nonzeros)
-
-
 def factor_fits(nonzeros: int) -> bool:
     """Whether the complete sparse LU of a matrix with ``nonzeros`` entries (about ``LARGE_FILL`` times as many in
     its factors, 12 bytes each) fits in ``MEMORY_SHARE`` of the available memory."""
@@ -218,11 +180,11 @@ def factor_fits(nonzeros: int) -> bool:
 
 def set_up_seconds(world: POMDP, arch: MemoryArchitecture, reset: float, engine: str) -> float:
     """Seconds to build the tables of the engine ``engine`` (or the one ``auto`` picks) before the first
-    evaluation: the joint chain's list of nonzeros, or the pattern of the chain after each choice."""
-    sizes = world_sizes(world, arch)
-    if plan_engine(world, arch, reset, engine) == "large":
-        return LARGE_SECONDS_PER_NONZERO * sizes.large_nonzeros
-    return CHAIN_SECONDS_PER_NONZERO * sizes.chain_nonzeros
+    evaluation (:meth:`fsc.engines.engine.Engine.set_up_seconds`: the joint chain's list of nonzeros, or the
+    pattern of the chain after each choice), decided from the sizes alone."""
+    from fsc.engines.registry import choose_engine
+
+    return choose_engine(world, arch, reset, engine, look=False).set_up_seconds(world_sizes(world, arch))
 
 
 @functools.cache
@@ -242,7 +204,8 @@ def available_bytes() -> int:
         return 2**34
 
 
-def _gb(n: float) -> str:
+def gb(n: float) -> str:
+    """``n`` bytes in GB, to three digits (the refusals' unit)."""
     return f"{n / 1e9:.3g} GB"
 
 
@@ -260,7 +223,7 @@ def check_sizes(world: POMDP, arch: MemoryArchitecture) -> None:
     if need > limit:
         raise InputError(
             f"memory (--memory) {arch!r} on a world of {world.num_states} states and {O} observations needs at least "
-            f"{_gb(need)} ({X:,} joint states, {N * C * O:,} next nodes), over the {_gb(limit)} this machine has available; "
+            f"{gb(need)} ({X:,} joint states, {N * C * O:,} next nodes), over the {gb(limit)} this machine has available; "
             "choose a smaller memory"
         )
 
@@ -304,7 +267,7 @@ def least_sizes(states: int, actions: int, observations: int, arch: MemoryArchit
 
 
 def least_bytes(sizes: Sizes) -> Estimate:
-    """The lightest engine's :func:`estimate` on ``sizes``.
+    """The lightest engine's estimate (:meth:`fsc.engines.engine.Engine.estimate`) on ``sizes``.
 
     On the lower bounds of :func:`least_sizes` it is at most the bytes of any engine on the world itself: each
     engine's estimate grows with every size, except the large engine's, whose factor is taken complete (4 times
@@ -313,12 +276,14 @@ def least_bytes(sizes: Sizes) -> Estimate:
     too (and whose estimate is larger), or one whose ``B`` has more than ``limit / 48`` entries, whose estimate
     (84 bytes an entry at least) is over the limit as well.
     """
-    return min((estimate(name, sizes) for name in ENGINE_NAMES), key=lambda e: e.bytes)
+    from fsc.engines.registry import ENGINES
+
+    return min((engine.estimate(sizes) for engine in ENGINES.values()), key=lambda e: e.bytes)
 
 
 def check_declared(states: int, actions: int, observations: int, arch: MemoryArchitecture, *, started: int | None = None) -> None:
     """Refuse, from the sizes a file declares (before its tables are read), a world and memory that
-    :func:`check_sizes` or every engine of :func:`plan_engine` would refuse once they are built.
+    :func:`check_sizes` or every engine of :func:`fsc.engines.registry.choose_engine` would refuse once they are built.
 
     It compares with the same limit the lower bounds of :func:`least_sizes`: the joint chain's vectors and the
     table of next nodes of :func:`check_sizes` over at least ``started * N`` joint states, and the lightest
@@ -341,50 +306,6 @@ def check_declared(states: int, actions: int, observations: int, arch: MemoryArc
     else:
         what = "the joint chain's vectors and next nodes"
     raise InputError(
-        f"memory (--memory) {arch!r} on the declared S={states:,}, A={actions:,}, O={observations:,} needs at least {_gb(need)} "
-        f"({what}), over the {_gb(limit)} this machine has available; choose a smaller memory or world"
+        f"memory (--memory) {arch!r} on the declared S={states:,}, A={actions:,}, O={observations:,} needs at least {gb(need)} "
+        f"({what}), over the {gb(limit)} this machine has available; choose a smaller memory or world"
     )
-
-
-def _much_faster(sizes: Sizes, limit: float) -> bool:
-    """Whether the large engine is estimated at under a tenth of the joint chain's fastest engine that fits, one
-    that would take over ``SLOW_CHAIN_SECONDS`` (``machine`` with ``ram:1``: a long horizon whose chain the
-    iterative engine solves in many seconds, the large engine in milliseconds)."""
-    chain = [estimate(name, sizes) for name in ("choices", "sparse")]
-    seconds = min((e.seconds for e in chain if e.bytes <= limit), default=float("inf"))
-    return seconds > SLOW_CHAIN_SECONDS and 10 * estimate("large", sizes).seconds < seconds
-
-
-def plan_engine(world: POMDP, arch: MemoryArchitecture, reset: float, engine: str) -> str:
-    """The engine to run: ``engine`` itself, or for ``auto`` ``large`` when it fits and the joint chain would
-    hold more than ``LARGE_CHAIN_NONZEROS`` nonzeros (or its engines would not fit); else ``auto``, which
-    :func:`fsc.engines.solve.choose_engine` resolves on the chain.
-
-    Raises:
-        ValueError: the engine's estimated peak memory is over ``MEMORY_SHARE`` of the available memory
-            (one line: the option, the estimate and the limit).
-    """
-    sizes = world_sizes(world, arch)
-    limit = MEMORY_SHARE * available_bytes()
-    if engine == "auto":
-        if reset == 0:
-            engine = "accurate"
-        else:
-            large_fits = estimate("large", sizes).bytes <= limit
-            chain_fits = estimate("iterative", sizes).bytes <= limit  # the lightest engine on the joint chain
-            wants_large = sizes.chain_nonzeros > LARGE_CHAIN_NONZEROS or estimate("choices", sizes).bytes > limit or _much_faster(sizes, limit)
-            if large_fits and (wants_large or not chain_fits):
-                engine = "large"
-            elif chain_fits:
-                return "auto"  # the joint chain's engines (fsc.engines.solve.choose_engine)
-            else:
-                engine = "large"  # nothing fits: refused below, with the large engine's estimate
-    cost = estimate(engine, sizes)
-    if cost.bytes > limit:
-        better = [name for name in ("large", "sparse", "iterative") if name != engine and reset > 0 and estimate(name, sizes).bytes <= limit]
-        hint = f"--engine {better[0]} fits" if better else "choose a smaller --memory"
-        raise InputError(
-            f"engine {engine!r} (--engine) with memory {arch!r} (--memory) on {sizes.describe()} needs about "
-            f"{_gb(cost.bytes)} (estimate), over the {_gb(limit)} this machine has available; {hint}"
-        )
-    return engine

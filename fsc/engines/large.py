@@ -387,8 +387,6 @@ class LargeLU(Backend):
     times the entries of ``B``) is over the machine's available memory (:func:`fsc.engines.estimate.factor_fits`).
     """
 
-    needs_probs = True
-
     def __init__(self, chain: LargeChain, values: object, p0: np.ndarray, reset: float, *, probs: np.ndarray, krylov: bool | None = None):
         start = time.perf_counter()
         krylov = not factor_fits(chain.nnz) if krylov is None else krylov

@@ -12,6 +12,7 @@ import fsc
 import tasks
 from fsc.engines import estimate as est
 from fsc.engines.large import large_chain
+from fsc.engines.registry import ENGINES
 from fsc.evaluate import Evaluator
 
 from .registry import ARCHITECTURES, ids, padded_world
@@ -126,15 +127,17 @@ def test_the_declared_lower_bounds_are_at_most_the_worlds_sizes(arch, start):
                   "largest_action_classes", "chain_nonzeros", "large_nonzeros", "step_nonzeros", "placed"):  # fmt: skip
         assert getattr(least, field) <= getattr(full, field), field
     assert least.placed * least.nodes <= full.placed * full.nodes
-    for engine in est.ENGINE_NAMES:
-        assert est.estimate(engine, least).bytes <= est.estimate(engine, full).bytes, engine
-    assert est.least_bytes(least).bytes == min(est.estimate(engine, least).bytes for engine in est.ENGINE_NAMES)
+    for name, engine in ENGINES.items():
+        assert engine.estimate(least).bytes <= engine.estimate(full).bytes, name
+    assert est.least_bytes(least).bytes == min(engine.estimate(least).bytes for engine in ENGINES.values())
 
 
-def test_the_estimates_know_every_engine():
-    from fsc.engines.solve import BACKENDS
-
-    assert set(est.ENGINE_NAMES) == set(BACKENDS)
+def test_every_engine_estimates_under_its_name():
+    world = tasks.Grid4x3().pomdp
+    sizes = est.world_sizes(world, fsc.RAM(2, arms=world.num_actions, observations=world.num_observations))
+    for name, engine in ENGINES.items():
+        estimate = engine.estimate(sizes)
+        assert estimate.engine == name and estimate.bytes > 0 and estimate.seconds > 0, name
 
 
 def test_the_world_sizes_estimates_are_those_of_the_parts():
@@ -144,7 +147,7 @@ def test_the_world_sizes_estimates_are_those_of_the_parts():
     sizes = est.world_sizes(world, arch)
     assert sizes.placed_states is None and sizes.placed == sizes.parts * sizes.states_per_part
     K, X = sizes.parts, sizes.joint_states
-    assert est.estimate("dense", sizes).bytes == 8 * (12 * K * X + 4 * arch.num_nodes * arch.num_choices) + 100 * sizes.chain_nonzeros + 8 * K * X * X
+    assert ENGINES["dense"].estimate(sizes).bytes == 8 * (12 * K * X + 4 * arch.num_nodes * arch.num_choices) + 100 * sizes.chain_nonzeros + 8 * K * X * X
 
 
 @pytest.mark.parametrize("memory", ["ram:1", "ram:2"])
@@ -161,7 +164,7 @@ def test_a_world_just_under_the_declared_bound_is_handled_as_before(memory, monk
     arch = resolve_memory(memory, world)
     started = int(np.count_nonzero(world.initial))  # the file's start belief
     least = est.least_bytes(est.least_sizes(world.num_states, world.num_actions, world.num_observations, arch, started=started)).bytes
-    full = min(est.estimate(engine, est.world_sizes(world, arch)).bytes for engine in ("large", "iterative"))
+    full = min(ENGINES[engine].estimate(est.world_sizes(world, arch)).bytes for engine in ("large", "iterative"))
     assert least < full
 
     def outcome():
@@ -207,7 +210,7 @@ def test_ten_million_states_and_three_actions_are_refused_from_the_declared_size
 def test_an_engine_that_does_not_fit_is_refused_in_one_line(monkeypatch):
     world = tasks.Grid4x3().pomdp
     arch = fsc.RAM(3, arms=world.num_actions, observations=world.num_observations)
-    need = est.estimate("dense", est.world_sizes(world, arch)).bytes
+    need = ENGINES["dense"].estimate(est.world_sizes(world, arch)).bytes
     monkeypatch.setattr(est, "available_bytes", lambda: int(need / est.MEMORY_SHARE / 2))
     with pytest.raises(ValueError) as error:
         fsc.evaluate(world, fsc.Policy.uniform(arch), engine="dense")
@@ -221,7 +224,7 @@ def test_auto_picks_the_engine_that_fits(monkeypatch):
     world = tasks.Grid4x3().pomdp
     arch = fsc.RAM(3, arms=world.num_actions, observations=world.num_observations)
     sizes = est.world_sizes(world, arch)
-    large, choices = est.estimate("large", sizes).bytes, est.estimate("choices", sizes).bytes
+    large, choices = ENGINES["large"].estimate(sizes).bytes, ENGINES["choices"].estimate(sizes).bytes
     assert large < choices
     monkeypatch.setattr(est, "available_bytes", lambda: int((large + choices) / 2 / est.MEMORY_SHARE))
     assert fsc.evaluate(world, fsc.Policy.uniform(arch), reset=0.1).engine == "large"
