@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from fsc.engines import estimate as est
+from fsc.engines import cost
 from fsc.engines.engine import Engine, JointEngine
 
 if TYPE_CHECKING:
@@ -47,20 +47,20 @@ SPARSE_STATES = 2000
 CHOICES_SPARSE_STATES = 600
 
 
-def _joint_costs(sizes: est.Sizes) -> tuple[int, int, float]:
+def _joint_costs(sizes: cost.Sizes) -> tuple[int, int, float]:
     """``(vectors, chain_bytes, chain_seconds)``: every engine's vectors (``p``, ``lambda``, seeds, the policy's
     tables), and the joint chain's list of nonzeros with the time to build it."""
     KX, N, C = sizes.placed * sizes.nodes, sizes.nodes, sizes.choices  # K X, all joint states
     vectors = 8 * (12 * KX + 4 * N * C)
-    return vectors, est.CHAIN_BYTES_PER_NONZERO * sizes.chain_nonzeros, est.CHAIN_SECONDS_PER_NONZERO * sizes.chain_nonzeros
+    return vectors, cost.CHAIN_BYTES_PER_NONZERO * sizes.chain_nonzeros, cost.CHAIN_SECONDS_PER_NONZERO * sizes.chain_nonzeros
 
 
-def _dense_estimate(engine: str, sizes: est.Sizes, copies: int, flops_per_lu: float) -> est.Estimate:
+def _dense_estimate(engine: str, sizes: cost.Sizes, copies: int, flops_per_lu: float) -> cost.Estimate:
     """A dense LU (or ``copies`` dense matrices and ``flops_per_lu`` LUs' worth of products) of each part."""
     vectors, chain_bytes, chain_seconds = _joint_costs(sizes)
     KX, X = sizes.placed * sizes.nodes, sizes.joint_states
     flops = (2 / 3) * KX * X**2 * flops_per_lu
-    return est.Estimate(engine, vectors + chain_bytes + copies * 8 * KX * X, chain_seconds + est.DENSE_SECONDS_PER_FLOP * flops)
+    return cost.Estimate(engine, vectors + chain_bytes + copies * 8 * KX * X, chain_seconds + cost.DENSE_SECONDS_PER_FLOP * flops)
 
 
 def _dense_chain(chain: JointChain) -> bool:
@@ -75,7 +75,7 @@ class Dense(JointEngine):
 
     name = "dense"
 
-    def estimate(self, sizes: est.Sizes) -> est.Estimate:
+    def estimate(self, sizes: cost.Sizes) -> cost.Estimate:
         return _dense_estimate(self.name, sizes, 1, 1)
 
     def auto_cost(self, chain: JointChain, reset: float) -> float | None:
@@ -112,11 +112,11 @@ class Choices(JointEngine):
 
     name = "choices"
 
-    def estimate(self, sizes: est.Sizes) -> est.Estimate:
+    def estimate(self, sizes: cost.Sizes) -> cost.Estimate:
         vectors, chain_bytes, chain_seconds = _joint_costs(sizes)
         Y = sizes.states_per_part * sizes.classes
         KY = sizes.placed * sizes.classes  # K Y
-        return est.Estimate(self.name, vectors + chain_bytes + 8 * KY * Y, chain_seconds + est.DENSE_SECONDS_PER_FLOP * (2 / 3) * KY * Y**2)
+        return cost.Estimate(self.name, vectors + chain_bytes + 8 * KY * Y, chain_seconds + cost.DENSE_SECONDS_PER_FLOP * (2 / 3) * KY * Y**2)
 
     def auto_cost(self, chain: JointChain, reset: float) -> float | None:
         after = chain.after_choice
@@ -158,7 +158,7 @@ class Power(JointEngine):
     name = "power"
     auto = False
 
-    def estimate(self, sizes: est.Sizes) -> est.Estimate:
+    def estimate(self, sizes: cost.Sizes) -> cost.Estimate:
         return _dense_estimate(self.name, sizes, 3, 6)
 
     def backend(self, chain: JointChain, values: np.ndarray, p0: np.ndarray, reset: float, probs: np.ndarray) -> Backend:
@@ -167,11 +167,11 @@ class Power(JointEngine):
         return PowerMethod(chain, values, p0, reset)
 
 
-def _sparse_estimate(engine: str, sizes: est.Sizes, factor_bytes_per_nonzero: int) -> est.Estimate:
+def _sparse_estimate(engine: str, sizes: cost.Sizes, factor_bytes_per_nonzero: int) -> cost.Estimate:
     """The chain's list, a CSC copy, and the factor or the preconditioner."""
     vectors, chain_bytes, chain_seconds = _joint_costs(sizes)
     factor = factor_bytes_per_nonzero * sizes.chain_nonzeros
-    return est.Estimate(engine, vectors + chain_bytes + factor, chain_seconds + est.SPARSE_SECONDS_PER_NONZERO * est.LARGE_FILL * sizes.chain_nonzeros)
+    return cost.Estimate(engine, vectors + chain_bytes + factor, chain_seconds + cost.SPARSE_SECONDS_PER_NONZERO * cost.LARGE_FILL * sizes.chain_nonzeros)
 
 
 class Sparse(JointEngine):
@@ -179,8 +179,8 @@ class Sparse(JointEngine):
 
     name = "sparse"
 
-    def estimate(self, sizes: est.Sizes) -> est.Estimate:
-        return _sparse_estimate(self.name, sizes, 12 * est.LARGE_FILL)
+    def estimate(self, sizes: cost.Sizes) -> cost.Estimate:
+        return _sparse_estimate(self.name, sizes, 12 * cost.LARGE_FILL)
 
     def auto_cost(self, chain: JointChain, reset: float) -> float | None:
         return 3.0 if chain.size <= SPARSE_STATES else None
@@ -196,7 +196,7 @@ class Iterative(JointEngine):
 
     name = "iterative"
 
-    def estimate(self, sizes: est.Sizes) -> est.Estimate:
+    def estimate(self, sizes: cost.Sizes) -> cost.Estimate:
         return _sparse_estimate(self.name, sizes, 24)
 
     def auto_cost(self, chain: JointChain, reset: float) -> float | None:
@@ -214,7 +214,7 @@ class Accurate(JointEngine):
     name = "accurate"
     zero_reset = True
 
-    def estimate(self, sizes: est.Sizes) -> est.Estimate:
+    def estimate(self, sizes: cost.Sizes) -> cost.Estimate:
         return _dense_estimate(self.name, sizes, 1, 1)
 
     def auto_cost(self, chain: JointChain, reset: float) -> float | None:
@@ -233,38 +233,38 @@ class Large(Engine):
     name = "large"
     joint = False
 
-    def estimate(self, sizes: est.Sizes) -> est.Estimate:
+    def estimate(self, sizes: cost.Sizes) -> cost.Estimate:
         vectors, _, _ = _joint_costs(sizes)
         KX, C = sizes.placed * sizes.nodes, sizes.choices
         K, Q = sizes.parts, sizes.classes
         Y = sizes.placed * Q
         nnz = sizes.large_nonzeros
-        fill = est.LARGE_FILL * nnz
+        fill = cost.LARGE_FILL * nnz
         # Per block, the dense (S_part, Q_a, Q) table of sum_o O W and the (Q_a, Q) masks of the classes that follow.
         vectors += 8 * sizes.states_per_part * sizes.largest_action_classes * Q
         vectors += (9 + sizes.observations) * K * sizes.actions * sizes.largest_action_classes * Q
         # G, G^T and the map from the policy to B's entries, CSR (12 bytes an entry), and their construction
-        vectors += est.STEP_BYTES_PER_NONZERO * sizes.step_nonzeros
-        seconds = est.SPARSE_SECONDS_PER_FLOP * fill**2 / max(Y, 1) + est.SPARSE_SECONDS_PER_NONZERO * (nnz + KX * C)
-        if not est.factor_fits(nnz):  # GMRES on an incomplete LU of at most 3 times the entries (LargeLU)
-            fill, seconds = 3 * nnz, est.SPARSE_SECONDS_PER_NONZERO * (est.KRYLOV_PRODUCTS * nnz + KX * C)
-        return est.Estimate(self.name, vectors + est.LARGE_BYTES_PER_NONZERO * nnz + 12 * fill, seconds)
+        vectors += cost.STEP_BYTES_PER_NONZERO * sizes.step_nonzeros
+        seconds = cost.SPARSE_SECONDS_PER_FLOP * fill**2 / max(Y, 1) + cost.SPARSE_SECONDS_PER_NONZERO * (nnz + KX * C)
+        if not cost.factor_fits(nnz):  # GMRES on an incomplete LU of at most 3 times the entries (LargeLU)
+            fill, seconds = 3 * nnz, cost.SPARSE_SECONDS_PER_NONZERO * (cost.KRYLOV_PRODUCTS * nnz + KX * C)
+        return cost.Estimate(self.name, vectors + cost.LARGE_BYTES_PER_NONZERO * nnz + 12 * fill, seconds)
 
-    def set_up_seconds(self, sizes: est.Sizes) -> float:
-        return est.LARGE_SECONDS_PER_NONZERO * sizes.large_nonzeros
+    def set_up_seconds(self, sizes: cost.Sizes) -> float:
+        return cost.LARGE_SECONDS_PER_NONZERO * sizes.large_nonzeros
 
-    def takes_over(self, sizes: est.Sizes, estimates: dict[str, est.Estimate], limit: float) -> bool:
+    def takes_over(self, sizes: cost.Sizes, estimates: dict[str, cost.Estimate], limit: float) -> bool:
         """When the joint chain holds more than ``LARGE_CHAIN_NONZEROS`` nonzeros (building its list would take longer
         than the whole evaluation here: benchmarks/bench_large.py), when ``choices`` does not fit, or when this engine
         is estimated at under a tenth of the fastest of ``choices`` and ``sparse`` that fits and that one at over
         ``SLOW_CHAIN_SECONDS`` (``machine`` with ``ram:1``: a long horizon whose chain the iterative engine solves in
         many seconds, this engine in milliseconds)."""
         choices = estimates.get("choices")
-        if sizes.chain_nonzeros > est.LARGE_CHAIN_NONZEROS or (choices is not None and choices.bytes > limit):
+        if sizes.chain_nonzeros > cost.LARGE_CHAIN_NONZEROS or (choices is not None and choices.bytes > limit):
             return True
         chain = [estimates[name] for name in ("choices", "sparse") if name in estimates]
         seconds = min((e.seconds for e in chain if e.bytes <= limit), default=float("inf"))
-        return seconds > est.SLOW_CHAIN_SECONDS and 10 * estimates[self.name].seconds < seconds
+        return seconds > cost.SLOW_CHAIN_SECONDS and 10 * estimates[self.name].seconds < seconds
 
     def operator(self, world, architecture):
         from fsc.engines.large import large_chain

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 if TYPE_CHECKING:
     import numpy as np
 
-    from fsc.engines.estimate import Estimate, Sizes
+    from fsc.engines.cost import Estimate, Sizes
     from fsc.engines.sparse import Backend
     from fsc.model.architecture import MemoryArchitecture
     from fsc.model.chain import JointChain
@@ -96,7 +96,7 @@ class JointEngine(Engine):
     entries times the world's weights; ``dL/dpi`` through them is a scatter over the chain's nonzeros."""
 
     def set_up_seconds(self, sizes: Sizes) -> float:
-        from fsc.engines.estimate import CHAIN_SECONDS_PER_NONZERO
+        from fsc.engines.cost import CHAIN_SECONDS_PER_NONZERO
 
         return CHAIN_SECONDS_PER_NONZERO * sizes.chain_nonzeros
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from fsc.engines import estimate as est
+from fsc.engines import cost
 from fsc.engines.builtin import BUILTIN
 from fsc.engines.engine import Engine
 from fsc.errors import InputError, InputTypeError
@@ -56,7 +56,7 @@ def choose_engine(world: POMDP, architecture: MemoryArchitecture, reset: float, 
     """The engine that runs: ``name`` itself, or for ``auto`` the cheapest by the engines' own estimates.
 
     ``auto`` considers the engines with :attr:`~fsc.engines.engine.Engine.auto` that accept ``reset``.  First, from the
-    world's sizes alone (:func:`fsc.engines.estimate.world_sizes`): an engine that does not work on the joint chain
+    world's sizes alone (:func:`fsc.engines.cost.world_sizes`): an engine that does not work on the joint chain
     (``large``) runs when it fits and it :meth:`~fsc.engines.engine.Engine.takes_over`, or when none of the joint
     chain's engines fits.  Else the joint chain is built (:func:`fsc.model.chain.joint_chain`, cached) and the
     engine of lowest :meth:`~fsc.engines.engine.Engine.auto_cost` on it runs.  ``look=False``: decide from the sizes
@@ -67,8 +67,8 @@ def choose_engine(world: POMDP, architecture: MemoryArchitecture, reset: float, 
         ValueError: the engine's estimated peak memory is over ``MEMORY_SHARE`` of the available memory (one line:
             the option, the estimate, the limit, and the lightest other engine that fits).
     """
-    sizes = est.world_sizes(world, architecture)
-    limit = est.MEMORY_SHARE * est.available_bytes()
+    sizes = cost.world_sizes(world, architecture)
+    limit = cost.MEMORY_SHARE * cost.available_bytes()
     candidates = [engine for engine in ENGINES.values() if reset > 0 or engine.zero_reset]
     estimates = {engine.name: engine.estimate(sizes) for engine in candidates}
     if name != "auto":
@@ -90,12 +90,12 @@ def choose_engine(world: POMDP, architecture: MemoryArchitecture, reset: float, 
             if not ranked:
                 raise InputError(f"engine 'auto' found no engine for this chain among {sorted(ENGINES)}; name one (--engine)")
             return min(ranked, key=lambda e: costs[e.name])
-    cost = estimates[engine.name] if engine.name in estimates else engine.estimate(sizes)
-    if cost.bytes > limit:
+    need = estimates[engine.name] if engine.name in estimates else engine.estimate(sizes)
+    if need.bytes > limit:
         fitting = sorted((e for e in candidates if e is not engine and estimates[e.name].bytes <= limit), key=lambda e: estimates[e.name].bytes)
         hint = f"--engine {fitting[0].name} fits" if fitting else "choose a smaller --memory"
         raise InputError(
             f"engine {engine.name!r} (--engine) with memory {architecture!r} (--memory) on {sizes.describe()} needs about "
-            f"{est.gb(cost.bytes)} (estimate), over the {est.gb(limit)} this machine has available; {hint}"
+            f"{cost.gb(need.bytes)} (estimate), over the {cost.gb(limit)} this machine has available; {hint}"
         )
     return engine

@@ -7,8 +7,8 @@ import torch
 
 import fsc
 import tasks
+from fsc.engines.cost import Estimate
 from fsc.engines.engine import JointEngine
-from fsc.engines.estimate import Estimate
 from fsc.engines.registry import ENGINES, register_engine, unregister_engine
 from fsc.engines.sparse import Backend
 from fsc.evaluate import Evaluator
