@@ -311,13 +311,16 @@ class Evaluator:
             d_probs, lam, run.p_hat, chain.part_weights, run.probs, run.init_probs, table, r, chain.initial_world, S, N, scale, on == "probs"
         )
 
-    def fused_constants(self, *, gain: float = 0.0, value: float = 0.0) -> kernels.Fused | None:
-        """The tables of :func:`fsc.engines.kernels.fused_value_gradient` for the loss ``gain * G + value * V``.
+    def fused_constants(self, *, gain: float = 0.0, value: float = 0.0) -> tuple | None:
+        """The tables of :func:`fsc.engines.kernels.fused_value_gradient` for the loss ``gain * G + value * V``: the
+        engine's :class:`fsc.engines.kernels.Fused` as the plain tuple the kernels take fastest
+        (:func:`fsc.engines.kernels.plain`; they name its fields again on entry).
 
         ``None`` when the engine has no compiled path (:meth:`fsc.engines.engine.Engine.fused_constants`: all but dense and choices).
         """
         seed = gain + (value / self.reset if value else 0.0)  # as in backward
-        return self.kind.fused_constants(self.operator, self.architecture, self.tables, self.step_reward, self.reset, self.factor * seed)
+        fused = self.kind.fused_constants(self.operator, self.architecture, self.tables, self.step_reward, self.reset, self.factor * seed)
+        return None if fused is None else kernels.plain(fused)
 
 
 _NO_SEED = np.zeros((0, 0))

@@ -20,10 +20,15 @@ from decimal import Decimal, localcontext
 import llvmlite.binding as llvm
 import numpy as np
 from numba import njit, types
-from numba.extending import get_cython_function_address
+from numba.extending import get_cython_function_address, overload
+
+from fsc.model.chain import KernelTables
 
 __all__ = [
     "Fused",
+    "as_fused",
+    "as_tables",
+    "plain",
     "adjoint_seed",
     "after_choice_solve",
     "after_choice_system_t",
@@ -51,9 +56,11 @@ __all__ = [
 
 
 #: The tables of the compiled evaluation (:meth:`fsc.evaluate.Evaluator.fused_constants`), read by name in compiled
-#: code (numba types a namedtuple by its fields).  The dense engine's ``after_choice`` is False and its last seven
-#: fields are empty; ``t`` is :attr:`fsc.model.chain.AfterChoice.kernel_tables`; ``a = 1 - reset``; ``scale`` is the
-#: loss's weight of the gain read out (the convention's factor times the seed); ``scaled_weight = a * weight``.
+#: code.  The dense engine's ``after_choice`` is False and its last seven fields are empty; ``t`` is
+#: :attr:`fsc.model.chain.AfterChoice.kernel_tables`; ``a = 1 - reset``; ``scale`` is the loss's weight of the gain
+#: read out (the convention's factor times the seed); ``scaled_weight = a * weight``.  They cross from Python as
+#: the plain tuple of :func:`plain` (numba's dispatcher types a plain tuple in C, a namedtuple in Python: 1.7 us
+#: more a call on RAM 8), and each kernel called from Python names them again (:func:`as_fused`), at no cost.
 Fused = collections.namedtuple(
     "Fused",
     (
@@ -62,6 +69,41 @@ Fused = collections.namedtuple(
         "after_choice", "t", "b_index_t", "b_node_choice", "b_weight", "b_padding", "valid", "b_runs",
     ),
 )  # fmt: skip
+
+
+#: Where ``t`` sits among the fields of :data:`Fused` (the conversions below spell it out, as numba slices a
+#: tuple only by literal bounds).
+_T = 19
+assert Fused._fields.index("t") == _T
+
+
+def plain(c: Fused) -> tuple:
+    """``c`` as the plain tuple, its ``t`` a plain tuple too, that the kernels take fastest from Python."""
+    return (*c[:_T], tuple(c.t), *c[_T + 1 :])
+
+
+def as_tables(t):
+    """``t`` (:attr:`fsc.model.chain.AfterChoice.kernel_tables`, named or plain) as a :class:`~fsc.model.chain.KernelTables`."""
+    return t if isinstance(t, KernelTables) else KernelTables(*t)
+
+
+def as_fused(c):
+    """``c`` (a :data:`Fused`, or its :func:`plain` tuple) as a :data:`Fused`."""
+    return c if isinstance(c, Fused) else Fused(*c[:19], as_tables(c[19]), *c[20:])
+
+
+@overload(as_tables, inline="always")
+def _as_tables_compiled(t):  # pragma: no cover - compiled
+    if isinstance(t, types.BaseNamedTuple):
+        return lambda t: t
+    return lambda t: KernelTables(*t)
+
+
+@overload(as_fused, inline="always")
+def _as_fused_compiled(c):  # pragma: no cover - compiled
+    if isinstance(c, types.BaseNamedTuple):
+        return lambda c: c
+    return lambda c: Fused(*c[:19], as_tables(c[19]), *c[20:])
 
 
 def _exp_constants() -> tuple[np.ndarray, np.ndarray, float, float, float]:
@@ -254,6 +296,7 @@ def after_choice_transition_gradient(lam, p, t, valid, a, S, N):  # pragma: no c
     """:func:`transition_gradient` for ``P = G Pi`` (:class:`fsc.model.chain.AfterChoice`; ``t`` is its
     :attr:`~fsc.model.chain.AfterChoice.kernel_tables`):
     ``dL/dpi[n, c] = a sum_{k, s} p[k, (s, n)] (G^T lambda)[k, (s, q(n, c))]``, in ``O(K S N C)``."""
+    t = as_tables(t)
     K, C = lam.shape[0], t.class_of.shape[1]
     h, d_probs = np.empty((K, S * t.num_classes)), np.empty((N, C))
     after_choice_transition_gradient_into(lam, p, t, valid, a, S, N, h, d_probs)
@@ -429,6 +472,7 @@ def after_choice_solve(lu, piv, b, trans, probs, t, padding, valid, a, S, N):  #
     has no rows and ``Pi`` no columns), the Woodbury identity gives
     ``A^{-1} b = D^{-1} b + a G B^{-1} Pi D^{-1} b`` and ``A^{-T} g = D^{-1} g + a Pi^T B^{-T} G^T D^{-1} g``.
     """
+    t = as_tables(t)
     K, X = b.shape
     YR = t.recurrent.shape[0]
     x = np.empty((K, X))
@@ -573,6 +617,7 @@ def training_workspace(c):  # pragma: no cover - compiled
     """The arrays :func:`value_gradient_into` works in, for the constants ``c`` of the choices engine: allocated
     once per :func:`flow_run` call rather than once per evaluation.  ``(probs, init_probs, B, pivots, values,
     p, z, zr, p_hat, total, f0, lam, h, d_probs, ints, code)``; on the dense engine (unused) all empty."""
+    c = as_fused(c)
     allowed, padding, S, N, t, b_padding = c.allowed, c.padding, c.S, c.N, c.t, c.b_padding
     K, X = padding.shape
     C = allowed.shape[1]
@@ -638,6 +683,7 @@ def fused_value_gradient(w_pi, w_0, c):  # pragma: no cover - compiled
     then :func:`fused_backward`.  ``c`` is the :data:`Fused` of :meth:`fsc.evaluate.Evaluator.fused_constants`;
     its ``after_choice`` flag picks the chain after each choice (:func:`after_choice_solve`) over the whole chain.
     """
+    c = as_fused(c)
     return value_gradient_into(w_pi, w_0, c, training_workspace(c))
 
 
@@ -662,6 +708,7 @@ def value_gradient_into(w_pi, w_0, c, work):  # pragma: no cover - compiled
 def fused_forward_gradient(w_pi, w_0, c):  # pragma: no cover - compiled
     """:func:`fused_forward` and the gradient of :func:`fused_value_gradient` in one call, for a caller that keeps
     both: the forward pass's nine results, then ``grad`` and ``grad_init`` (empty when not ``ok``)."""
+    c = as_fused(c)
     probs, init_probs, A_t, piv, p, p_hat, total, expected, ok = fused_forward(w_pi, w_0, c)
     if not ok:
         return probs, init_probs, A_t, piv, p, p_hat, total, expected, ok, np.zeros((0, 0)), np.zeros(0)
@@ -673,6 +720,7 @@ def fused_forward_gradient(w_pi, w_0, c):  # pragma: no cover - compiled
 def fused_forward(w_pi, w_0, c):  # pragma: no cover - compiled
     """The forward pass of :func:`fused_value_gradient`: ``(probs, init_probs, A_t, piv, p, p_hat, total, expected, ok)``,
     ``A_t`` and ``piv`` the LU factors that :func:`fused_backward` reuses for the transposed solve."""
+    c = as_fused(c)
     allowed, reset_mask, node_choice, weight, initial_world = c.allowed, c.reset_mask, c.node_choice, c.weight, c.initial_world
     dense_index_t, padding, part_weights, tables, reset, a, S, N = c.dense_index_t, c.padding, c.part_weights, c.tables, c.reset, c.a, c.S, c.N
     K, X = padding.shape
@@ -707,6 +755,7 @@ def fused_backward(c, probs, init_probs, A_t, piv, p, p_hat, total, table, seed,
     """The adjoint pass of :func:`fused_value_gradient` on the factors of :func:`fused_forward`: ``(dL/dw_pi, dL/dw_0)``
     for ``L = scale * (table . p_hat) + seed . p_hat`` (``seed`` of shape ``(0, 0)``: none), as
     :meth:`fsc.evaluate.Evaluator.backward` computes it (``on_probs``: with respect to the probabilities)."""
+    c = as_fused(c)
     node_choice, initial_world, padding, part_weights = c.node_choice, c.initial_world, c.padding, c.part_weights
     flat_rows, flat_cols, scaled_weight, reset, a, S, N, t, valid = c.flat_rows, c.flat_cols, c.scaled_weight, c.reset, c.a, c.S, c.N, c.t, c.valid
     lam = adjoint_seed(p_hat, total, part_weights, probs, table, seed, S, N)
@@ -840,6 +889,7 @@ def flow_step(w_pi, w_0, g, g0, gain, dt, max_dgrad, min_dt, factor, c):  # prag
     Returns ``(status, logits, init_logits, grad, grad_init, expected, dt, next_dt, evaluations,
     rejections)``; ``status`` is one of the ``STEP_*`` codes.
     """
+    c = as_fused(c)
     return flow_step_into(w_pi, w_0, g, g0, gain, dt, max_dgrad, min_dt, factor, c, training_workspace(c))
 
 
@@ -898,6 +948,7 @@ def flow_run(w_pi, w_0, g, g0, gain, dt, max_dgrad, min_dt, factor, c, t, step, 
     ``t``, ``step``, ``dt``, gradient norm, tries since the call began, :func:`monotonic` clock and
     expectations, at the ``ROW_*`` columns), or ``(0, 0)`` for none.
     """
+    c = as_fused(c)
     evaluations = 0
     rejections = 0
     expected = np.zeros(0)
@@ -932,6 +983,7 @@ def fused_value_gradient_distribution(w_pi, w_0, c):  # pragma: no cover - compi
     """:func:`fused_value_gradient` and the stationary distribution ``p_hat`` in one call, for ``fsc.evaluate`` under
     autograd: ``(expected, p_hat, grad, grad_init, ok)``, the same numbers; five results to hand back to Python
     instead of :func:`fused_forward_gradient`'s eleven (a caller that needs the factors computes them again)."""
+    c = as_fused(c)
     probs, init_probs, A_t, piv, p, p_hat, total, expected, ok = fused_forward(w_pi, w_0, c)
     if not ok:
         return expected, p_hat, probs, init_probs, False
