@@ -10,12 +10,12 @@ import attrs
 import numpy as np
 import torch
 
-from fsc.checks import CONVENTIONS, check_reset
+from fsc.checks import CONVENTIONS, check_reset, flag
 from fsc.engines import kernels
 from fsc.engines.estimate import check_sizes
-from fsc.engines.registry import ENGINES, choose_engine
+from fsc.engines.registry import ENGINES, check_engine, choose_engine
 from fsc.engines.sparse import Backend, stationary_residual
-from fsc.errors import InputError, InputTypeError
+from fsc.errors import InputError
 from fsc.model.architecture import MemoryArchitecture
 from fsc.model.policy import Policy, check_policy
 from fsc.model.pomdp import POMDP, Task, as_pomdp, paper_read, resolve_reset
@@ -137,8 +137,7 @@ class Evaluator:
     def __init__(self, world: POMDP | Task, architecture: MemoryArchitecture, reset: float, engine: str = "auto", convention: str = "native"):
         if convention not in CONVENTIONS:
             raise InputError(f"convention must be one of {CONVENTIONS}, got {convention!r}")
-        if not isinstance(engine, str) or (engine != "auto" and engine not in ENGINES):
-            raise InputError(f"engine must be 'auto' or one of {sorted(ENGINES)}, got {engine!r}")
+        check_engine(engine)
         pomdp = as_pomdp(world)
         check_sizes(pomdp, architecture)
         chosen = choose_engine(pomdp, architecture, reset, engine)
@@ -461,62 +460,36 @@ def evaluate(
 
     With ``p = r (I - (1 - r) P)^{-1} p0`` per closed part (Lemma 2.1):
 
-    - ``native``: ``gain = E_p[reward of the step taken]``, and each metric
-      the same expectation of its per-step table (``q``: the probability
-      that the arm played is the worse one);
-    - ``paper``: the reward is carried by the state it leads to and a reset
-      state carries 0, so ``gain = (1 - r) E_p[reward of the step]``; a task
-      reads its metrics from that gain (two-hypothesis:
+    - ``native``: ``gain = E_p[reward of the step taken]``, and each metric the same expectation of its per-step
+      table (``q``: the probability that the arm played is the worse one);
+    - ``paper``: the reward is carried by the state it leads to and a reset state carries 0, so
+      ``gain = (1 - r) E_p[reward of the step]``; a task reads its metrics from that gain (two-hypothesis:
       ``q = (1 - gain / mu) / 2``).
 
-    Everything it returns is differentiable in ``policy.logits`` and
-    ``policy.init_logits``; the backward pass is the adjoint method of
-    :class:`Evaluator` (one more solve with the factors of the forward pass),
-    the same computation training runs.  ``value = gain / r`` is the
-    discounted return: ``p / r = sum_t gamma^t P^t p0`` with ``gamma = 1 - r``,
-    so ``sum p R / r = sum_t gamma^t E[R_t]``.
+    Everything it returns is differentiable in ``policy.logits`` and ``policy.init_logits``; the backward pass is
+    the adjoint method of :class:`Evaluator` (one more solve with the factors of the forward pass), the same
+    computation training runs.  ``value = gain / r`` is the discounted return: ``p / r = sum_t gamma^t P^t p0``
+    with ``gamma = 1 - r``, so ``sum p R / r = sum_t gamma^t E[R_t]``.  ``reset`` and ``discount``
+    (``r = 1 - discount``) name one parameter; given neither, the world's declared discount is used.
 
-    ``reset`` and ``discount`` (``r = 1 - discount``) name one parameter;
-    given neither, the world's declared discount is used.
-
-    ``gradient=True``: the gradient of the gain alone, without autograd, as
-    :attr:`Evaluation.grad_logits` and :attr:`Evaluation.grad_init_logits`
-    (the same bits ``gain.backward()`` gives), and no output carries a graph.
-    On the dense and choices engines it is the training path's one compiled
-    call; it spares the cost of torch's autograd (about 20-30 µs a call,
-    as much as the whole value and gradient of RAM M = 8).
-
-    On the dense and choices engines both passes are the training path's
-    compiled kernel (:meth:`Evaluator.forward_compiled`); when the logits require
-    a gradient, the forward pass is the training path's very call
-    (:meth:`Evaluator.forward_gradient`), whose gradient of the gain
-    ``gain.backward()`` hands over.
+    ``gradient=True``: the gradient of the gain alone, without autograd, as :attr:`Evaluation.grad_logits` and
+    :attr:`Evaluation.grad_init_logits` (the same bits ``gain.backward()`` gives), and no output carries a graph;
+    it spares the cost of torch's autograd (about 20-30 µs a call, as much as the whole value and gradient of
+    RAM M = 8).  On the dense and choices engines both passes are the training path's compiled kernel
+    (:meth:`Evaluator.forward_compiled`); when the logits require a gradient, or with ``gradient=True``, the
+    forward pass is the training path's very call (:meth:`Evaluator.forward_gradient`), whose gradient of the
+    gain ``gain.backward()`` hands over.
 
     Raises:
-        ValueError: bad ``reset`` or ``discount`` (or both given, or neither
-            for a world without a discount), unknown engine or convention, a policy on
-            another architecture, a world the architecture cannot play in.
+        ValueError: bad ``reset`` or ``discount`` (or both given, or neither for a world without a discount),
+            unknown engine or convention, a policy on another architecture, a world the architecture cannot play in.
     """
     start = time.perf_counter()
     check_policy(policy)
-    if not isinstance(gradient, bool):
-        raise InputTypeError(f"gradient must be True or False, got {gradient!r}")
+    flag("gradient", gradient)
     reset = resolve_reset(world, reset, discount)
     evaluator = Evaluator.of(world, policy.architecture, reset, engine, convention)
-    gradients = {}
-    if gradient:  # outside autograd: the gain's gradient from the same pass, no graph
-        w_pi, w_0 = policy.logits.detach().numpy(), policy.init_logits.detach().numpy()
-        run = evaluator.forward_gradient(w_pi, w_0)
-        found = run.gradient
-        if found is None:  # an engine without the compiled pass: its adjoint solve, as gain.backward() calls it
-            found = evaluator.backward(run, gain=1.0, metrics=dict.fromkeys(run.metrics, 0.0))
-        gradients = {"grad_logits": torch.from_numpy(found[0]), "grad_init_logits": torch.from_numpy(found[1])}
-        gain, *outputs, distribution = _outputs(run, evaluator)
-    else:
-        # under autograd the gradient of the gain comes with the forward pass, in the same compiled call
-        box: dict = {"gradient": torch.is_grad_enabled() and (policy.logits.requires_grad or policy.init_logits.requires_grad)}
-        gain, *outputs, distribution = _Evaluate.apply(policy.logits, policy.init_logits, evaluator, box)
-        run = box["run"]
+    run, (gain, *outputs, distribution), gradients = _run(evaluator, policy, gradient)
     return Evaluation(
         gain=gain,
         metrics=dict(zip(run.metrics, outputs, strict=True)),
@@ -530,3 +503,17 @@ def evaluate(
         info=run.info,
         **gradients,
     )
+
+
+def _run(evaluator: Evaluator, policy: Policy, gradient: bool) -> tuple[Pass | Light, tuple[torch.Tensor, ...], dict[str, torch.Tensor]]:
+    """The pass of :func:`evaluate`: the run, its outputs (:func:`_outputs`) and, with ``gradient``, the gain's gradient."""
+    if not gradient:  # under autograd the gradient of the gain comes with the forward pass, in the same compiled call
+        box: dict = {"gradient": torch.is_grad_enabled() and (policy.logits.requires_grad or policy.init_logits.requires_grad)}
+        outputs = _Evaluate.apply(policy.logits, policy.init_logits, evaluator, box)
+        return box["run"], outputs, {}
+    # outside autograd: the gain's gradient from the same pass, no graph
+    run = evaluator.forward_gradient(policy.logits.detach().numpy(), policy.init_logits.detach().numpy())
+    found = run.gradient
+    if found is None:  # an engine without the compiled pass: its adjoint solve, as gain.backward() calls it
+        found = evaluator.backward(run, gain=1.0, metrics=dict.fromkeys(run.metrics, 0.0))
+    return run, _outputs(run, evaluator), {"grad_logits": torch.from_numpy(found[0]), "grad_init_logits": torch.from_numpy(found[1])}

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from fsc.model.architecture import MemoryArchitecture
     from fsc.model.pomdp import POMDP
 
-__all__ = ["ENGINES", "Engine", "choose_engine", "register_engine", "unregister_engine"]
+__all__ = ["ENGINES", "Engine", "check_engine", "choose_engine", "register_engine", "unregister_engine"]
 
 #: Every engine by name, in the order they were registered.
 ENGINES: dict[str, Engine] = {}
@@ -52,6 +52,17 @@ for _engine in BUILTIN:
     register_engine(_engine)
 
 
+def check_engine(name: object) -> str:
+    """``name`` if it is ``auto`` or a registered engine's.
+
+    Raises:
+        ValueError: anything else, in one line listing the registry.
+    """
+    if not isinstance(name, str) or (name != "auto" and name not in ENGINES):
+        raise InputError(f"engine must be 'auto' or one of {sorted(ENGINES)}, got {name!r}")
+    return name
+
+
 def choose_engine(world: POMDP, architecture: MemoryArchitecture, reset: float, name: str = "auto", *, look: bool = True) -> Engine:
     """The engine that runs: ``name`` itself, or for ``auto`` the cheapest by the engines' own estimates.
 
@@ -64,9 +75,10 @@ def choose_engine(world: POMDP, architecture: MemoryArchitecture, reset: float, 
     at the chain (they all build the same one).
 
     Raises:
-        ValueError: the engine's estimated peak memory is over ``MEMORY_SHARE`` of the available memory (one line:
+        ValueError: an unknown ``name`` (:func:`check_engine`); the engine's estimated peak memory is over ``MEMORY_SHARE`` of the available memory (one line:
             the option, the estimate, the limit, and the lightest other engine that fits).
     """
+    check_engine(name)
     sizes = cost.world_sizes(world, architecture)
     limit = cost.MEMORY_SHARE * cost.available_bytes()
     candidates = [engine for engine in ENGINES.values() if reset > 0 or engine.zero_reset]
