@@ -47,8 +47,8 @@ import scipy.sparse as sp
 import scipy.sparse.csgraph as csgraph
 import scipy.sparse.linalg as spla
 
+from fsc.checks import integer, positive
 from fsc.engines.sparse import Backend, SparseLU, system_matrices
-from fsc.errors import InputError
 from fsc.model.architecture import MemoryArchitecture
 from fsc.model.chain import JointChain
 
@@ -221,11 +221,9 @@ class Iterative(Backend):
         post: int = 1,
         fallback_states: int = 25_000,
     ):
-        if not (isinstance(tol, float) and 0 < tol < 1):
-            raise InputError(f"tol must be a float in (0, 1), got {tol!r}")
-        for name, value, low in (("restart", restart, 1), ("maxiter", maxiter, 1), ("pre", pre, 0), ("post", post, 0)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < low:
-                raise InputError(f"{name} must be an integer >= {low}, got {value!r}")
+        tol = positive("tol", tol, 1.0)
+        restart, maxiter = integer("restart", restart, 1), integer("maxiter", maxiter, 1)
+        pre, post = integer("pre", pre, 0), integer("post", post, 0)
         self.chain, self.values, self.p0, self.reset = chain, values, p0, reset
         self.tol, self.restart, self.maxiter, self.pre, self.post = tol, restart, maxiter, pre, post
         self.fallback_states = fallback_states

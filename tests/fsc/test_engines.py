@@ -308,7 +308,7 @@ def test_iterative_reports_iterations_and_residuals():
 @pytest.mark.parametrize("bad", [{"tol": 0.0}, {"tol": 1}, {"restart": 0}, {"maxiter": True}, {"pre": -1}])
 def test_iterative_rejects_bad_options(bad):
     chain, _, values, p0 = _system(tasks.TwoHypothesis(0.1), fsc.Memento(2))
-    with pytest.raises(ValueError, match=f"{next(iter(bad))} must be"):
+    with pytest.raises((ValueError, TypeError), match=f"{next(iter(bad))} must be"):
         Iterative(chain, values, p0, 0.1, **bad)
 
 
