@@ -18,7 +18,7 @@ __all__ = export(
     __name__,
     {
         "fsc.engines.iterative": ("ConvergenceError",),
-        "fsc.engines.solve": ("ENGINES", "choose_engine"),
+        "fsc.engines.registry": ("ENGINES", "Engine", "register_engine", "unregister_engine"),
         "fsc.evaluate": ("CONVENTIONS", "Evaluation", "evaluate"),
         "fsc.io.pomdp_file": ("read_pomdp", "write_pomdp"),
         "fsc.model.architecture": ("Automaton", "MemoryArchitecture", "architecture_kind", "register_architecture"),

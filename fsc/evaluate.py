@@ -10,15 +10,13 @@ import attrs
 import numpy as np
 import torch
 
-from fsc.checks import CONVENTIONS, check_reset
+from fsc.checks import CONVENTIONS, check_reset, flag
 from fsc.engines import kernels
-from fsc.engines.estimate import check_sizes, plan_engine
-from fsc.engines.large import large_chain
-from fsc.engines.solve import BACKENDS, ZERO_RESET_ENGINES, choose_engine
+from fsc.engines.estimate import check_sizes
+from fsc.engines.registry import ENGINES, check_engine, choose_engine
 from fsc.engines.sparse import Backend, stationary_residual
-from fsc.errors import InputError, InputTypeError
+from fsc.errors import InputError
 from fsc.model.architecture import MemoryArchitecture
-from fsc.model.chain import joint_chain, require_after_choice
 from fsc.model.policy import Policy, check_policy
 from fsc.model.pomdp import POMDP, Task, as_pomdp, paper_read, resolve_reset
 
@@ -111,7 +109,7 @@ class Evaluator:
     autograd (its backward pass is :meth:`backward`), training calls
     :meth:`forward` and :meth:`backward` directly.  Per closed part ``k``,
     with ``A = I - (1 - r) P`` (``P[x2, x]``: probability of ``x -> x2``) and
-    the engine's solver for ``A`` and ``A^T`` (:data:`fsc.engines.solve.BACKENDS`):
+    the engine's solver for ``A`` and ``A^T`` (:meth:`fsc.engines.engine.Engine.factor`):
 
     .. math::
 
@@ -125,9 +123,13 @@ class Evaluator:
     softmaxes to the logits.  Everything outside the engine's solves runs in
     a few compiled loops (:mod:`fsc.engines.kernels`) on tables the chain lays out
     once, so that a call on a small chain (RAM M = 8: two parts of 40 states)
-    costs a few microseconds more than its LU.  On the dense and choices engines
+    costs a few microseconds more than its LU.  On an engine with a compiled path
+    (:meth:`fsc.engines.engine.Engine.fused_constants`: dense and choices)
     :meth:`forward_compiled` is the training path's compiled forward pass, whose
     factors :meth:`backward` reuses in one compiled adjoint pass.
+
+    The engine is an object of :data:`fsc.engines.registry.ENGINES`, picked by
+    :func:`fsc.engines.registry.choose_engine`; :attr:`engine` is its name.
     """
 
     _last: ClassVar[Evaluator | None] = None
@@ -135,30 +137,22 @@ class Evaluator:
     def __init__(self, world: POMDP | Task, architecture: MemoryArchitecture, reset: float, engine: str = "auto", convention: str = "native"):
         if convention not in CONVENTIONS:
             raise InputError(f"convention must be one of {CONVENTIONS}, got {convention!r}")
-        if not isinstance(engine, str) or (engine != "auto" and engine not in BACKENDS):
-            raise InputError(f"engine must be 'auto' or one of {sorted(BACKENDS)}, got {engine!r}")
+        check_engine(engine)
         pomdp = as_pomdp(world)
         check_sizes(pomdp, architecture)
-        name = plan_engine(pomdp, architecture, reset, engine)
-        if reset == 0 and name not in ZERO_RESET_ENGINES:
-            raise InputError(f"reset = 0 (a chain with a single recurrent class) needs one of the engines {sorted(ZERO_RESET_ENGINES)}, got {name!r}")
-        if name == "large":  # the chain's frame, and the world's own tables: no list of the chain's nonzeros
-            self.large = large_chain(pomdp, architecture)
-            chain = self.large.frame
-        else:
-            chain = joint_chain(pomdp, architecture)
-            if engine == "auto":
-                name = choose_engine(chain, reset)
-            if name == "choices":
-                require_after_choice(chain)
-        self.world, self.architecture, self.chain, self.reset, self.engine, self.convention = world, architecture, chain, reset, name, convention
+        chosen = choose_engine(pomdp, architecture, reset, engine)
+        if reset == 0 and not chosen.zero_reset:
+            zero = sorted(name for name, e in ENGINES.items() if e.zero_reset)
+            raise InputError(f"reset = 0 (a chain with a single recurrent class) needs one of the engines {zero}, got {chosen.name!r}")
+        self.operator = chosen.operator(pomdp, architecture)  # the joint chain, or the large engine's tables
+        chain = chosen.frame(self.operator)
+        self.world, self.architecture, self.chain, self.reset, self.engine, self.convention = world, architecture, chain, reset, chosen.name, convention
+        self.kind = chosen  # the engine object (fsc.engines.engine.Engine), whose methods run the solves
         self.key = (reset, engine, convention)
-        self.make_backend = BACKENDS[name]
         K, S, N, C = chain.num_parts, chain.states_per_part, architecture.num_nodes, architecture.num_choices
         self.shape = (K, S, N, C)
         self.step_reward = np.ascontiguousarray(chain.step_reward, dtype=np.float64).reshape(K * S, C)
         self.step_metrics = {name_: np.ascontiguousarray(table, dtype=np.float64).reshape(K * S, C) for name_, table in chain.step_metrics.items()}
-        self.scaled_weight = None if name == "large" else (1 - reset) * chain.weight
         # The read-out's slope: the gain reported is ``factor`` times the native one; a world with
         # its own paper read-out derives its metrics from that gain, the others scale theirs alike.
         self.factor = 1.0 if convention == "native" else 1 - reset
@@ -194,10 +188,10 @@ class Evaluator:
         ``gradient``: in the same call, :meth:`backward` with ``gain = 1`` (the training path's gradient), kept
         as :attr:`Pass.gradient`, for a caller that will most likely ask for it (``fsc.evaluate`` under autograd).
         """
-        if self.engine not in ("dense", "choices"):
-            return self.forward(w_pi, w_0)
         if self.compiled_constants is None:
             self.compiled_constants = self.fused_constants(gain=1.0)
+        if self.compiled_constants is None:  # an engine without a compiled path
+            return self.forward(w_pi, w_0)
         if gradient:
             probs, init_probs, lu, pivots, p, p_hat, total, expected, ok, *found = kernels.fused_forward_gradient(w_pi, w_0, self.compiled_constants)
         else:
@@ -226,10 +220,10 @@ class Evaluator:
         :class:`Light` pass, which computes the rest again (the factors another backward pass needs, the
         residual) from copies of the logits if it is ever asked.  The other engines: :meth:`forward`.
         """
-        if self.engine not in ("dense", "choices"):
-            return self.forward(w_pi, w_0)
         if self.compiled_constants is None:
             self.compiled_constants = self.fused_constants(gain=1.0)
+        if self.compiled_constants is None:  # an engine without a compiled path
+            return self.forward(w_pi, w_0)
         expected, p_hat, grad_logits, grad_init, ok = kernels.fused_value_gradient_distribution(w_pi, w_0, self.compiled_constants)
         if not ok:
             raise np.linalg.LinAlgError("I - (1 - r) P is singular")
@@ -248,11 +242,7 @@ class Evaluator:
         chain, r = self.chain, self.reset
         K, S, N, C = self.shape
         p0 = (chain.initial_world[:, :, None] * init_probs).reshape(K, S * N)
-        if self.engine == "large":
-            backend = self.make_backend(self.large, None, p0, r, probs=probs)
-        else:
-            values = probs.reshape(-1)[chain.node_choice] * chain.weight
-            backend = self.make_backend(chain, values, p0, r, probs=probs) if self.make_backend.needs_probs else self.make_backend(chain, values, p0, r)
+        backend = self.kind.factor(self.operator, probs, p0, r)
         p = backend.solve()
         # Each part's exact p sums to 1.  Near r = 0, A is nearly singular (condition ~ 1/r) and LU's
         # error lies almost entirely along its near-null vector, which is p itself: a scale error,
@@ -315,45 +305,24 @@ class Evaluator:
                 self.compiled_constants, run.probs, run.init_probs, backend.lu, backend.pivots, run.p, run.p_hat, run.total, table, none, scale, on == "probs"
             )
         lam = run.backend.solve_adjoint(kernels.adjoint_seed(run.p_hat, run.total, chain.part_weights, run.probs, table, none, S, N))
-        if self.engine == "large":  # P = G Pi, G from the world's tables
-            d_probs = run.backend.transition_gradient(lam, run.p)
-        elif self.engine == "choices":  # P = G Pi: through G, in O(K S N C)
-            t = chain.after_choice
-            d_probs = kernels.after_choice_transition_gradient(lam, run.p, t.kernel_tables, t.valid, 1 - r, S, N)
-        else:
-            d_probs = kernels.transition_gradient(lam, run.p, chain.flat_rows, chain.flat_cols, chain.node_choice, self.scaled_weight, N, C)
+        d_probs = self.kind.transition_gradient(self.operator, run.backend, lam, run.p, r)
         return kernels.policy_gradient_from(
             d_probs, lam, run.p_hat, chain.part_weights, run.probs, run.init_probs, table, r, chain.initial_world, S, N, scale, on == "probs"
         )
 
     def fused_constants(self, *, gain: float = 0.0, value: float = 0.0) -> tuple | None:
-        """The tables of :func:`fsc.engines.kernels.fused_value_gradient` for the loss ``gain * G + value * V``.
+        """The tables of :func:`fsc.engines.kernels.fused_value_gradient` for the loss ``gain * G + value * V``: the
+        engine's :class:`fsc.engines.kernels.Fused` as the plain tuple the kernels take fastest
+        (:func:`fsc.engines.kernels.plain`; they name its fields again on entry).
 
-        ``None`` unless the engine is ``dense`` or ``choices``: the other engines' solvers do not run in compiled code.
+        ``None`` when the engine has no compiled path (:meth:`fsc.engines.engine.Engine.fused_constants`: all but dense and choices).
         """
-        if self.engine not in ("dense", "choices"):
-            return None
-        chain, r = self.chain, self.reset
-        arch = self.architecture
-        K, S, N, C = self.shape
-        seed = gain + (value / r if value else 0.0)  # as in backward
-        if self.engine == "choices":
-            t = chain.after_choice
-            after = (True, t.kernel_tables, t.b_index_t, t.b_node_choice, t.b_weight, t.b_padding, t.valid, t.b_runs)
-        else:
-            after = (False, _NO_TABLES, _NONE, _NONE, _NOTHING, np.zeros((0, 0), dtype=bool), np.zeros((0, 0), dtype=bool), _NO_RUNS)
-        return (
-            np.ascontiguousarray(arch.allowed), np.ascontiguousarray(arch.reset_mask), chain.node_choice, chain.weight,
-            np.ascontiguousarray(chain.initial_world, dtype=np.float64), chain.dense_index_t, np.ascontiguousarray(chain.padding),
-            chain.part_weights, self.tables, self.step_reward, chain.flat_rows, chain.flat_cols, self.scaled_weight,
-            float(r), float(1 - r), S, N, self.factor * seed, *after,
-        )  # fmt: skip
+        seed = gain + (value / self.reset if value else 0.0)  # as in backward
+        fused = self.kind.fused_constants(self.operator, self.architecture, self.tables, self.step_reward, self.reset, self.factor * seed)
+        return None if fused is None else kernels.plain(fused)
 
 
 _NO_SEED = np.zeros((0, 0))
-_NONE, _NOTHING, _NO_RUNS = np.zeros(0, dtype=np.int64), np.zeros(0), np.zeros((0, 4), dtype=np.int64)
-#: :attr:`fsc.model.chain.AfterChoice.kernel_tables` of no chain, for the dense engine's compiled step.
-_NO_TABLES = (_NONE, _NONE, _NOTHING, np.zeros((0, 0), dtype=np.int64), 0, _NONE, _NONE, _NONE, _NONE, _NOTHING, False)
 
 
 class _Factors:
@@ -491,62 +460,36 @@ def evaluate(
 
     With ``p = r (I - (1 - r) P)^{-1} p0`` per closed part (Lemma 2.1):
 
-    - ``native``: ``gain = E_p[reward of the step taken]``, and each metric
-      the same expectation of its per-step table (``q``: the probability
-      that the arm played is the worse one);
-    - ``paper``: the reward is carried by the state it leads to and a reset
-      state carries 0, so ``gain = (1 - r) E_p[reward of the step]``; a task
-      reads its metrics from that gain (two-hypothesis:
+    - ``native``: ``gain = E_p[reward of the step taken]``, and each metric the same expectation of its per-step
+      table (``q``: the probability that the arm played is the worse one);
+    - ``paper``: the reward is carried by the state it leads to and a reset state carries 0, so
+      ``gain = (1 - r) E_p[reward of the step]``; a task reads its metrics from that gain (two-hypothesis:
       ``q = (1 - gain / mu) / 2``).
 
-    Everything it returns is differentiable in ``policy.logits`` and
-    ``policy.init_logits``; the backward pass is the adjoint method of
-    :class:`Evaluator` (one more solve with the factors of the forward pass),
-    the same computation training runs.  ``value = gain / r`` is the
-    discounted return: ``p / r = sum_t gamma^t P^t p0`` with ``gamma = 1 - r``,
-    so ``sum p R / r = sum_t gamma^t E[R_t]``.
+    Everything it returns is differentiable in ``policy.logits`` and ``policy.init_logits``; the backward pass is
+    the adjoint method of :class:`Evaluator` (one more solve with the factors of the forward pass), the same
+    computation training runs.  ``value = gain / r`` is the discounted return: ``p / r = sum_t gamma^t P^t p0``
+    with ``gamma = 1 - r``, so ``sum p R / r = sum_t gamma^t E[R_t]``.  ``reset`` and ``discount``
+    (``r = 1 - discount``) name one parameter; given neither, the world's declared discount is used.
 
-    ``reset`` and ``discount`` (``r = 1 - discount``) name one parameter;
-    given neither, the world's declared discount is used.
-
-    ``gradient=True``: the gradient of the gain alone, without autograd, as
-    :attr:`Evaluation.grad_logits` and :attr:`Evaluation.grad_init_logits`
-    (the same bits ``gain.backward()`` gives), and no output carries a graph.
-    On the dense and choices engines it is the training path's one compiled
-    call; it spares the cost of torch's autograd (about 20-30 µs a call,
-    as much as the whole value and gradient of RAM M = 8).
-
-    On the dense and choices engines both passes are the training path's
-    compiled kernel (:meth:`Evaluator.forward_compiled`); when the logits require
-    a gradient, the forward pass is the training path's very call
-    (:meth:`Evaluator.forward_gradient`), whose gradient of the gain
-    ``gain.backward()`` hands over.
+    ``gradient=True``: the gradient of the gain alone, without autograd, as :attr:`Evaluation.grad_logits` and
+    :attr:`Evaluation.grad_init_logits` (the same bits ``gain.backward()`` gives), and no output carries a graph;
+    it spares the cost of torch's autograd (about 20-30 µs a call, as much as the whole value and gradient of
+    RAM M = 8).  On the dense and choices engines both passes are the training path's compiled kernel
+    (:meth:`Evaluator.forward_compiled`); when the logits require a gradient, or with ``gradient=True``, the
+    forward pass is the training path's very call (:meth:`Evaluator.forward_gradient`), whose gradient of the
+    gain ``gain.backward()`` hands over.
 
     Raises:
-        ValueError: bad ``reset`` or ``discount`` (or both given, or neither
-            for a world without a discount), unknown engine or convention, a policy on
-            another architecture, a world the architecture cannot play in.
+        ValueError: bad ``reset`` or ``discount`` (or both given, or neither for a world without a discount),
+            unknown engine or convention, a policy on another architecture, a world the architecture cannot play in.
     """
     start = time.perf_counter()
     check_policy(policy)
-    if not isinstance(gradient, bool):
-        raise InputTypeError(f"gradient must be True or False, got {gradient!r}")
+    flag("gradient", gradient)
     reset = resolve_reset(world, reset, discount)
     evaluator = Evaluator.of(world, policy.architecture, reset, engine, convention)
-    gradients = {}
-    if gradient:  # outside autograd: the gain's gradient from the same pass, no graph
-        w_pi, w_0 = policy.logits.detach().numpy(), policy.init_logits.detach().numpy()
-        run = evaluator.forward_gradient(w_pi, w_0)
-        found = run.gradient
-        if found is None:  # an engine without the compiled pass: its adjoint solve, as gain.backward() calls it
-            found = evaluator.backward(run, gain=1.0, metrics=dict.fromkeys(run.metrics, 0.0))
-        gradients = {"grad_logits": torch.from_numpy(found[0]), "grad_init_logits": torch.from_numpy(found[1])}
-        gain, *outputs, distribution = _outputs(run, evaluator)
-    else:
-        # under autograd the gradient of the gain comes with the forward pass, in the same compiled call
-        box: dict = {"gradient": torch.is_grad_enabled() and (policy.logits.requires_grad or policy.init_logits.requires_grad)}
-        gain, *outputs, distribution = _Evaluate.apply(policy.logits, policy.init_logits, evaluator, box)
-        run = box["run"]
+    run, (gain, *outputs, distribution), gradients = _run(evaluator, policy, gradient)
     return Evaluation(
         gain=gain,
         metrics=dict(zip(run.metrics, outputs, strict=True)),
@@ -560,3 +503,17 @@ def evaluate(
         info=run.info,
         **gradients,
     )
+
+
+def _run(evaluator: Evaluator, policy: Policy, gradient: bool) -> tuple[Pass | Light, tuple[torch.Tensor, ...], dict[str, torch.Tensor]]:
+    """The pass of :func:`evaluate`: the run, its outputs (:func:`_outputs`) and, with ``gradient``, the gain's gradient."""
+    if not gradient:  # under autograd the gradient of the gain comes with the forward pass, in the same compiled call
+        box: dict = {"gradient": torch.is_grad_enabled() and (policy.logits.requires_grad or policy.init_logits.requires_grad)}
+        outputs = _Evaluate.apply(policy.logits, policy.init_logits, evaluator, box)
+        return box["run"], outputs, {}
+    # outside autograd: the gain's gradient from the same pass, no graph
+    run = evaluator.forward_gradient(policy.logits.detach().numpy(), policy.init_logits.detach().numpy())
+    found = run.gradient
+    if found is None:  # an engine without the compiled pass: its adjoint solve, as gain.backward() calls it
+        found = evaluator.backward(run, gain=1.0, metrics=dict.fromkeys(run.metrics, 0.0))
+    return run, _outputs(run, evaluator), {"grad_logits": torch.from_numpy(found[0]), "grad_init_logits": torch.from_numpy(found[1])}

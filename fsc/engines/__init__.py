@@ -1,7 +1,10 @@
-"""The engines: linear algebra of the joint chain, behind one interface (docs/model.md, "Engines").
+"""The engines: linear algebra of the joint chain, behind one protocol (docs/model.md, "Engines").
 
-:mod:`~fsc.engines.solve` holds the registry of backends and the automatic choice; each backend factors
-the chain once and answers the forward and adjoint solves: dense LAPACK LU and sparse LU
-(:mod:`~fsc.engines.sparse`), the iterative solver (:mod:`~fsc.engines.iterative`), the accurate one
-(:mod:`~fsc.engines.accurate`).  :mod:`~fsc.engines.kernels` holds the compiled loops around the solves.
+An engine is an :class:`~fsc.engines.engine.Engine` object (:mod:`~fsc.engines.engine`); the ones fsc ships are in
+:mod:`~fsc.engines.builtin`, and :mod:`~fsc.engines.registry` holds them all by name and decides ``auto``.  Each
+factors its operator once per policy and answers the forward and adjoint solves: dense LAPACK LU and sparse
+LU (:mod:`~fsc.engines.sparse`), the power method (:mod:`~fsc.engines.power`), the iterative solver
+(:mod:`~fsc.engines.iterative`), the accurate one (:mod:`~fsc.engines.accurate`), the large-world one
+(:mod:`~fsc.engines.large`).  :mod:`~fsc.engines.estimate` sizes them before anything is built;
+:mod:`~fsc.engines.kernels` holds the compiled loops around the solves.
 """

@@ -47,13 +47,12 @@ import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.csgraph as csgraph
 import scipy.sparse.linalg as spla
-import torch
 
-from fsc.engines.sparse import Backend, Solution, SparseLU, solve_with
+from fsc.engines.sparse import Backend, SparseLU
 from fsc.errors import InputError
 from fsc.model.chain import JointChain
 
-__all__ = ["Accurate", "gth", "recurrent_class", "solve_accurate"]
+__all__ = ["Accurate", "gth", "recurrent_class"]
 
 
 def _offdiagonal(R: sp.spmatrix) -> sp.csr_matrix:
@@ -268,21 +267,3 @@ class Accurate(Backend):
     def residual(self, p: np.ndarray) -> float:
         r = self.reset
         return max(float(np.abs(pk - (1 - r) * (P @ pk) - r * bk).max(initial=0.0)) for P, pk, bk in zip(self.matrices, p, self.p0, strict=True))
-
-
-def solve_accurate(chain: JointChain, probs: torch.Tensor, init_probs: torch.Tensor, reset: float, *, dense_size: int = 1500) -> Solution:
-    """GTH elimination without subtraction, for tiny probabilities and for ``r = 0`` (module docstring).
-
-    Each entry of ``p`` (and so ``q``, a sum of positive terms) has a small
-    relative error.  Cost: the fill of the elimination, like a sparse LU, plus
-    a dense GTH of the states left (``O(n^3)``); meant for chains up to some
-    ten thousand states.
-
-    Raises:
-        ValueError: ``reset = 0`` and the chain of a part does not have exactly
-            one closed class reachable from the reset.
-    """
-    start = time.perf_counter()
-    solution = solve_with(lambda c, v, p0, r: Accurate(c, v, p0, r, dense_size=dense_size), chain, probs, init_probs, reset, "accurate")
-    solution.info["seconds"] = time.perf_counter() - start
-    return solution

@@ -40,21 +40,19 @@ from __future__ import annotations
 
 import functools
 import math
-import time
 import warnings
 
 import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.csgraph as csgraph
 import scipy.sparse.linalg as spla
-import torch
 
-from fsc.engines.sparse import Backend, Solution, SparseLU, solve_with, system_matrices
-from fsc.errors import InputError
+from fsc.checks import integer, positive
+from fsc.engines.sparse import Backend, SparseLU, system_matrices
 from fsc.model.architecture import MemoryArchitecture
 from fsc.model.chain import JointChain
 
-__all__ = ["ConvergenceError", "Iterative", "TwoLevel", "fgmres", "observation_aggregates", "solve_iterative"]
+__all__ = ["ConvergenceError", "Iterative", "TwoLevel", "fgmres", "observation_aggregates"]
 
 
 _FLOOR = 32 * np.finfo(np.float64).eps
@@ -223,11 +221,9 @@ class Iterative(Backend):
         post: int = 1,
         fallback_states: int = 25_000,
     ):
-        if not (isinstance(tol, float) and 0 < tol < 1):
-            raise InputError(f"tol must be a float in (0, 1), got {tol!r}")
-        for name, value, low in (("restart", restart, 1), ("maxiter", maxiter, 1), ("pre", pre, 0), ("post", post, 0)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < low:
-                raise InputError(f"{name} must be an integer >= {low}, got {value!r}")
+        tol = positive("tol", tol, 1.0)
+        restart, maxiter = integer("restart", restart, 1), integer("maxiter", maxiter, 1)
+        pre, post = integer("pre", pre, 0), integer("post", post, 0)
         self.chain, self.values, self.p0, self.reset = chain, values, p0, reset
         self.tol, self.restart, self.maxiter, self.pre, self.post = tol, restart, maxiter, pre, post
         self.fallback_states = fallback_states
@@ -338,26 +334,3 @@ class Iterative(Backend):
             residuals.append(rel)
         self.info["adjoint_relative_residual"] = max(residuals)
         return out
-
-
-def solve_iterative(chain: JointChain, probs: torch.Tensor, init_probs: torch.Tensor, reset: float, **options) -> Solution:
-    """Restarted FGMRES with the two-level aggregation preconditioner (module docstring).
-
-    ``options`` are those of :class:`Iterative`:
-
-    - ``tol``: forward ``||A p - r p0||_1 / r`` and adjoint ``||A^T l - g||_inf / ||g||_inf`` targets (1e-12);
-    - ``restart``: Krylov vectors kept (memory: about ``2 * restart`` vectors of ``X`` floats; 30);
-    - ``maxiter``: iterations per solve before falling back or raising (600);
-    - ``pre``, ``post``: Richardson steps around the coarse correction (1, 1);
-    - ``fallback_states``: largest ``X`` for which an unconverged solve falls back to sparse LU (25,000).
-
-    Raises:
-        ValueError: ``reset`` is 0 (use the ``accurate`` engine), or a bad option.
-        ConvergenceError: not converged and the chain is too large to fall back.
-    """
-    if reset == 0:
-        raise InputError("the iterative engine needs reset > 0; use the accurate engine for reset = 0")
-    start = time.perf_counter()
-    solution = solve_with(lambda c, v, p0, r: Iterative(c, v, p0, r, **options), chain, probs, init_probs, reset, "iterative")
-    solution.info["seconds"] = time.perf_counter() - start
-    return solution

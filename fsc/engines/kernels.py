@@ -11,6 +11,7 @@ keeps the machine code beside the module).
 
 from __future__ import annotations
 
+import collections
 import ctypes
 import math
 import time
@@ -19,9 +20,15 @@ from decimal import Decimal, localcontext
 import llvmlite.binding as llvm
 import numpy as np
 from numba import njit, types
-from numba.extending import get_cython_function_address
+from numba.extending import get_cython_function_address, overload
+
+from fsc.model.chain import KernelTables
 
 __all__ = [
+    "Fused",
+    "as_fused",
+    "as_tables",
+    "plain",
     "adjoint_seed",
     "after_choice_solve",
     "after_choice_system_t",
@@ -46,6 +53,57 @@ __all__ = [
     "policy_probs",
     "transition_gradient",
 ]
+
+
+#: The tables of the compiled evaluation (:meth:`fsc.evaluate.Evaluator.fused_constants`), read by name in compiled
+#: code.  The dense engine's ``after_choice`` is False and its last seven fields are empty; ``t`` is
+#: :attr:`fsc.model.chain.AfterChoice.kernel_tables`; ``a = 1 - reset``; ``scale`` is the loss's weight of the gain
+#: read out (the convention's factor times the seed); ``scaled_weight = a * weight``.  They cross from Python as
+#: the plain tuple of :func:`plain` (numba's dispatcher types a plain tuple in C, a namedtuple in Python: 1.7 us
+#: more a call on RAM 8), and each kernel called from Python names them again (:func:`as_fused`), at no cost.
+Fused = collections.namedtuple(
+    "Fused",
+    (
+        "allowed", "reset_mask", "node_choice", "weight", "initial_world", "dense_index_t", "padding", "part_weights", "tables",
+        "step_reward", "flat_rows", "flat_cols", "scaled_weight", "reset", "a", "S", "N", "scale",
+        "after_choice", "t", "b_index_t", "b_node_choice", "b_weight", "b_padding", "valid", "b_runs",
+    ),
+)  # fmt: skip
+
+
+#: Where ``t`` sits among the fields of :data:`Fused` (the conversions below spell it out, as numba slices a
+#: tuple only by literal bounds).
+_T = 19
+assert Fused._fields.index("t") == _T
+
+
+def plain(c: Fused) -> tuple:
+    """``c`` as the plain tuple, its ``t`` a plain tuple too, that the kernels take fastest from Python."""
+    return (*c[:_T], tuple(c.t), *c[_T + 1 :])
+
+
+def as_tables(t):
+    """``t`` (:attr:`fsc.model.chain.AfterChoice.kernel_tables`, named or plain) as a :class:`~fsc.model.chain.KernelTables`."""
+    return t if isinstance(t, KernelTables) else KernelTables(*t)
+
+
+def as_fused(c):
+    """``c`` (a :data:`Fused`, or its :func:`plain` tuple) as a :data:`Fused`."""
+    return c if isinstance(c, Fused) else Fused(*c[:19], as_tables(c[19]), *c[20:])
+
+
+@overload(as_tables, inline="always")
+def _as_tables_compiled(t):  # pragma: no cover - compiled
+    if isinstance(t, types.BaseNamedTuple):
+        return lambda t: t
+    return lambda t: KernelTables(*t)
+
+
+@overload(as_fused, inline="always")
+def _as_fused_compiled(c):  # pragma: no cover - compiled
+    if isinstance(c, types.BaseNamedTuple):
+        return lambda c: c
+    return lambda c: Fused(*c[:19], as_tables(c[19]), *c[20:])
 
 
 def _exp_constants() -> tuple[np.ndarray, np.ndarray, float, float, float]:
@@ -238,8 +296,9 @@ def after_choice_transition_gradient(lam, p, t, valid, a, S, N):  # pragma: no c
     """:func:`transition_gradient` for ``P = G Pi`` (:class:`fsc.model.chain.AfterChoice`; ``t`` is its
     :attr:`~fsc.model.chain.AfterChoice.kernel_tables`):
     ``dL/dpi[n, c] = a sum_{k, s} p[k, (s, n)] (G^T lambda)[k, (s, q(n, c))]``, in ``O(K S N C)``."""
-    K, C = lam.shape[0], t[3].shape[1]
-    h, d_probs = np.empty((K, S * t[4])), np.empty((N, C))
+    t = as_tables(t)
+    K, C = lam.shape[0], t.class_of.shape[1]
+    h, d_probs = np.empty((K, S * t.num_classes)), np.empty((N, C))
     after_choice_transition_gradient_into(lam, p, t, valid, a, S, N, h, d_probs)
     return d_probs
 
@@ -247,7 +306,7 @@ def after_choice_transition_gradient(lam, p, t, valid, a, S, N):  # pragma: no c
 @njit(cache=True, inline="always")
 def after_choice_transition_gradient_into(lam, p, t, valid, a, S, N, h, d_probs):  # pragma: no cover - compiled
     """:func:`after_choice_transition_gradient` written into ``d_probs`` ``(N, C)``, with ``h`` ``(K, S Q)`` to work in."""
-    g_rows, g_cols, g_weight, class_of, Q, choice_is_class = t[0], t[1], t[2], t[3], t[4], t[10]
+    g_rows, g_cols, g_weight, class_of, Q, choice_is_class = t.g_rows, t.g_cols, t.g_weight, t.class_of, t.num_classes, t.choice_is_class
     K = lam.shape[0]
     C = class_of.shape[1]
     lam_flat = lam.reshape(-1)
@@ -413,11 +472,12 @@ def after_choice_solve(lu, piv, b, trans, probs, t, padding, valid, a, S, N):  #
     has no rows and ``Pi`` no columns), the Woodbury identity gives
     ``A^{-1} b = D^{-1} b + a G B^{-1} Pi D^{-1} b`` and ``A^{-T} g = D^{-1} g + a Pi^T B^{-T} G^T D^{-1} g``.
     """
+    t = as_tables(t)
     K, X = b.shape
-    YR = t[5].shape[0]
+    YR = t.recurrent.shape[0]
     x = np.empty((K, X))
     x[:] = b
-    z, zr = np.empty((K, S * t[4])), np.empty((K, YR))
+    z, zr = np.empty((K, S * t.num_classes)), np.empty((K, YR))
     after_choice_solve_into(lu, piv, x, trans, probs, t, padding, valid, a, S, N, z, zr, np.empty(3, np.int32), np.empty(1, np.uint8))
     return x
 
@@ -426,7 +486,7 @@ def after_choice_solve(lu, piv, b, trans, probs, t, padding, valid, a, S, N):  #
 def after_choice_solve_into(lu, piv, x, trans, probs, t, padding, valid, a, S, N, z, zr, ints, code):  # pragma: no cover - compiled
     """:func:`after_choice_solve` in place: ``x`` ``(K, X)`` holds ``b`` and receives the solution; ``z`` ``(K, S Q)`` and
     ``zr`` ``(K, Y_R)`` to work in, ``ints`` and ``code`` as :func:`lu_solve_parts_into` takes them (all C-contiguous)."""
-    g_rows, g_cols, g_weight, class_of, Q, choice_is_class = t[0], t[1], t[2], t[3], t[4], t[10]
+    g_rows, g_cols, g_weight, class_of, Q, choice_is_class = t.g_rows, t.g_cols, t.g_weight, t.class_of, t.num_classes, t.choice_is_class
     K, X = x.shape
     C = probs.shape[1]
     for k in range(K):
@@ -483,7 +543,7 @@ def _b_solve(lu, piv, z, zr, trans, probs, t, a, ints, code):  # pragma: no cove
     states by substitution along ``t``'s edges (each state after those that lead to it), the recurrent ones
     with their LU.  ``B y = z`` is ``y = z + a M y``: the transient part first, whose steps add to the
     recurrent right-hand side; ``B^T w = z`` the recurrent part first, then back along the edges."""
-    recurrent, t_src, t_dst, t_node_choice, t_weight = t[5], t[6], t[7], t[8], t[9]
+    recurrent, t_src, t_dst, t_node_choice, t_weight = t.recurrent, t.t_src, t.t_dst, t.t_node_choice, t.t_weight
     K, Y = z.shape
     YR = recurrent.shape[0]
     probs_flat = probs.reshape(-1)
@@ -557,12 +617,13 @@ def training_workspace(c):  # pragma: no cover - compiled
     """The arrays :func:`value_gradient_into` works in, for the constants ``c`` of the choices engine: allocated
     once per :func:`flow_run` call rather than once per evaluation.  ``(probs, init_probs, B, pivots, values,
     p, z, zr, p_hat, total, f0, lam, h, d_probs, ints, code)``; on the dense engine (unused) all empty."""
-    allowed, padding, S, N, t, b_padding = c[0], c[6], c[15], c[16], c[19], c[23]
+    c = as_fused(c)
+    allowed, padding, S, N, t, b_padding = c.allowed, c.padding, c.S, c.N, c.t, c.b_padding
     K, X = padding.shape
     C = allowed.shape[1]
-    if not c[18]:
+    if not c.after_choice:
         K = X = C = N = S = 0
-    YR, Y, E = b_padding.shape[1], S * t[4], c[21].shape[0]
+    YR, Y, E = b_padding.shape[1], S * t.num_classes, c.b_node_choice.shape[0]
     return (
         np.empty((N, C)), np.empty(N), np.empty((K, YR, YR)), np.empty((K, YR), np.int32), np.empty(E),
         np.empty((K, X)), np.empty((K, Y)), np.empty((K, YR)), np.empty((K, X)), np.empty(K), np.empty((K, X)),
@@ -575,9 +636,9 @@ def choices_forward(w_pi, w_0, c, work):  # pragma: no cover - compiled
     """:func:`fused_forward` on the choices engine, into ``work`` (:func:`training_workspace`): ``(expected, ok)``.
     Fills the probabilities, the LU and pivots of ``B``, ``p``, ``p_hat``, ``total`` and ``f0`` (the gain's table
     read out per state, which the adjoint's right-hand side reuses)."""
-    allowed, reset_mask, initial_world, padding, part_weights, tables = c[0], c[1], c[4], c[6], c[7], c[8]
-    reset, a, S, N, t = c[13], c[14], c[15], c[16], c[19]
-    b_index_t, b_node_choice, b_weight, b_padding, valid, b_runs = c[20], c[21], c[22], c[23], c[24], c[25]
+    allowed, reset_mask, initial_world, padding, part_weights, tables = c.allowed, c.reset_mask, c.initial_world, c.padding, c.part_weights, c.tables
+    reset, a, S, N, t = c.reset, c.a, c.S, c.N, c.t
+    b_index_t, b_node_choice, b_weight, b_padding, valid, b_runs = c.b_index_t, c.b_node_choice, c.b_weight, c.b_padding, c.valid, c.b_runs
     probs, init_probs, B, piv, values, p, z, zr = work[0], work[1], work[2], work[3], work[4], work[5], work[6], work[7]
     p_hat, total, f0, ints, code = work[8], work[9], work[10], work[14], work[15]
     policy_probs_into(w_pi, allowed, w_0, reset_mask, probs, init_probs)
@@ -599,8 +660,8 @@ def choices_gradient(c, work):  # pragma: no cover - compiled
     with the gain's table, no seed and ``c``'s scale, the same operations, save that the adjoint's right-hand side
     reads ``f0`` (``tables[0]`` is ``step_reward``: the same products summed in the same order) instead of
     computing it again; ``(grad, grad_init)``."""
-    initial_world, padding, part_weights, step_reward = c[4], c[6], c[7], c[9]
-    reset, a, S, N, scale, t, valid = c[13], c[14], c[15], c[16], c[17], c[19], c[24]
+    initial_world, padding, part_weights, step_reward = c.initial_world, c.padding, c.part_weights, c.step_reward
+    reset, a, S, N, scale, t, valid = c.reset, c.a, c.S, c.N, c.scale, c.t, c.valid
     probs, init_probs, B, piv, p, z, zr, p_hat, total, f0 = work[0], work[1], work[2], work[3], work[5], work[6], work[7], work[8], work[9], work[10]
     lam, h, d_probs, ints, code = work[11], work[12], work[13], work[14], work[15]
     K, X = lam.shape
@@ -619,9 +680,10 @@ def fused_value_gradient(w_pi, w_0, c):  # pragma: no cover - compiled
 
     The same operations in the same order as :meth:`fsc.evaluate.Evaluator.forward` then
     :meth:`~fsc.evaluate.Evaluator.backward` with ``gain`` (or ``value``) alone: :func:`fused_forward`
-    then :func:`fused_backward`.  ``c`` is the tuple of :meth:`fsc.evaluate.Evaluator.fused_constants`;
+    then :func:`fused_backward`.  ``c`` is the :data:`Fused` of :meth:`fsc.evaluate.Evaluator.fused_constants`;
     its ``after_choice`` flag picks the chain after each choice (:func:`after_choice_solve`) over the whole chain.
     """
+    c = as_fused(c)
     return value_gradient_into(w_pi, w_0, c, training_workspace(c))
 
 
@@ -629,7 +691,7 @@ def fused_value_gradient(w_pi, w_0, c):  # pragma: no cover - compiled
 def value_gradient_into(w_pi, w_0, c, work):  # pragma: no cover - compiled
     """:func:`fused_value_gradient` with the arrays of :func:`training_workspace` (the choices engine works in them;
     the dense one allocates its own)."""
-    if c[18]:
+    if c.after_choice:
         expected, ok = choices_forward(w_pi, w_0, c, work)
         if not ok:
             return expected, work[0], work[1], False
@@ -638,7 +700,7 @@ def value_gradient_into(w_pi, w_0, c, work):  # pragma: no cover - compiled
     probs, init_probs, A_t, piv, p, p_hat, total, expected, ok = fused_forward(w_pi, w_0, c)
     if not ok:
         return expected, probs, init_probs, False
-    grad, grad_init = fused_backward(c, probs, init_probs, A_t, piv, p, p_hat, total, c[9], np.zeros((0, 0)), c[17], False)
+    grad, grad_init = fused_backward(c, probs, init_probs, A_t, piv, p, p_hat, total, c.step_reward, np.zeros((0, 0)), c.scale, False)
     return expected, grad, grad_init, True
 
 
@@ -646,10 +708,11 @@ def value_gradient_into(w_pi, w_0, c, work):  # pragma: no cover - compiled
 def fused_forward_gradient(w_pi, w_0, c):  # pragma: no cover - compiled
     """:func:`fused_forward` and the gradient of :func:`fused_value_gradient` in one call, for a caller that keeps
     both: the forward pass's nine results, then ``grad`` and ``grad_init`` (empty when not ``ok``)."""
+    c = as_fused(c)
     probs, init_probs, A_t, piv, p, p_hat, total, expected, ok = fused_forward(w_pi, w_0, c)
     if not ok:
         return probs, init_probs, A_t, piv, p, p_hat, total, expected, ok, np.zeros((0, 0)), np.zeros(0)
-    grad, grad_init = fused_backward(c, probs, init_probs, A_t, piv, p, p_hat, total, c[9], np.zeros((0, 0)), c[17], False)
+    grad, grad_init = fused_backward(c, probs, init_probs, A_t, piv, p, p_hat, total, c.step_reward, np.zeros((0, 0)), c.scale, False)
     return probs, init_probs, A_t, piv, p, p_hat, total, expected, ok, grad, grad_init
 
 
@@ -657,11 +720,11 @@ def fused_forward_gradient(w_pi, w_0, c):  # pragma: no cover - compiled
 def fused_forward(w_pi, w_0, c):  # pragma: no cover - compiled
     """The forward pass of :func:`fused_value_gradient`: ``(probs, init_probs, A_t, piv, p, p_hat, total, expected, ok)``,
     ``A_t`` and ``piv`` the LU factors that :func:`fused_backward` reuses for the transposed solve."""
-    (allowed, reset_mask, node_choice, weight, initial_world, dense_index_t, padding, part_weights, tables, step_reward,
-     flat_rows, flat_cols, scaled_weight, reset, a, S, N, scale,
-     after_choice, t, b_index_t, b_node_choice, b_weight, b_padding, valid, b_runs) = c  # fmt: skip
+    c = as_fused(c)
+    allowed, reset_mask, node_choice, weight, initial_world = c.allowed, c.reset_mask, c.node_choice, c.weight, c.initial_world
+    dense_index_t, padding, part_weights, tables, reset, a, S, N = c.dense_index_t, c.padding, c.part_weights, c.tables, c.reset, c.a, c.S, c.N
     K, X = padding.shape
-    if after_choice:  # the training path's own forward pass, in arrays of its own
+    if c.after_choice:  # the training path's own forward pass, in arrays of its own
         work = training_workspace(c)
         expected, ok = choices_forward(w_pi, w_0, c, work)
         probs, init_probs, B, piv, p, p_hat, total = work[0], work[1], work[2], work[3], work[5], work[8], work[9]
@@ -692,12 +755,12 @@ def fused_backward(c, probs, init_probs, A_t, piv, p, p_hat, total, table, seed,
     """The adjoint pass of :func:`fused_value_gradient` on the factors of :func:`fused_forward`: ``(dL/dw_pi, dL/dw_0)``
     for ``L = scale * (table . p_hat) + seed . p_hat`` (``seed`` of shape ``(0, 0)``: none), as
     :meth:`fsc.evaluate.Evaluator.backward` computes it (``on_probs``: with respect to the probabilities)."""
-    (allowed, reset_mask, node_choice, weight, initial_world, dense_index_t, padding, part_weights, tables, step_reward,
-     flat_rows, flat_cols, scaled_weight, reset, a, S, N, _,
-     after_choice, t, b_index_t, b_node_choice, b_weight, b_padding, valid, b_runs) = c  # fmt: skip
+    c = as_fused(c)
+    node_choice, initial_world, padding, part_weights = c.node_choice, c.initial_world, c.padding, c.part_weights
+    flat_rows, flat_cols, scaled_weight, reset, a, S, N, t, valid = c.flat_rows, c.flat_cols, c.scaled_weight, c.reset, c.a, c.S, c.N, c.t, c.valid
     lam = adjoint_seed(p_hat, total, part_weights, probs, table, seed, S, N)
     C = probs.shape[1]
-    if after_choice:
+    if c.after_choice:
         lam = after_choice_solve(A_t, piv, lam, 1, probs, t, padding, valid, a, S, N)
         d_probs = after_choice_transition_gradient(lam, p, t, valid, a, S, N)
     else:
@@ -826,6 +889,7 @@ def flow_step(w_pi, w_0, g, g0, gain, dt, max_dgrad, min_dt, factor, c):  # prag
     Returns ``(status, logits, init_logits, grad, grad_init, expected, dt, next_dt, evaluations,
     rejections)``; ``status`` is one of the ``STEP_*`` codes.
     """
+    c = as_fused(c)
     return flow_step_into(w_pi, w_0, g, g0, gain, dt, max_dgrad, min_dt, factor, c, training_workspace(c))
 
 
@@ -884,6 +948,7 @@ def flow_run(w_pi, w_0, g, g0, gain, dt, max_dgrad, min_dt, factor, c, t, step, 
     ``t``, ``step``, ``dt``, gradient norm, tries since the call began, :func:`monotonic` clock and
     expectations, at the ``ROW_*`` columns), or ``(0, 0)`` for none.
     """
+    c = as_fused(c)
     evaluations = 0
     rejections = 0
     expected = np.zeros(0)
@@ -918,8 +983,9 @@ def fused_value_gradient_distribution(w_pi, w_0, c):  # pragma: no cover - compi
     """:func:`fused_value_gradient` and the stationary distribution ``p_hat`` in one call, for ``fsc.evaluate`` under
     autograd: ``(expected, p_hat, grad, grad_init, ok)``, the same numbers; five results to hand back to Python
     instead of :func:`fused_forward_gradient`'s eleven (a caller that needs the factors computes them again)."""
+    c = as_fused(c)
     probs, init_probs, A_t, piv, p, p_hat, total, expected, ok = fused_forward(w_pi, w_0, c)
     if not ok:
         return expected, p_hat, probs, init_probs, False
-    grad, grad_init = fused_backward(c, probs, init_probs, A_t, piv, p, p_hat, total, c[9], np.zeros((0, 0)), c[17], False)
+    grad, grad_init = fused_backward(c, probs, init_probs, A_t, piv, p, p_hat, total, c.step_reward, np.zeros((0, 0)), c.scale, False)
     return expected, p_hat, grad, grad_init, True

@@ -17,7 +17,7 @@ The observation is summed out of ``B``: its entry ``(s2, q2) <- (s, q)`` is
 action ``a`` (RAM ``M``: ``Q = M A`` classes, one per choice, against ``N = M (1 + A O)`` nodes).  One
 sparse LU of ``B`` per part (scipy's SuperLU) serves the value and, transposed, the adjoint.  The
 products with ``G`` and ``G^T`` run per (action, observation) block of the world's tables, in
-``O(nnz(T) Q + S Q O)``.  :mod:`fsc.engines.estimate` says up front what this costs.
+``O(nnz(T) Q + S Q O)``.  :mod:`fsc.engines.cost` says up front what this costs.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
-from fsc.engines.estimate import factor_fits
+from fsc.engines.cost import factor_fits
 from fsc.engines.iterative import ConvergenceError
 from fsc.engines.sparse import Backend
 from fsc.model.architecture import MemoryArchitecture, readonly
@@ -383,11 +383,9 @@ class LargeLU(Backend):
     docstring), reused for the adjoint; :meth:`transition_gradient` gives ``dL/dpi`` through ``P``.
 
     ``krylov``: instead of the complete LU, GMRES preconditioned by an incomplete one (:class:`_Krylov`);
-    ``None`` (the default) takes it when the complete factor's estimated size (:data:`fsc.engines.estimate.LARGE_FILL`
-    times the entries of ``B``) is over the machine's available memory (:func:`fsc.engines.estimate.factor_fits`).
+    ``None`` (the default) takes it when the complete factor's estimated size (:data:`fsc.engines.cost.LARGE_FILL`
+    times the entries of ``B``) is over the machine's available memory (:func:`fsc.engines.cost.factor_fits`).
     """
-
-    needs_probs = True
 
     def __init__(self, chain: LargeChain, values: object, p0: np.ndarray, reset: float, *, probs: np.ndarray, krylov: bool | None = None):
         start = time.perf_counter()

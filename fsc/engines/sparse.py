@@ -8,7 +8,7 @@ Every engine solves, per closed part ``k`` of the world,
 
 (paper Lemma 2.1; ``P[x2, x]`` is the probability of ``x -> x2``).  The
 sparse ones do it outside torch, with scipy, and get the gradient from one
-extra *adjoint* solve (:class:`StationarySolve`): for a loss ``L(p)`` with
+extra *adjoint* solve (:meth:`Backend.solve_adjoint`): for a loss ``L(p)`` with
 ``g = dL/dp``,
 
 .. math::
@@ -27,35 +27,15 @@ from __future__ import annotations
 import abc
 import time
 
-import attrs
 import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
-import torch
 
+from fsc.checks import one_of
 from fsc.engines.kernels import after_choice_solve, after_choice_system_t, dense_system_t, lu_parts, lu_solve_parts
-from fsc.errors import InputError
 from fsc.model.chain import JointChain, require_after_choice
 
-__all__ = [
-    "AfterChoiceLU", "Backend", "DenseLU", "Solution", "SparseLU", "StationarySolve", "solve_sparse", "solve_with", "stationary_residual",
-    "system_matrices",
-]  # fmt: skip
-
-
-@attrs.frozen(eq=False)
-class Solution:
-    """What an engine returns.
-
-    Attributes:
-        distribution: ``p[k, x]``, shape ``(K, X)``, each row summing to 1.
-        residual: ``max |p - (1 - r) P p - r p0|`` over parts (a float, after the fact).
-        info: engine-specific facts (iterations, fill, fallbacks, ...), JSON-able.
-    """
-
-    distribution: torch.Tensor
-    residual: float
-    info: dict = attrs.field(factory=dict)
+__all__ = ["AfterChoiceLU", "Backend", "DenseLU", "SparseLU", "stationary_residual", "system_matrices"]
 
 
 def system_matrices(chain: JointChain, values: np.ndarray, reset: float) -> list[sp.csc_matrix]:
@@ -84,9 +64,6 @@ class Backend(abc.ABC):
 
     info: dict
 
-    #: A backend that also needs the policy's probabilities ``(N, C)`` gets them as ``probs=``.
-    needs_probs: bool = False
-
     @abc.abstractmethod
     def solve(self) -> np.ndarray:
         """``p`` of shape ``(K, X)``."""
@@ -98,58 +75,6 @@ class Backend(abc.ABC):
     @abc.abstractmethod
     def residual(self, p: np.ndarray) -> float:
         """``max_k || p_k - (1 - r) P_k p_k - r p0_k ||_inf``."""
-
-
-class StationarySolve(torch.autograd.Function):
-    """``p = solve(values, p0)`` with the adjoint gradient (module docstring).
-
-    ``forward(values, p0, chain, reset, make_backend, box)``: ``values`` are
-    the nonzeros of ``P`` in the chain's order, ``make_backend(chain, values,
-    p0, reset)`` returns a :class:`Backend`; the backend is put in the dict
-    ``box`` for the caller.  Returns ``p`` ``(K, X)``.
-    """
-
-    @staticmethod
-    def forward(ctx, values, p0, chain, reset, make_backend, box):
-        backend = make_backend(chain, values.detach().numpy(), p0.detach().numpy(), reset)
-        p = backend.solve()
-        box["backend"] = backend
-        ctx.backend, ctx.chain, ctx.reset = backend, chain, reset
-        out = torch.from_numpy(p)
-        ctx.save_for_backward(out)
-        return out
-
-    @staticmethod
-    @torch.autograd.function.once_differentiable
-    def backward(ctx, grad_p):
-        (p,) = ctx.saved_tensors
-        chain, reset = ctx.chain, ctx.reset
-        lam = ctx.backend.solve_adjoint(np.ascontiguousarray(grad_p.detach().numpy()))
-        grad_values = grad_p0 = None
-        if ctx.needs_input_grad[0]:
-            grad_values = np.empty(chain.nnz)
-            p_np = p.numpy()
-            for k, sl in enumerate(chain.part_slices):
-                grad_values[sl] = lam[k, chain.rows[sl]] * p_np[k, chain.cols[sl]]
-            grad_values = torch.from_numpy(grad_values * (1 - reset))
-        if ctx.needs_input_grad[1]:
-            grad_p0 = torch.from_numpy(reset * lam)
-        return grad_values, grad_p0, None, None, None, None
-
-
-def solve_with(make_backend, chain: JointChain, probs: torch.Tensor, init_probs: torch.Tensor, reset: float, name: str) -> Solution:
-    """Run a :class:`Backend` through :class:`StationarySolve`; return a :class:`Solution`."""
-    start = time.perf_counter()
-    values = chain.values(probs)
-    p0 = chain.initial(init_probs)
-    box: dict = {}
-    p = StationarySolve.apply(values, p0, chain, reset, make_backend, box)
-    backend = box["backend"]
-    res = backend.residual(p.detach().numpy())
-    # The backend's own dict: what the backward pass adds later (adjoint iterations) shows up too.
-    info = backend.info
-    info.update(engine=name, seconds=time.perf_counter() - start)
-    return Solution(distribution=p, residual=res, info=info)
 
 
 class SparseLU(Backend):
@@ -164,6 +89,7 @@ class SparseLU(Backend):
     """
 
     def __init__(self, chain: JointChain, values: np.ndarray, p0: np.ndarray, reset: float, *, permc_spec: str = "NATURAL"):
+        one_of("permc_spec", permc_spec, ("NATURAL", "COLAMD", "MMD_ATA", "MMD_AT_PLUS_A"))  # SuperLU's column orderings
         self.p0, self.reset = p0, reset
         start = time.perf_counter()
         self.matrices = system_matrices(chain, values, reset)
@@ -223,8 +149,6 @@ class AfterChoiceLU(DenseLU):
     as ``dense``, to rounding.
     """
 
-    needs_probs = True
-
     def __init__(self, chain: JointChain, values: np.ndarray, p0: np.ndarray, reset: float, *, probs: np.ndarray):
         self.tables = tables = require_after_choice(chain)
         self.chain, self.values, self.p0, self.reset = chain, values, p0, reset
@@ -248,27 +172,3 @@ def stationary_residual(chain: JointChain, values: np.ndarray, p: np.ndarray, p0
     K, X = p.shape
     Pp = np.bincount(chain.flat_rows, values * p.reshape(-1)[chain.flat_cols], minlength=K * X).reshape(K, X) + chain.padding * p
     return float(np.abs(p - (1 - reset) * Pp - reset * p0).max(initial=0.0))
-
-
-_PERMC = ("NATURAL", "COLAMD", "MMD_ATA", "MMD_AT_PLUS_A")
-
-
-def solve_sparse(chain: JointChain, probs: torch.Tensor, init_probs: torch.Tensor, reset: float, *, permc_spec: str = "NATURAL") -> Solution:
-    """Sparse LU (SuperLU) on ``I - (1 - r) P`` of each part, adjoint gradient.
-
-    Cost: the fill of the factors.  For Memento the transition graph is a
-    shift register (de Bruijn-like) and the fill grows about 12 times per
-    unit of ``m``: 26 k nonzeros for ``m = 4``, 1.4 M for ``m = 6``; ``m = 7``
-    takes several seconds.  Past that use the iterative engine.
-
-    Args:
-        permc_spec: SuperLU column ordering, one of ``NATURAL`` (default), ``COLAMD``, ``MMD_ATA``, ``MMD_AT_PLUS_A``.
-
-    Raises:
-        ValueError: ``reset`` is 0 (use the ``accurate`` engine), or an unknown ordering.
-    """
-    if reset == 0:
-        raise InputError("the sparse engine needs reset > 0; use the accurate engine for reset = 0")
-    if permc_spec not in _PERMC:
-        raise InputError(f"permc_spec must be one of {_PERMC}, got {permc_spec!r}")
-    return solve_with(lambda c, v, p0, r: SparseLU(c, v, p0, r, permc_spec=permc_spec), chain, probs, init_probs, reset, "sparse")

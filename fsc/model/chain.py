@@ -36,7 +36,10 @@ from fsc.errors import InputError
 from fsc.model.architecture import MemoryArchitecture, readonly, successor_classes  # successor_classes: exported here as it was
 from fsc.model.pomdp import POMDP
 
-__all__ = ["AfterChoice", "ChainFrame", "JointChain", "RecentTables", "check_plays", "chain_frame", "joint_chain", "require_after_choice", "successor_classes"]
+__all__ = [
+    "AfterChoice", "ChainFrame", "JointChain", "KernelTables", "RecentTables", "check_plays", "chain_frame", "joint_chain", "require_after_choice",
+    "successor_classes",
+]  # fmt: skip
 
 
 @attrs.frozen(eq=False)
@@ -309,12 +312,20 @@ class AfterChoice:
         return readonly(np.stack([first, length, index[first], node_choice[first]], axis=1).astype(np.int64))
 
     @functools.cached_property
-    def kernel_tables(self) -> tuple:
-        """The tables :func:`fsc.engines.kernels.after_choice_solve` reads, in its order."""
-        return (
+    def kernel_tables(self) -> KernelTables:
+        """The tables :func:`fsc.engines.kernels.after_choice_solve` reads, by name."""
+        return KernelTables(
             self.g_rows, self.g_cols, self.g_weight, self.class_of, self.num_classes,
             self.recurrent, self.t_src, self.t_dst, self.t_node_choice, self.t_weight, self.choice_is_class,
         )  # fmt: skip
+
+
+#: :attr:`AfterChoice.kernel_tables`: the tables of the chain after each choice that the compiled kernels read
+#: (numba reads a namedtuple's fields by name in compiled code, at no cost).  ``num_classes`` is ``Q``.
+KernelTables = collections.namedtuple(
+    "KernelTables",
+    ("g_rows", "g_cols", "g_weight", "class_of", "num_classes", "recurrent", "t_src", "t_dst", "t_node_choice", "t_weight", "choice_is_class"),
+)
 
 
 #: :attr:`AfterChoice.b_runs` are used when they are this many nonzeros long on average (RAM 8: 30, Memento: 1);
@@ -334,47 +345,21 @@ def require_after_choice(chain: JointChain) -> AfterChoice:
 
 
 #: The most recurrent states per part :class:`AfterChoice` is built for: beyond, its dense LU costs more
-#: than the sparse and iterative engines on the whole chain (fsc.engines.solve.choose_engine).
+#: than the sparse and iterative engines on the whole chain (the ``choices`` engine of fsc.engines.builtin).
 AFTER_CHOICE_MAX_STATES = 3000
 
 
 def _after_choice(chain: JointChain) -> AfterChoice | None:
     arch = chain.architecture
-    N, C = arch.num_nodes, arch.num_choices
     class_of, nxt = successor_classes(arch)
     Q = len(nxt)
     K, X, S = chain.num_parts, chain.size, chain.states_per_part
     Y = S * Q
-    # The transient classes: those no cycle reaches, in an order where every step goes forward; found on the
-    # architecture's graph (q -> the classes of the choices at nxt[q, o]), which has every step the chain has.
-    targets = class_of[nxt.reshape(-1)].reshape(Q, -1)
-    source = np.repeat(np.arange(Q), targets.shape[1])
-    edge = targets.reshape(-1) >= 0
-    graph = sp.csr_matrix((np.ones(int(edge.sum())), (source[edge], targets.reshape(-1)[edge])), shape=(Q, Q))
-    transient = _upstream_of_cycles(graph)
+    transient = _transient_classes(class_of, nxt)
     YR = S * (Q - len(transient))
     if YR >= X or YR == 0 or YR > AFTER_CHOICE_MAX_STATES:
         return None  # no smaller LU than the chain's own, or one too large to pay
-    # G's nonzeros, read off the chain's own: nonzero e of P is (s2, nxt[q_e, o]) <- (s, n_e) with weight
-    # T O; those of one (part, s, q, s2, o) are equal for every n of the class, so keep its first node.
-    first = np.full(Q, N, dtype=np.int64)
-    np.minimum.at(first, class_of[class_of >= 0], np.nonzero(class_of >= 0)[0])
-    klass = class_of[chain.node, chain.choice]
-    keep = chain.node == first[klass]
-    parts = chain.parts[keep].astype(np.int64)
-    s = chain.cols[keep].astype(np.int64) // N
-    q = klass[keep]
-    g_rows = parts * X + chain.rows[keep].astype(np.int64)
-    g_cols = parts * Y + s * Q + q
-    g_weight = np.ascontiguousarray(chain.weight[keep], dtype=np.float64)
-    # B = Pi G: (s2, q2) <- (s, q) with pi[n2, c2] T O, n2 the node G leads to.
-    n2 = chain.rows[keep].astype(np.int64) % N
-    s2 = chain.rows[keep].astype(np.int64) // N
-    e, c2 = np.nonzero(arch.allowed[n2])
-    b_src = g_cols[e]
-    b_dst = parts[e] * Y + s2[e] * Q + class_of[n2[e], c2]
-    b_node_choice = n2[e] * C + c2
-    b_weight = g_weight[e]
+    g_rows, g_cols, g_weight, b_src, b_dst, b_node_choice, b_weight = _after_choice_entries(chain, class_of, Q)
     recurrent = np.flatnonzero(~np.tile(np.isin(np.arange(Q), transient), S))
     position = np.full(Q, Q, dtype=np.int64)  # topological position of each transient class
     position[transient] = np.arange(len(transient))
@@ -404,6 +389,42 @@ def _after_choice(chain: JointChain) -> AfterChoice | None:
         t_weight=readonly(b_weight[t]),
         valid=readonly(chain.part_states >= 0),
     )
+
+
+def _transient_classes(class_of: np.ndarray, nxt: np.ndarray) -> np.ndarray:
+    """The transient classes: those no cycle reaches, in an order where every step goes forward; found on the
+    architecture's graph (q -> the classes of the choices at nxt[q, o]), which has every step the chain has."""
+    Q = len(nxt)
+    targets = class_of[nxt.reshape(-1)].reshape(Q, -1)
+    source = np.repeat(np.arange(Q), targets.shape[1])
+    edge = targets.reshape(-1) >= 0
+    graph = sp.csr_matrix((np.ones(int(edge.sum())), (source[edge], targets.reshape(-1)[edge])), shape=(Q, Q))
+    return _upstream_of_cycles(graph)
+
+
+def _after_choice_entries(chain: JointChain, class_of: np.ndarray, Q: int) -> tuple[np.ndarray, ...]:
+    """The nonzeros of ``G`` (``g_rows``, ``g_cols``, ``g_weight``) and of ``B = Pi G`` (``b_src``, ``b_dst``,
+    ``b_node_choice``, ``b_weight``, flat indices ``part * Y + s * Q + q``), read off the chain's own."""
+    arch = chain.architecture
+    N, C = arch.num_nodes, arch.num_choices
+    X, Y = chain.size, chain.states_per_part * Q
+    # Nonzero e of P is (s2, nxt[q_e, o]) <- (s, n_e) with weight T O; those of one (part, s, q, s2, o) are
+    # equal for every n of the class, so keep its first node.
+    first = np.full(Q, N, dtype=np.int64)
+    np.minimum.at(first, class_of[class_of >= 0], np.nonzero(class_of >= 0)[0])
+    klass = class_of[chain.node, chain.choice]
+    keep = chain.node == first[klass]
+    parts = chain.parts[keep].astype(np.int64)
+    s = chain.cols[keep].astype(np.int64) // N
+    g_rows = parts * X + chain.rows[keep].astype(np.int64)
+    g_cols = parts * Y + s * Q + klass[keep]
+    g_weight = np.ascontiguousarray(chain.weight[keep], dtype=np.float64)
+    # B = Pi G: (s2, q2) <- (s, q) with pi[n2, c2] T O, n2 the node G leads to.
+    n2 = chain.rows[keep].astype(np.int64) % N
+    s2 = chain.rows[keep].astype(np.int64) // N
+    e, c2 = np.nonzero(arch.allowed[n2])
+    b_dst = parts[e] * Y + s2[e] * Q + class_of[n2[e], c2]
+    return g_rows, g_cols, g_weight, g_cols[e], b_dst, n2[e] * C + c2, g_weight[e]
 
 
 def _upstream_of_cycles(graph: sp.csr_matrix) -> np.ndarray:

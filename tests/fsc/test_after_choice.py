@@ -130,16 +130,16 @@ def test_gradcheck(world, arch, output):
 
 
 def test_the_distribution_alone_has_the_adjoint_gradient():
-    """``ENGINES["choices"]`` (the distribution for whoever needs it alone) against ``dense``, with autograd."""
+    """The gradient of the distribution alone (no gain, no metric) on ``choices`` against ``dense``, with autograd."""
     world, arch = tasks.TwoHypothesis(0.1).pomdp, fsc.RAM(3)
     chain = fsc.joint_chain(world, arch)
     policy = fsc.Policy.random(arch, 6).requires_grad_()
-    weights = torch.linspace(-1, 1, chain.num_parts * chain.size, dtype=torch.float64).reshape(chain.num_parts, chain.size)
+    weights = torch.linspace(-1, 1, chain.num_parts * chain.size, dtype=torch.float64).reshape(chain.num_parts, chain.states_per_part, -1)
     grads = []
     for name in ("dense", "choices"):
-        solution = fsc.engines.solve.ENGINES[name](chain, policy.probs(), policy.init_probs(), 1e-3)
-        assert solution.residual < 1e-15 and solution.info["engine"] == name
-        grads.append(torch.autograd.grad((solution.distribution * weights).sum(), [policy.logits, policy.init_logits]))
+        ev = fsc.evaluate(world, policy, reset=1e-3, engine=name)
+        assert ev.residual < 1e-15 and ev.engine == name
+        grads.append(torch.autograd.grad((ev.distribution * weights).sum(), [policy.logits, policy.init_logits]))
     for ref, got in zip(*grads, strict=True):
         torch.testing.assert_close(got, ref, rtol=1e-10, atol=1e-14)
 

@@ -781,7 +781,7 @@ def test_the_smallest_reset_is_computed_by_every_engine(reset):
     """At and just above MIN_RESET every engine gives the gain of r = 0 (GTH, exact) to 1e-12: the gain depends on
     r only at order r; just below it, the reset is refused in one line."""
     import tasks
-    from fsc.engines.solve import ENGINES
+    from fsc.engines.registry import ENGINES
     from fsc.limits import MIN_RESET
 
     world, policy = tasks.TwoHypothesis(0.1), fsc.Policy.random(fsc.RAM(2), 0)

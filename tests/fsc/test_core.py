@@ -118,13 +118,25 @@ def test_public_policy_checker_passes_on_a_small_controller():
 
 
 def test_public_policy_checker_catches_a_wrong_engine(monkeypatch):
-    from fsc.engines import solve
+    from fsc.engines.builtin import Dense
+    from fsc.engines.registry import ENGINES
+    from fsc.engines.sparse import DenseLU
 
-    class Wrong(solve.DenseLU):
+    class WrongLU(DenseLU):
         def solve(self):
             return np.roll(super().solve(), 1, axis=1)
 
-    monkeypatch.setitem(solve.BACKENDS, "wrong", Wrong)
+    class Wrong(Dense):
+        name = "wrong"
+        auto = False
+
+        def backend(self, chain, values, p0, reset, probs):
+            return WrongLU(chain, values, p0, reset)
+
+        def fused_constants(self, *args):
+            return None  # the Python path, through backend
+
+    monkeypatch.setitem(ENGINES, "wrong", Wrong())
     arch = fsc.RAM(2)
     with pytest.raises(AssertionError, match="disagree"):
         check_policy(tasks.TwoHypothesis(0.3), fsc.Policy.random(arch, 9), reset=0.1, engines=("dense", "wrong"), monte_carlo=False)

@@ -13,10 +13,12 @@ import torch
 
 import fsc
 import tasks
-from fsc.engines import kernels
+from fsc.engines import builtin, kernels
 from fsc.engines.accurate import gth, recurrent_class
-from fsc.engines.iterative import ConvergenceError, observation_aggregates
-from fsc.engines.solve import ENGINES, ZERO_RESET_ENGINES, choose_engine
+from fsc.engines.engine import Engine
+from fsc.engines.iterative import ConvergenceError, Iterative, observation_aggregates
+from fsc.engines.registry import ENGINES, choose_engine
+from fsc.engines.sparse import SparseLU
 
 from .registry import ARCHITECTURES, ids, padded_world
 
@@ -262,23 +264,32 @@ def test_ccp_limit_at_zero_reset():
 # The iterative engine checks its residual.
 
 
+def _system(world, arch, seed=0):
+    """The joint chain, the nonzeros of ``P`` and the reset distributions ``p0`` of a random policy: what a solver is built from."""
+    chain = fsc.joint_chain(world.pomdp, arch)
+    policy = fsc.Policy.random(arch, seed)
+    probs, init = policy.probs().detach().numpy(), policy.init_probs().detach().numpy()
+    p0 = (chain.initial_world[:, :, None] * init).reshape(chain.num_parts, chain.size)
+    return chain, probs, probs.reshape(-1)[chain.node_choice] * chain.weight, p0
+
+
 def test_iterative_falls_back_and_says_so():
     world, arch = tasks.TwoHypothesis(0.1), fsc.Memento(3)
-    chain = fsc.joint_chain(world.pomdp, arch)
-    policy = fsc.Policy.random(arch, 0)
+    chain, probs, values, p0 = _system(world, arch)
+    solver = Iterative(chain, values, p0, 1e-4, maxiter=1)
     with pytest.warns(RuntimeWarning, match="falling back to the sparse LU engine"):
-        sol = ENGINES["iterative"](chain, policy.probs(), policy.init_probs(), 1e-4, maxiter=1)
-    assert sol.info["fallback"] == "sparse"
-    ref = ENGINES["dense"](chain, policy.probs(), policy.init_probs(), 1e-4)
-    torch.testing.assert_close(sol.distribution, ref.distribution, rtol=0, atol=1e-12)
+        p = solver.solve()
+    assert solver.info["fallback"] == "sparse"
+    ref = ENGINES["dense"].factor(chain, probs, p0, 1e-4).solve()
+    np.testing.assert_allclose(p, ref, rtol=0, atol=1e-12)
+    assert solver.residual(p) < 1e-15
 
 
 def test_iterative_raises_when_it_cannot_fall_back():
     world, arch = tasks.TwoHypothesis(0.1), fsc.Memento(3)
-    chain = fsc.joint_chain(world.pomdp, arch)
-    policy = fsc.Policy.random(arch, 0)
+    chain, _, values, p0 = _system(world, arch)
     with pytest.raises(ConvergenceError, match="too large for the sparse LU fallback"):
-        ENGINES["iterative"](chain, policy.probs(), policy.init_probs(), 1e-4, maxiter=1, fallback_states=10)
+        Iterative(chain, values, p0, 1e-4, maxiter=1, fallback_states=10).solve()
 
 
 def test_iterative_reports_iterations_and_residuals():
@@ -296,19 +307,15 @@ def test_iterative_reports_iterations_and_residuals():
 
 @pytest.mark.parametrize("bad", [{"tol": 0.0}, {"tol": 1}, {"restart": 0}, {"maxiter": True}, {"pre": -1}])
 def test_iterative_rejects_bad_options(bad):
-    world, arch = tasks.TwoHypothesis(0.1), fsc.Memento(2)
-    chain = fsc.joint_chain(world.pomdp, arch)
-    policy = fsc.Policy.random(arch, 0)
-    with pytest.raises(ValueError, match=f"{next(iter(bad))} must be"):
-        ENGINES["iterative"](chain, policy.probs(), policy.init_probs(), 0.1, **bad)
+    chain, _, values, p0 = _system(tasks.TwoHypothesis(0.1), fsc.Memento(2))
+    with pytest.raises((ValueError, TypeError), match=f"{next(iter(bad))} must be"):
+        Iterative(chain, values, p0, 0.1, **bad)
 
 
 def test_sparse_rejects_a_bad_ordering():
-    world, arch = tasks.TwoHypothesis(0.1), fsc.Memento(2)
-    chain = fsc.joint_chain(world.pomdp, arch)
-    policy = fsc.Policy.random(arch, 0)
+    chain, _, values, p0 = _system(tasks.TwoHypothesis(0.1), fsc.Memento(2))
     with pytest.raises(ValueError, match="permc_spec must be one of .*got 'magic'"):
-        ENGINES["sparse"](chain, policy.probs(), policy.init_probs(), 0.1, permc_spec="magic")
+        SparseLU(chain, values, p0, 0.1, permc_spec="magic")
 
 
 # Structure.
@@ -328,29 +335,28 @@ def test_observation_aggregates():
 
 
 def test_choose_engine_keeps_choices_below_the_dense_limit(monkeypatch):
-    import fsc.engines.solve as solve
-
     world = tasks.TwoHypothesis(0.1).pomdp
-    monkeypatch.setattr(solve, "DENSE_MAX_STATES", 16)  # RAM M has 2 M states after each choice
-    monkeypatch.setattr(solve, "CHOICES_SPARSE_STATES", 8)
-    assert choose_engine(fsc.joint_chain(world, fsc.RAM(8)), 1e-3) == "choices"
-    assert choose_engine(fsc.joint_chain(world, fsc.RAM(9)), 1e-3) == "dense"
-    assert choose_engine(fsc.joint_chain(world, fsc.Memento(2)), 1e-3) == "choices"  # 8 recurrent states, a sparse block
-    assert choose_engine(fsc.joint_chain(world, fsc.Memento(3)), 1e-3) == "dense"
+    monkeypatch.setattr(builtin, "DENSE_MAX_STATES", 16)  # RAM M has 2 M states after each choice
+    monkeypatch.setattr(builtin, "CHOICES_SPARSE_STATES", 8)
+    assert choose_engine(world, fsc.RAM(8), 1e-3).name == "choices"
+    assert choose_engine(world, fsc.RAM(9), 1e-3).name == "dense"
+    assert choose_engine(world, fsc.Memento(2), 1e-3).name == "choices"  # 8 recurrent states, a sparse block
+    assert choose_engine(world, fsc.Memento(3), 1e-3).name == "dense"
 
 
 def test_choose_engine():
     world = tasks.TwoHypothesis(0.1).pomdp
 
     def pick(arch, reset=1e-3):
-        return choose_engine(fsc.joint_chain(world, arch), reset)
+        return choose_engine(world, arch, reset).name
 
     assert pick(fsc.RAM(8)) == "choices" and pick(fsc.RAM(64)) == "choices" and pick(fsc.Column(20)) == "choices"
     assert pick(fsc.Memento(3)) == "choices" and pick(fsc.Memento(4)) == "choices" and pick(fsc.Memento(5)) == "choices"
     assert pick(fsc.Memento(6)) == "iterative"  # 2048 recurrent states after each choice, a sparse block
     assert pick(fsc.Memento(2), reset=0) == "accurate"
-    assert set(ENGINES) == {"dense", "choices", "power", "sparse", "iterative", "accurate"}
-    assert ZERO_RESET_ENGINES == {"accurate"}
+    assert set(ENGINES) == {"dense", "choices", "power", "sparse", "iterative", "accurate", "large"}
+    assert {name for name, engine in ENGINES.items() if engine.zero_reset} == {"accurate"}
+    assert {name for name, engine in ENGINES.items() if type(engine).fused_constants is not Engine.fused_constants} == {"dense", "choices"}
 
 
 def test_chain_tables_are_compact_and_sorted():

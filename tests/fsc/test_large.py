@@ -10,8 +10,10 @@ import torch
 
 import fsc
 import tasks
+from fsc.engines import cost
 from fsc.engines import estimate as est
 from fsc.engines.large import large_chain
+from fsc.engines.registry import ENGINES
 from fsc.evaluate import Evaluator
 
 from .registry import ARCHITECTURES, ids, padded_world
@@ -79,7 +81,7 @@ def test_auto_picks_the_large_engine_for_a_large_chain(monkeypatch):
     policy = fsc.Policy.random(arch, 0)
     small = fsc.evaluate(world, policy)
     assert small.engine != "large"
-    monkeypatch.setattr(est, "LARGE_CHAIN_NONZEROS", 10)
+    monkeypatch.setattr(cost, "LARGE_CHAIN_NONZEROS", 10)
     monkeypatch.setattr(Evaluator, "_last", None)  # not the evaluator kept from the call above
     large = fsc.evaluate(world, policy)
     assert large.engine == "large"
@@ -95,7 +97,7 @@ def test_sizes_count_the_chains_exactly(arch):
     of the chain after each choice bound its pattern within a factor 2 (its diagonal is counted apart); the
     step G and the map to the entries of B hold at most the entries counted for them."""
     world = (padded_world() if arch.arms == 2 else tasks.TwoHypothesis(0.2, arms=3).pomdp)
-    sizes = est.world_sizes(world, arch)
+    sizes = cost.world_sizes(world, arch)
     chain = fsc.joint_chain(world, arch)
     assert sizes.chain_nonzeros == chain.nnz
     assert (sizes.parts, sizes.states_per_part, sizes.nodes) == (chain.num_parts, chain.states_per_part, arch.num_nodes)
@@ -120,31 +122,33 @@ def test_the_declared_lower_bounds_are_at_most_the_worlds_sizes(arch, start):
     world = padded_world() if arch.arms == 2 else tasks.TwoHypothesis(0.2, arms=3).pomdp
     world = _one_state_start(world) if start == "one state" else world
     started = int(np.count_nonzero(world.initial))
-    full = est.world_sizes(world, arch)
+    full = cost.world_sizes(world, arch)
     least = est.least_sizes(world.num_states, world.num_actions, world.num_observations, arch, started=started)
     for field in ("states", "actions", "observations", "parts", "states_per_part", "nodes", "choices", "classes", "transitions",
                   "largest_action_classes", "chain_nonzeros", "large_nonzeros", "step_nonzeros", "placed"):  # fmt: skip
         assert getattr(least, field) <= getattr(full, field), field
     assert least.placed * least.nodes <= full.placed * full.nodes
-    for engine in est.ENGINE_NAMES:
-        assert est.estimate(engine, least).bytes <= est.estimate(engine, full).bytes, engine
-    assert est.least_bytes(least).bytes == min(est.estimate(engine, least).bytes for engine in est.ENGINE_NAMES)
+    for name, engine in ENGINES.items():
+        assert engine.estimate(least).bytes <= engine.estimate(full).bytes, name
+    assert est.least_bytes(least).bytes == min(engine.estimate(least).bytes for engine in ENGINES.values())
 
 
-def test_the_estimates_know_every_engine():
-    from fsc.engines.solve import BACKENDS
-
-    assert set(est.ENGINE_NAMES) == set(BACKENDS)
+def test_every_engine_estimates_under_its_name():
+    world = tasks.Grid4x3().pomdp
+    sizes = cost.world_sizes(world, fsc.RAM(2, arms=world.num_actions, observations=world.num_observations))
+    for name, engine in ENGINES.items():
+        estimate = engine.estimate(sizes)
+        assert estimate.engine == name and estimate.bytes > 0 and estimate.seconds > 0, name
 
 
 def test_the_world_sizes_estimates_are_those_of_the_parts():
     """placed_states left out is K S_part: the estimates of a world are what they were before the field."""
     world = tasks.Grid4x3().pomdp
     arch = fsc.RAM(2, arms=world.num_actions, observations=world.num_observations)
-    sizes = est.world_sizes(world, arch)
+    sizes = cost.world_sizes(world, arch)
     assert sizes.placed_states is None and sizes.placed == sizes.parts * sizes.states_per_part
     K, X = sizes.parts, sizes.joint_states
-    assert est.estimate("dense", sizes).bytes == 8 * (12 * K * X + 4 * arch.num_nodes * arch.num_choices) + 100 * sizes.chain_nonzeros + 8 * K * X * X
+    assert ENGINES["dense"].estimate(sizes).bytes == 8 * (12 * K * X + 4 * arch.num_nodes * arch.num_choices) + 100 * sizes.chain_nonzeros + 8 * K * X * X
 
 
 @pytest.mark.parametrize("memory", ["ram:1", "ram:2"])
@@ -161,7 +165,7 @@ def test_a_world_just_under_the_declared_bound_is_handled_as_before(memory, monk
     arch = resolve_memory(memory, world)
     started = int(np.count_nonzero(world.initial))  # the file's start belief
     least = est.least_bytes(est.least_sizes(world.num_states, world.num_actions, world.num_observations, arch, started=started)).bytes
-    full = min(est.estimate(engine, est.world_sizes(world, arch)).bytes for engine in ("large", "iterative"))
+    full = min(ENGINES[engine].estimate(cost.world_sizes(world, arch)).bytes for engine in ("large", "iterative"))
     assert least < full
 
     def outcome():
@@ -172,19 +176,19 @@ def test_a_world_just_under_the_declared_bound_is_handled_as_before(memory, monk
             return str(error)
 
     expected = outcome()
-    for available in (int(least / est.MEMORY_SHARE) + 1, int(full / est.MEMORY_SHARE) + 1):
-        monkeypatch.setattr(est, "available_bytes", lambda available=available: available)
+    for available in (int(least / cost.MEMORY_SHARE) + 1, int(full / cost.MEMORY_SHARE) + 1):
+        monkeypatch.setattr(cost, "available_bytes", lambda available=available: available)
         before = outcome()
         named, built = resolve_world_and_memory(memory, pomdp=str(path))
         assert built == arch
         for name in ("transition", "observation", "reward", "initial"):
             assert np.array_equal(getattr(named.world, name), getattr(world, name)), name
         assert outcome() == before
-        if available < full / est.MEMORY_SHARE:
+        if available < full / cost.MEMORY_SHARE:
             assert isinstance(before, str) and "this machine has available" in before
         else:  # the large engine, the only one that fits: the value of the engine auto picks on the whole machine
             assert isinstance(before, float) and before == pytest.approx(expected, rel=1e-10, abs=0)
-    monkeypatch.setattr(est, "available_bytes", lambda: int(least / est.MEMORY_SHARE) - 1)
+    monkeypatch.setattr(cost, "available_bytes", lambda: int(least / cost.MEMORY_SHARE) - 1)
     with pytest.raises(ValueError, match=r"^memory \(--memory\) RAM.* on the declared S=11, A=4, O=6 needs at least .*; choose a smaller memory or world$"):
         resolve_world_and_memory(memory, pomdp=str(path))
     assert isinstance(outcome(), str)  # the full estimate refuses too
@@ -195,7 +199,7 @@ def test_ten_million_states_and_three_actions_are_refused_from_the_declared_size
     whose first entry here names an action the file does not have (the error reading it would give)."""
     from fsc.resolve import resolve_world_and_memory
 
-    monkeypatch.setattr(est, "available_bytes", lambda: 24 * 10**9)
+    monkeypatch.setattr(cost, "available_bytes", lambda: 24 * 10**9)
     path = tmp_path / "big.POMDP"
     path.write_text("discount: 0.9\nvalues: reward\nstates: 10000000\nactions: 3\nobservations: 2\nT: nowhere identity\n")
     with pytest.raises(ValueError, match=r"needs at least 25.8 GB \(the lightest engine's estimate, 'large'\), over the 19.2 GB"):
@@ -207,8 +211,8 @@ def test_ten_million_states_and_three_actions_are_refused_from_the_declared_size
 def test_an_engine_that_does_not_fit_is_refused_in_one_line(monkeypatch):
     world = tasks.Grid4x3().pomdp
     arch = fsc.RAM(3, arms=world.num_actions, observations=world.num_observations)
-    need = est.estimate("dense", est.world_sizes(world, arch)).bytes
-    monkeypatch.setattr(est, "available_bytes", lambda: int(need / est.MEMORY_SHARE / 2))
+    need = ENGINES["dense"].estimate(cost.world_sizes(world, arch)).bytes
+    monkeypatch.setattr(cost, "available_bytes", lambda: int(need / cost.MEMORY_SHARE / 2))
     with pytest.raises(ValueError) as error:
         fsc.evaluate(world, fsc.Policy.uniform(arch), engine="dense")
     message = str(error.value)
@@ -220,17 +224,17 @@ def test_an_engine_that_does_not_fit_is_refused_in_one_line(monkeypatch):
 def test_auto_picks_the_engine_that_fits(monkeypatch):
     world = tasks.Grid4x3().pomdp
     arch = fsc.RAM(3, arms=world.num_actions, observations=world.num_observations)
-    sizes = est.world_sizes(world, arch)
-    large, choices = est.estimate("large", sizes).bytes, est.estimate("choices", sizes).bytes
+    sizes = cost.world_sizes(world, arch)
+    large, choices = ENGINES["large"].estimate(sizes).bytes, ENGINES["choices"].estimate(sizes).bytes
     assert large < choices
-    monkeypatch.setattr(est, "available_bytes", lambda: int((large + choices) / 2 / est.MEMORY_SHARE))
+    monkeypatch.setattr(cost, "available_bytes", lambda: int((large + choices) / 2 / cost.MEMORY_SHARE))
     assert fsc.evaluate(world, fsc.Policy.uniform(arch), reset=0.1).engine == "large"
 
 
 def test_a_memory_whose_vectors_do_not_fit_is_refused(monkeypatch):
     world = tasks.Grid4x3().pomdp
     arch = fsc.RAM(2, arms=world.num_actions, observations=world.num_observations)
-    monkeypatch.setattr(est, "available_bytes", lambda: 1000)
+    monkeypatch.setattr(cost, "available_bytes", lambda: 1000)
     with pytest.raises(ValueError, match=r"^memory \(--memory\) .* over the .* this machine has available"):
         fsc.evaluate(world, fsc.Policy.uniform(arch))
 
