@@ -78,8 +78,10 @@ def cmd_simulate(args) -> int:
 def evaluate_options(p):
     from fsc.cli.options import add_controller_options
 
+    from fsc.engines.registry import ENGINES
+
     add_controller_options(p)
-    p.add_argument("--engine", default="auto", help="auto (default), dense, power, or another engine of fsc.ENGINES")
+    p.add_argument("--engine", default="auto", help=f"auto (default: the engine that fits and runs fastest) or one of {', '.join(ENGINES)}")
     p.add_argument("--grad", action="store_true", help="also compute the gradient of the gain w.r.t. all logits; report grad_norm")
 
 
