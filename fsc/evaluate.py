@@ -248,18 +248,8 @@ class Evaluator:
         # error lies almost entirely along its near-null vector, which is p itself: a scale error,
         # removed by p_hat = p / sum p.  The exact gradient is unchanged (the exact sum is identically 1).
         p_hat, total, expected = kernels.expectations(p, chain.part_weights, probs, self.tables, S, N)
-        native = dict(zip(self.table_names[1:], expected[1:].tolist(), strict=True))
-        gain, metrics = read_out(self.world, self.convention, r, float(expected[0]), native)
-        return Pass(
-            probs=probs,
-            init_probs=init_probs,
-            backend=backend,
-            p=p,
-            total=total,
-            p_hat=p_hat,
-            gain=gain,
-            metrics={name: float(value) for name, value in metrics.items()},
-        )
+        gain, metrics = self._read_out(expected)
+        return Pass(probs=probs, init_probs=init_probs, backend=backend, p=p, total=total, p_hat=p_hat, gain=gain, metrics=metrics)
 
     def backward(
         self,

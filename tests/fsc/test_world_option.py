@@ -83,7 +83,7 @@ def test_simulate_and_draw_take_the_world(capsys, tmp_path):
 
 
 def test_solve_on_tiger_names_it(capsys, tmp_path):
-    argv = ["solve", "--world", "tiger", "--memory", "ram:3", "--rounds", "1", "--methods", "ascent", "--quiet", "--out", str(tmp_path / "s")]
+    argv = ["solve", "--world", "tiger", "--memory", "ram:3", "--rounds", "1", "--methods", "adam", "--quiet", "--out", str(tmp_path / "s")]
     status, out, err = run(capsys, *argv, "--json")
     assert status == 0, err
     record = json.loads(out)
