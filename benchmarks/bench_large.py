@@ -50,6 +50,9 @@ def _peak_mb() -> float:
 
 def one_case(path: Path, M: int, repeats: int) -> dict:
     """The figures of one world and memory (run in a process of its own)."""
+    import scipy.sparse.linalg  # noqa: F401 - what the evaluation imports, counted in the base
+    import torch  # noqa: F401
+
     import fsc
 
     base = _peak_mb()
