@@ -54,6 +54,23 @@ def number(text: str) -> float:
     return value
 
 
+def count(text: str) -> int:
+    """Command-line type: a count in ``[0, MAX_STEPS]`` (the setting it is given to checks its own range)."""
+    return bounded_int(text, 0, MAX_STEPS)
+
+
+def truth(text: str) -> bool:
+    """Command-line type: ``true`` or ``false``."""
+    if text.lower() not in ("true", "false"):
+        raise argparse.ArgumentTypeError(f"expected true or false, got {quoted(text, 24)}")
+    return text.lower() == "true"
+
+
+def numbers(text: str) -> tuple[float, ...]:
+    """Command-line type: comma-separated finite numbers (none for an empty text)."""
+    return tuple(number(part) for part in text.split(",")) if text else ()
+
+
 def run_command(prog: str, command: Callable[[], int]) -> int:
     """``command()``'s exit status, with bad input, a failing machine and an interrupt each said in one line."""
     try:

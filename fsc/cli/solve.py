@@ -10,28 +10,6 @@ from pathlib import Path
 HELP = "find a good controller within a time limit: several methods, the best kept, its gap to an upper bound"
 
 
-def _integer(text: str) -> int:
-    """Command-line type of a count setting: an integer (its range is checked by the method's class)."""
-    try:
-        return int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-
-
-def _truth(text: str) -> bool:
-    """Command-line type of a yes-or-no setting: ``true`` or ``false``."""
-    if text.lower() not in ("true", "false"):
-        raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
-    return text.lower() == "true"
-
-
-def _numbers(text: str) -> tuple[float, ...]:
-    """Command-line type of a list setting: comma-separated numbers."""
-    from fsc.console import number
-
-    return tuple(number(part) for part in text.split(",")) if text else ()
-
-
 #: What each setting of a method means, for ``--help``.
 MEANING = {
     "rate": "the first step size eta",
@@ -57,13 +35,14 @@ def _setting_options() -> dict[str, tuple[str, str, object]]:
 
 
 def _option_type(default: object):
-    from fsc.console import number
+    """The command-line type of a setting, from its default: a yes-or-no, a count, a list of numbers or a number."""
+    from fsc.console import count, number, numbers, truth
 
     if isinstance(default, bool):
-        return _truth
+        return truth
     if isinstance(default, int):
-        return _integer
-    return _numbers if isinstance(default, tuple) else number
+        return count
+    return numbers if isinstance(default, tuple) else number
 
 
 def solve_options(p: argparse.ArgumentParser) -> None:

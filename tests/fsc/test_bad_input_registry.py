@@ -299,6 +299,13 @@ for argv in WORLD_COMMANDS:
                         (["--world", "tiger", "--pomdp", "zero.POMDP"], "give one world"), (["--pomdp", "good.POMDP", "--world", "4x3"], "give one world"),
                         (["--world", "4x3", "--mu", "0.2"], "two-hypothesis world's gap")):  # fmt: skip
         CASES.append(([*argv, *world], name))
+# fsc solve's settings: each option's type from the setting's default; a value out of range is the settings class's check.
+for argv, name in ((["--mirror-steps", "x"], "--mirror-steps: expected an integer"), (["--mirror-steps", LONG], "--mirror-steps"),
+                   (["--mirror-steps", "0"], "steps"), (["--adam-relative-eps", "maybe"], "expected true or false"),
+                   (["--shaped-weights", "0,a"], "--shaped-weights: expected a number"), (["--mirror-rate", "-1"], "rate"),
+                   (["--methods", "em", "--greedy-tries", "3"], "greedy is not among --methods"),
+                   (["--methods", "ascent"], "--methods must be among")):  # fmt: skip
+    CASES.append((["solve", "--quiet", *argv], name))
 for out in ("user", "link-user", "link-etc", "hidden", "link-up"):
     CASES.append(([*TRAIN, "--out", out], "--out"))
 for spec in ("linked-out.json", "linked-out2.json", "fifo-spec.json", "dir.json", "zero.json", "sparse.json"):
