@@ -94,11 +94,11 @@ WORLD_OPTIONS: tuple[Option, ...] = (WORLD, MU, POMDP_FILE, RESET, DISCOUNT)
 
 def add_world_options(parser: argparse.ArgumentParser, *, memory: str | None = None, memory_default: str | None = None, memory_note: str = "") -> None:
     """Declare :data:`WORLD_OPTIONS` in ``parser``, and ``--memory`` when ``memory`` (the help's words on its
-    default) is given, with the default ``memory_default`` and ``memory_note`` before the rest of its help."""
+    default) is given, with the default ``memory_default`` and ``memory_note`` after the rest of its help."""
     for declared in WORLD_OPTIONS:
         declared.add_to(parser)
     if memory is not None:
-        MEMORY.add_to(parser, default=memory_default, help=f"{memory_note}{MEMORY.help} (default: {memory})")
+        MEMORY.add_to(parser, default=memory_default, help=f"{MEMORY.help}{memory_note} (default: {memory})")
 
 
 def world_arguments(source: object) -> dict[str, object]:

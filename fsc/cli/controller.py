@@ -77,7 +77,6 @@ def cmd_simulate(args) -> int:
 
 def evaluate_options(p):
     from fsc.cli.options import add_controller_options
-
     from fsc.engines.registry import ENGINES
 
     add_controller_options(p)

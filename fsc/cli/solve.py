@@ -47,12 +47,14 @@ def _option_type(default: object):
 
 def solve_options(p: argparse.ArgumentParser) -> None:
     from fsc.console import number, positive_int
+    from fsc.engines.registry import ENGINES
     from fsc.limits import seed_arg
     from fsc.resolve import add_world_options
 
-    add_world_options(p, memory="ram:2", memory_default="ram:2", memory_note="ram:M is grown through smaller sizes; ")
+    add_world_options(p, memory="ram:2", memory_default="ram:2", memory_note="; ram:M is grown through smaller sizes")
     p.add_argument("--max-seconds", type=number, default=60.0, help="the time limit, for everything (default 60)")
     p.add_argument("--seed", type=seed_arg, default=0, help="seed of the random starts and kicks (default 0)")
+    p.add_argument("--engine", default="auto", help=f"the evaluator's engine: auto (default) or one of {', '.join(ENGINES)}")
     p.add_argument("--methods", default=None, help="comma-separated methods among mirror, adam, em, greedy, run in that order (default all)")
     p.add_argument("--rounds", type=positive_int, default=None, help="at most this many rounds per memory size (default: until the time limit)")
     p.add_argument("--patience", type=positive_int, default=None, help="rounds without progress after which a smaller size of the ladder gives way (default 3)")
@@ -120,8 +122,8 @@ def _solver(args: argparse.Namespace):
             given.setdefault(owner, {})[name] = value
     methods = tuple(configured(METHODS[name], **given.get(name, {})) for name in names)
     patience = {} if args.patience is None else {"patience": args.patience}
-    return Portfolio(seconds=args.max_seconds, seed=args.seed, rounds=args.rounds, methods=methods, shaped=configured(Shaped(), **given.get("shaped", {})),
-                     **patience)  # fmt: skip
+    return Portfolio(seconds=args.max_seconds, seed=args.seed, rounds=args.rounds, engine=args.engine, methods=methods,
+                     shaped=configured(Shaped(), **given.get("shaped", {})), **patience)  # fmt: skip
 
 
 def _write(out: Path, solution, record: dict) -> None:

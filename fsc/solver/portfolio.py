@@ -25,6 +25,7 @@ import attrs
 import numpy as np
 
 from fsc.checks import integer, positive
+from fsc.engines.registry import check_engine
 from fsc.errors import InputError, InputTypeError
 from fsc.evaluate import evaluate, resolve_reset
 from fsc.model.architecture import MemoryArchitecture
@@ -93,8 +94,7 @@ class Portfolio:
         object.__setattr__(self, "seed", integer("seed", self.seed, 0))
         object.__setattr__(self, "rounds", integer("rounds", self.rounds, 1, optional=True))
         object.__setattr__(self, "patience", integer("patience", self.patience, 1))
-        if not isinstance(self.engine, str):
-            raise InputTypeError(f"engine must be a string, got {self.engine!r}")
+        check_engine(self.engine)
         if not isinstance(self.shaped, Shaped):
             raise InputTypeError(f"shaped must be a fsc.solver.Shaped, got {self.shaped!r}")
 
