@@ -39,7 +39,7 @@ import fsc
 from fsc.solver import embed
 
 #: The methods ``fsc.solve(..., methods=[name])`` takes (docs/solving.md), the portfolio of them all, and PAYNT.
-METHOD_NAMES = ("portfolio", "mirror", "ascent", "em", "greedy", "paynt")
+METHOD_NAMES = ("portfolio", "mirror", "adam", "em", "greedy", "paynt")
 
 
 def run_ours(world, memory: int, method: str, seconds: float, seed: int, start, out: Path, name: str, grow: str = "split") -> dict:

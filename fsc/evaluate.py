@@ -13,7 +13,7 @@ import torch
 from fsc.checks import CONVENTIONS, check_reset, flag
 from fsc.engines import kernels
 from fsc.engines.estimate import check_sizes
-from fsc.engines.registry import ENGINES, check_engine, choose_engine
+from fsc.engines.registry import ENGINES, check_engine, choose_engine, registry_version
 from fsc.engines.sparse import Backend, stationary_residual
 from fsc.errors import InputError
 from fsc.model.architecture import MemoryArchitecture
@@ -148,7 +148,7 @@ class Evaluator:
         chain = chosen.frame(self.operator)
         self.world, self.architecture, self.chain, self.reset, self.engine, self.convention = world, architecture, chain, reset, chosen.name, convention
         self.kind = chosen  # the engine object (fsc.engines.engine.Engine), whose methods run the solves
-        self.key = (reset, engine, convention)
+        self.key = (reset, engine, convention, registry_version())
         K, S, N, C = chain.num_parts, chain.states_per_part, architecture.num_nodes, architecture.num_choices
         self.shape = (K, S, N, C)
         self.step_reward = np.ascontiguousarray(chain.step_reward, dtype=np.float64).reshape(K * S, C)
@@ -168,7 +168,7 @@ class Evaluator:
         evaluations does not lay out its tables each time); only the latest is kept, so it holds at
         most one chain alive, the one the chain cache keeps anyway."""
         last = cls._last
-        if last is not None and last.world is world and last.architecture is architecture and last.key == (reset, engine, convention):
+        if last is not None and last.world is world and last.architecture is architecture and last.key == (reset, engine, convention, registry_version()):
             return last
         evaluator = cls(world, architecture, reset, engine, convention)
         cls._last = evaluator

@@ -118,8 +118,8 @@ class Objective:
     Python between the solves.  ``False`` runs the evaluator's Python path,
     the reference the compiled one is tested against.
 
-    ``counter``: a one-element list counting the evaluations (points, looks and values); the shaped
-    objectives of :meth:`shaped` share it (:attr:`evaluations`).
+    ``counter``: a one-element list counting the evaluations (points, gradients, looks, values and the compiled
+    flow's tries); the shaped objectives of :meth:`shaped` share it (:attr:`evaluations`).
     """
 
     world: POMDP | Task
@@ -236,6 +236,7 @@ class Objective:
             point = self(torch.from_numpy(logits), torch.from_numpy(init_logits))
             return point.grad_logits.numpy(), point.grad_init.numpy()
         _, grad_logits, grad_init, ok = kernels.fused_value_gradient(logits, init_logits, self._fused)
+        self.counter[0] += 1
         if not ok:
             raise np.linalg.LinAlgError("I - (1 - r) P is singular")
         return grad_logits, grad_init
@@ -272,6 +273,7 @@ class Objective:
         if self._fused is None:
             return None
         status, *found, dt, next_dt, evaluations, rejections = kernels.flow_step(*self._flow_start(point, dt, flow))
+        self.counter[0] += evaluations
         return self._accepted(status, *found), dt, next_dt, evaluations, rejections
 
     def flow_run(self, point: Point, dt: float, flow: FlowSettings, t: float, step: int, until_t: float, max_steps: int, rows: bool = False):
@@ -292,6 +294,7 @@ class Objective:
         status, *found, dt, next_dt, t, new_step, evaluations, rejections = kernels.flow_run(
             *self._flow_start(point, dt, flow), t, step, until_t, max_steps, most, table
         )
+        self.counter[0] += evaluations
         new = self._accepted(status, *found)
         steps = self._steps(table[: new_step - step]) if rows and new is not None else None
         return new, dt, next_dt, t, new_step, evaluations, rejections, steps

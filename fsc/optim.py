@@ -340,15 +340,16 @@ class Adam(Step):
         point, slots = state.point, state.slots
         k = state.step + 1
         b1, b2 = self.beta1, self.beta2
-        gradients = (point.grad_logits.numpy(), point.grad_init.numpy())
-        eps = self.eps * max(float(np.abs(g).max(initial=0.0)) for g in gradients) if self.relative_eps else self.eps
+        gradients = (point.grad_logits, point.grad_init)
+        eps = self.eps * max(float(np.abs(g.numpy()).max(initial=0.0)) for g in gradients) if self.relative_eps else self.eps
         new_slots, moved = {}, {}
-        for key, w, g in (("logits", point.logits.numpy(), gradients[0]), ("init", point.init_logits.numpy(), gradients[1])):
-            m = b1 * np.asarray(slots[f"m_{key}"]) + (1 - b1) * g
-            v = b2 * np.asarray(slots[f"v_{key}"]) + (1 - b2) * g * g
-            new_slots[f"m_{key}"], new_slots[f"v_{key}"] = torch.from_numpy(m), torch.from_numpy(v)
-            step = (m / (1 - b1**k)) / (np.sqrt(v / (1 - b2**k)) + eps)
-            moved[key] = torch.from_numpy(np.where(np.isfinite(w), w + self.lr * step, w))
+        # In torch, whose division by a number rounds as fsc train's Adam always has: a resumed run continues bit for bit.
+        for key, w, g in (("logits", point.logits, gradients[0]), ("init", point.init_logits, gradients[1])):
+            m = b1 * slots[f"m_{key}"] + (1 - b1) * g
+            v = b2 * slots[f"v_{key}"] + (1 - b2) * g * g
+            new_slots[f"m_{key}"], new_slots[f"v_{key}"] = m, v
+            step = (m / (1 - b1**k)) / ((v / (1 - b2**k)).sqrt() + eps)
+            moved[key] = torch.where(torch.isfinite(w), w + self.lr * step, w)
         return _moved(state, objective(moved["logits"], moved["init"]), self.lr, clock, new_slots)
 
 

@@ -106,7 +106,7 @@ def _solver(args: argparse.Namespace):
     Raises:
         InputError: an unknown method, a setting of a method not run, or a bad value (the classes' checks).
     """
-    from fsc.errors import InputError
+    from fsc.errors import InputError, InputTypeError
     from fsc.solver import METHODS, Portfolio, Shaped, configured
 
     names = tuple(args.methods.split(",")) if args.methods is not None else tuple(METHODS)
@@ -119,6 +119,10 @@ def _solver(args: argparse.Namespace):
         if value is not None:
             if owner not in (*names, "shaped"):
                 raise InputError(f"{option} is given but {owner} is not among --methods ({','.join(names)})")
+            try:  # each setting checked alone, so that the error names its option
+                configured(Shaped() if owner == "shaped" else METHODS[owner], **{name: value})
+            except (InputError, InputTypeError) as error:
+                raise InputError(f"{option}: {error}") from None
             given.setdefault(owner, {})[name] = value
     methods = tuple(configured(METHODS[name], **given.get(name, {})) for name in names)
     patience = {} if args.patience is None else {"patience": args.patience}

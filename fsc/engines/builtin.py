@@ -10,8 +10,8 @@
 - ``large``: the chain after each choice from the world's sparse tables, never listing the joint chain's
   nonzeros (:mod:`fsc.engines.large`).
 
-Their estimates are those of :mod:`fsc.engines.estimate` (its constants); their ``auto`` costs order the joint
-chain's engines as the benchmarks measured them (the thresholds below).  Each imports its solver when it first
+Each estimates its own memory and time from the sizes (the constants of :mod:`fsc.engines.cost`); their ``auto``
+costs order the joint chain's engines as the benchmarks measured them (the thresholds below).  Each imports its solver when it first
 builds or factors, so that the estimates run without scipy, torch or numba.
 """
 

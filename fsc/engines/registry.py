@@ -19,10 +19,17 @@ if TYPE_CHECKING:
     from fsc.model.architecture import MemoryArchitecture
     from fsc.model.pomdp import POMDP
 
-__all__ = ["ENGINES", "Engine", "check_engine", "choose_engine", "register_engine", "unregister_engine"]
+__all__ = ["ENGINES", "Engine", "check_engine", "choose_engine", "register_engine", "registry_version", "unregister_engine"]
 
 #: Every engine by name, in the order they were registered.
 ENGINES: dict[str, Engine] = {}
+#: How many times the registry changed: what a cache of engine choices keys on (``fsc.evaluate.Evaluator.of``).
+_CHANGES = [0]
+
+
+def registry_version() -> int:
+    """A number that changes whenever an engine is registered or unregistered."""
+    return _CHANGES[0]
 
 
 def register_engine(engine: Engine) -> Engine:
@@ -38,6 +45,7 @@ def register_engine(engine: Engine) -> Engine:
     if not isinstance(name, str) or not name or name == "auto" or name in ENGINES:
         raise InputError(f"engine name must be a new name other than 'auto', got {name!r} (registered: {sorted(ENGINES)})")
     ENGINES[name] = engine
+    _CHANGES[0] += 1
     return engine
 
 
@@ -45,6 +53,7 @@ def unregister_engine(name: str) -> Engine:
     """Take the engine ``name`` out of the registry and return it."""
     if name not in ENGINES:
         raise InputError(f"engine must be one of {sorted(ENGINES)}, got {name!r}")
+    _CHANGES[0] += 1
     return ENGINES.pop(name)
 
 

@@ -122,12 +122,14 @@ class Restarts(Method):
     """A step on the logits (``rule``; by default Adam with an epsilon relative to the gradient's scale), kicked
     around the best point seen when it stalls: a gradient that vanishes (at a symmetric or saturated point) or
     ``patience`` steps without progress.  A kick moves every logit of the best point by a standard normal draw
-    and starts the rule again there.  ``State.step`` counts the evaluations.
+    and starts the rule again there.  ``State.step`` counts the rule's updates and kicks (one evaluation each
+    with Adam or plain ascent; a rule that evaluates more per update, such as the flow, counts as many in
+    :attr:`fsc.objective.Objective.evaluations`).
 
     Args:
         rule: the step on the logits (a :class:`fsc.optim.Step` climbing the objective's points).
         patience: steps without a better value after which it kicks.
-        steps: the most evaluations in one round of the portfolio.
+        steps: the most updates and kicks in one round of the portfolio.
     """
 
     rule: Step = attrs.field(factory=lambda: Adam(**{name: SOLVER_METHODS["adam"][name] for name in ("lr", "beta1", "beta2", "eps", "relative_eps")}))

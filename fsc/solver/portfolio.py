@@ -59,7 +59,9 @@ def _architecture(world: POMDP | Task, memory: object) -> MemoryArchitecture:
 
 def _methods(methods: object) -> tuple[Method, ...]:
     """The methods, in order: method values, or names of :data:`fsc.solver.METHODS` (each with its defaults),
-    as a sequence or a comma-separated text."""
+    as a sequence or a comma-separated text; ``None``: every method of :data:`fsc.solver.METHODS`."""
+    if methods is None:
+        return tuple(METHODS.values())
     items = tuple(methods.split(",")) if isinstance(methods, str) else tuple(methods) if isinstance(methods, (list, tuple)) else (methods,)
     found = tuple(METHODS.get(item) if isinstance(item, str) else item for item in items)
     if not found or not all(isinstance(method, Method) for method in found):

@@ -100,3 +100,14 @@ def test_register_engine_refuses_a_name_taken_or_not_an_engine(toy):
         register_engine(Toy())
     with pytest.raises(TypeError, match="engine must be a fsc.engines.engine.Engine, got str"):
         register_engine("toy")
+
+
+def test_the_evaluator_cache_forgets_an_engine_taken_out_of_the_registry(toy):
+    """``Evaluator.of`` reuses the last evaluator for the same arguments, but not across a change of the registry:
+    an engine unregistered (or replaced under its name) no longer runs."""
+    world, policy = tasks.TwoHypothesis(0.2), fsc.Policy.random(fsc.RAM(2), 1)
+    assert fsc.evaluate(world, policy, reset=0.03).engine == "toy"
+    unregister_engine("toy")
+    assert fsc.evaluate(world, policy, reset=0.03).engine == "choices"
+    register_engine(Toy())
+    assert fsc.evaluate(world, policy, reset=0.03).engine == "toy"

@@ -253,6 +253,7 @@ def test_the_solver_is_a_value_with_every_setting_of_its_methods_and_checks_them
         solver.seed = 1
     assert Portfolio(seed=np.int64(3)).seed == 3 and type(Portfolio(seed=np.int64(3)).seed) is int
     assert Portfolio(methods="em,greedy").methods == (EM(), Greedy())
+    assert Portfolio(methods=None).methods == solver.methods  # every method, in order, as fsc.solve(methods=None)
     assert configured(METHODS["adam"], lr=0.5, patience=7) == Restarts(rule=Adam(lr=0.5, eps=1e-12, relative_eps=True), patience=7)
     for bad, match in [(lambda: Mirror(rate=0), "rate"), (lambda: Greedy(steps=0), "steps"), (lambda: Portfolio(patience=0), "patience"),
                        (lambda: Portfolio(seconds=-1), "seconds"), (lambda: Restarts(patience=1.5), "patience"), (lambda: Shaped(weights=(2.0,)), "weights"),
@@ -307,3 +308,16 @@ def test_fsc_solve_reaches_every_method_setting_and_refuses_bad_ones_in_one_line
         assert main(["solve", "--mu", "0.2", "--memory", "ram:1", "--quiet", *options]) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and word in err[0], err
+
+
+def test_restarts_around_the_flow_counts_every_evaluation_the_flow_makes():
+    """The objective's counter holds every evaluation, the compiled flow's tries included (the flow takes at least
+    one per accepted step), so a solution's count is that of the work done whatever the rule."""
+    from fsc.optim import GradientFlow
+    from fsc.solver import Budget, Restarts
+
+    world = small_world(3)
+    arch = fsc.RAM(1, arms=2, observations=2)
+    objective = objective_of(world=world, architecture=arch, reset=0.1)
+    Restarts(rule=GradientFlow(), steps=20).solve(objective, fsc.Policy.random(arch, 0), Budget.of(20, 60.0), np.random.default_rng(0))
+    assert objective.evaluations >= 20
