@@ -11,8 +11,8 @@
   nonzeros (:mod:`fsc.engines.large`).
 
 Each estimates its own memory and time from the sizes (the constants of :mod:`fsc.engines.cost`); their ``auto``
-costs order the joint chain's engines as the benchmarks measured them (the thresholds below).  Each imports its solver when it first
-builds or factors, so that the estimates run without scipy, torch or numba.
+costs order the joint chain's engines as the benchmarks measured them (the thresholds below).  Each imports its
+solver when it first builds or factors, so that the estimates run without scipy, torch or numba.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
 __all__ = ["BUILTIN", "Accurate", "Choices", "Dense", "Iterative", "Large", "Power", "Sparse"]
 
-#: ``auto`` thresholds, in joint states per part ``X`` (benchmarks/bench_engines.py,
+#: ``auto`` thresholds, in joint states per part ``X`` (benchmarks/bench_evaluate.py engines,
 #: value and gradient, one thread, r = 1e-5): dense LU up to DENSE_STATES, or up to
 #: DENSE_MAX_STATES when ``P`` is dense (at least DENSE_DENSITY of its entries
 #: nonzero: RAM, where dense and sparse LU are within 1.5x of each other, 9-22 ms

@@ -89,7 +89,7 @@ def as_tables(t):
 
 def as_fused(c):
     """``c`` (a :data:`Fused`, or its :func:`plain` tuple) as a :data:`Fused`."""
-    return c if isinstance(c, Fused) else Fused(*c[:19], as_tables(c[19]), *c[20:])
+    return c if isinstance(c, Fused) else Fused(*c[:_T], as_tables(c[_T]), *c[_T + 1 :])
 
 
 @overload(as_tables, inline="always")
