@@ -698,7 +698,8 @@ def parse_pomdp(text: str, *, source: str = "<string>", require_discount: bool =
 
 
 def read_pomdp(path, *, require_discount: bool = False, check: Callable[[Declared], None] | None = None) -> POMDP:
-    """Read a ``.POMDP`` file (Cassandra's format) into a :class:`fsc.POMDP`.
+    """Read a ``.POMDP`` file (Cassandra's format) into a :class:`fsc.POMDP`; a POMDPX file (SARSOP's XML format, by
+    its suffix ``.pomdpx`` or its first bytes ``<?xml`` or ``<pomdpx``) is read by :func:`fsc.io.pomdpx.parse_pomdpx`.
 
     See :func:`parse_pomdp` for what is accepted (and ``check``); errors name the file and line.
     """
@@ -707,6 +708,11 @@ def read_pomdp(path, *, require_discount: bool = False, check: Callable[[Declare
         raw = read_limited(path, ".POMDP file", MAX_POMDP_BYTES)  # a regular file only (not a FIFO, a device), of bounded size
     except OSError as error:
         raise InputError(f"cannot read {quoted(path)}: {error.strerror or error}") from None
+    from fsc.io.pomdpx import is_pomdpx, parse_pomdpx  # SARSOP's XML format: by the suffix .pomdpx or the first bytes
+
+    if is_pomdpx(path, raw):
+        sizes = None if check is None else (lambda **declared: check(Declared(**declared)))
+        return parse_pomdpx(raw, source=path.name, require_discount=require_discount, check=sizes, max_table_bytes=MAX_TABLE_BYTES)
     nul = raw.find(b"\0")
     if nul >= 0:  # a binary file: said at once, before decoding and tokenising it
         line = raw.count(b"\n", 0, nul) + 1
