@@ -135,8 +135,8 @@ class _Var:
     def values(self) -> tuple[str, ...]:
         return self.enum if self.enum is not None else tuple(f"{_NUMBERED[self.kind]}{i}" for i in range(self.size))
 
-    def index(self, token: str, source: str, line: int) -> int:
-        """The index of the value ``token`` names."""
+    def index(self, token: str, source: str, line: int, written: str | None = None) -> int:
+        """The index of the value ``token`` names (``written``: the variable's name where it stands, by default its own)."""
         if self.enum is not None:
             found = self.lookup.get(token)
         else:
@@ -146,7 +146,7 @@ class _Var:
         if found is None:
             shown = (self.enum or ())[:8] if self.enum is not None else [f"{_NUMBERED[self.kind]}{i}" for i in range(min(self.size, 8))]
             hint = ", ".join(shown) + (", ..." if self.size > 8 else "")
-            raise InputError(f"{source}:{line}: <Instance> names {quoted(token)}, not a value of {self.name} (one of {hint}, '*' or '-')")
+            raise InputError(f"{source}:{line}: <Instance> names {quoted(token)}, not a value of {written or self.name} (one of {hint}, '*' or '-')")
         return found
 
 
@@ -194,6 +194,7 @@ class _Model:
         self.S, self.A = math.prod(v.size for v in self.states), math.prod(v.size for v in self.actions)
         self.O = math.prod(v.size for v in self.obs + self.observed)
         self.line = node.line
+        self.digits: dict[tuple[str, int], np.ndarray] = {}
 
     def name(self, node: _Node, attribute: str) -> str:
         value = node.attributes.get(attribute)
@@ -236,13 +237,13 @@ class _Model:
 
     def digit(self, kind: str, i: int, flat: np.ndarray) -> np.ndarray:
         """The value of variable ``(kind, i)`` in each flat state (``prev``, ``curr``), action or observation."""
-        if kind in ("prev", "curr"):
-            sizes, at = [v.size for v in self.states], i
-        elif kind == "action":
-            sizes, at = [v.size for v in self.actions], i
-        else:
-            sizes, at = [v.size for v in self.obs + self.observed], i
-        return (flat // math.prod(sizes[at + 1 :])) % sizes[at]
+        group = "state" if kind in ("prev", "curr") else kind
+        table = self.digits.get((group, i))
+        if table is None:  # the variable's value at every flat value of its kind, computed once
+            sizes = [v.size for v in {"state": self.states, "action": self.actions, "obs": self.obs + self.observed}[group]]
+            table = (np.arange(math.prod(sizes), dtype=np.int64) // math.prod(sizes[i + 1 :])) % sizes[i]
+            self.digits[(group, i)] = table
+        return table[flat]
 
 
 def _lookup(enum: tuple[str, ...] | None) -> dict[str, int]:
@@ -334,8 +335,10 @@ def _fill(model: _Model, factor: _Factor, node: _Node, role: str) -> None:
     if kind != "TBL":
         raise InputError(f'{source}:{parameter.line}: <Parameter type={quoted(kind)}> is not read; only type="TBL" (as SARSOP)')
     variables = [model.var(*slot) for slot in factor.slots]
+    written = [v.prev if kind == "prev" else v.name for v, (kind, _) in zip(variables, factor.slots, strict=True)]
     if role != "reward":
         variables.append(model.states[factor.target] if role in ("belief", "transition") else model.obs[factor.target])
+        written.append(factor.name)
     given = None if role == "reward" else np.zeros(factor.table.shape[:-1], dtype=bool)
     for entry in parameter.all("Entry"):
         instance, table = entry.first("Instance"), entry.first("ValueTable" if role == "reward" else "ProbTable")
@@ -343,15 +346,15 @@ def _fill(model: _Model, factor: _Factor, node: _Node, role: str) -> None:
             raise InputError(f"{source}:{entry.line}: expected <Instance> and <{'ValueTable' if role == 'reward' else 'ProbTable'}> in <Entry>")
         tokens = instance.text.split()
         if len(tokens) != len(variables):
-            names = " ".join(v.name for v in variables)
+            names = " ".join(written)
             raise InputError(f"{source}:{instance.line}: <Instance> has {len(tokens)} values, expected {len(variables)} ({names})")
-        index = tuple(slice(None) if t in ("*", "-") else v.index(t, source, instance.line) for t, v in zip(tokens, variables, strict=True))
+        index = tuple(slice(None) if t in ("*", "-") else v.index(t, source, instance.line, w) for t, v, w in zip(tokens, variables, written, strict=True))
         values = _entry_values(factor, tokens, variables, table, source, role != "reward")
         factor.table[index] = values.reshape([v.size if t == "-" else 1 for t, v in zip(tokens, variables, strict=True) if t in ("*", "-")])
         if given is not None:
             given[index[:-1]] = True
     if given is not None:
-        _check_rows(factor, given, variables, source, node.tag)
+        _check_rows(factor, given, variables, written, source, node.tag)
 
 
 def _entry_values(factor: _Factor, tokens: list[str], variables: list[_Var], table: _Node, source: str, probability: bool) -> np.ndarray:
@@ -378,7 +381,7 @@ def _entry_values(factor: _Factor, tokens: list[str], variables: list[_Var], tab
     return values
 
 
-def _check_rows(factor: _Factor, given: np.ndarray, variables: list[_Var], source: str, tag: str) -> None:
+def _check_rows(factor: _Factor, given: np.ndarray, variables: list[_Var], written: list[str], source: str, tag: str) -> None:
     """Every row (one value of every parent) sums to 1 within ROW_TOLERANCE; those off by more than 1e-9 are divided by their sum."""
     rows = factor.table.reshape(-1, factor.table.shape[-1])
     sums = rows.sum(axis=1)
@@ -386,10 +389,11 @@ def _check_rows(factor: _Factor, given: np.ndarray, variables: list[_Var], sourc
     if bad.size:
         i = int(bad[0])
         at = np.unravel_index(i, factor.table.shape[:-1])
-        where = ", ".join(f"{v.name}={v.values[int(k)] if v.size <= 2**16 else int(k)}" for v, k in zip(variables, at, strict=False)) or "its one row"
+        where = ", ".join(f"{w}={v.values[int(k)] if v.size <= 2**16 else int(k)}" for v, w, k in zip(variables, written, at, strict=False))
+        row = f"the row {where}" if where else "the table"
         if not given.reshape(-1)[i]:
-            raise InputError(f"{source}:{factor.line}: <{tag}> of {factor.name}: no <Entry> gives the row {where} (each row must sum to 1)")
-        raise InputError(f"{source}:{factor.line}: <{tag}> of {factor.name}: the row {where} sums to {float(sums[i])!r}, expected 1 (within {ROW_TOLERANCE:g})")
+            raise InputError(f"{source}:{factor.line}: <{tag}> of {factor.name}: no <Entry> gives {row} (each row must sum to 1)")
+        raise InputError(f"{source}:{factor.line}: <{tag}> of {factor.name}: {row} sums to {float(sums[i])!r}, expected 1 (within {ROW_TOLERANCE:g})")
     fix = np.abs(sums - 1.0) > _KEEP_TOLERANCE
     rows[fix] /= sums[fix, None]
 
@@ -454,44 +458,48 @@ class _Builder:
                 f"({16 * entries / 1024**3:.3g} GiB), over the limit of {self.max_table_bytes / 1024**3:g} GiB"
             )
 
-    def expand(self, rows, cols, probs, factor: _Factor, parent: np.ndarray, what: str):
-        """Each item times the row of ``factor`` it reads: one item per value of the factor's variable that is not 0."""
+    def expand(self, items: tuple[np.ndarray, ...], probs: np.ndarray, factor: _Factor, parent: np.ndarray, what: str):
+        """Each item times the row of ``factor`` it reads: one item per value of the factor's variable that is not 0
+        (the items as they are where every row read has one such value, as a deterministic variable's)."""
         indptr, child, value = _nonzero_rows(factor.table)
-        counts = indptr[parent + 1] - indptr[parent]
+        start = indptr[:-1][parent]
+        counts = indptr[1:][parent] - start
+        if bool((counts == 1).all()):
+            return items, probs * value[start], child[start]
         total = int(counts.sum())
         self.room(total, what)
         which = np.repeat(np.arange(len(parent)), counts)
-        at = np.repeat(indptr[parent] - (np.cumsum(counts) - counts), counts) + np.arange(total)
-        return rows[which], cols[which], probs[which] * value[at], child[at]
+        at = np.repeat(start - (np.cumsum(counts) - counts), counts) + np.arange(total)
+        return tuple(x[which] for x in items), probs[which] * value[at], child[at]
 
     def transition(self, factors: list[_Factor]) -> SparseTable:
         """``T[s, a, s2]``: per (state, action), the product of the state variables' rows, variable by variable."""
         m = self.model
         S, A = m.S, m.A
-        rows = np.arange(S * A, dtype=np.int64)
+        s, a = np.repeat(np.arange(S, dtype=np.int64), A), np.tile(np.arange(A, dtype=np.int64), S)
         cols, probs = np.zeros(S * A, dtype=np.int64), np.ones(S * A)
         strides = _strides([v.size for v in m.states])
         for j in _order(m, factors):
-            parent = _parent_index(m, factors[j], {"action": rows % A, "prev": rows // A, "curr": cols}, len(rows))
-            rows, cols, probs, child = self.expand(rows, cols, probs, factors[j], parent, "transitions")
+            parent = _parent_index(m, factors[j], {"action": a, "prev": s, "curr": cols}, len(cols))
+            (s, a, cols), probs, child = self.expand((s, a, cols), probs, factors[j], parent, "transitions")
             cols = cols + child * strides[j]
-        return _sparse((S, A, S), 1, rows, cols, probs)
+        return _sparse((S, A, S), 1, s * A + a, cols, probs)
 
     def observation(self, factors: list[_Factor]) -> SparseTable:
         """``O[a, s2, o]``: the observation variables' rows, and the fully observed variables of ``s2`` as they are."""
         m = self.model
         S, A = m.S, m.A
-        rows = np.arange(A * S, dtype=np.int64)
+        a, s2 = np.repeat(np.arange(A, dtype=np.int64), S), np.tile(np.arange(S, dtype=np.int64), A)
         strides = _strides([v.size for v in m.obs + m.observed])
         cols = np.zeros(A * S, dtype=np.int64)
         for k, var in enumerate(m.observed):
-            cols += m.digit("curr", m.states.index(var), rows % S) * strides[len(m.obs) + k]
+            cols += m.digit("curr", m.states.index(var), s2) * strides[len(m.obs) + k]
         probs = np.ones(A * S)
         for k, factor in enumerate(factors):
-            parent = _parent_index(m, factor, {"action": rows // S, "curr": rows % S}, len(rows))
-            rows, cols, probs, child = self.expand(rows, cols, probs, factor, parent, "observations")
+            parent = _parent_index(m, factor, {"action": a, "curr": s2}, len(cols))
+            (a, s2, cols), probs, child = self.expand((a, s2, cols), probs, factor, parent, "observations")
             cols = cols + child * strides[k]
-        return _sparse((A, S, m.O), 1, rows, cols, probs)
+        return _sparse((A, S, m.O), 1, a * S + s2, cols, probs)
 
     def reward(self, funcs: list[_Factor], transition: SparseTable, observation: SparseTable, dense: bool) -> np.ndarray | SparseTable:
         """``R[s, a, s2, o]``, the sum of the reward functions: ``(S, A, 1, 1)`` when none reads the next state or an
@@ -499,10 +507,10 @@ class _Builder:
         cells holding the functions of the state and action alone."""
         m = self.model
         S, A = m.S, m.A
-        rows = np.arange(S * A, dtype=np.int64)
+        by_row = {"action": np.tile(np.arange(A, dtype=np.int64), S), "prev": np.repeat(np.arange(S, dtype=np.int64), A)}
         simple = [f for f in funcs if all(kind in ("action", "prev") for kind, _ in f.slots)]
         other = [f for f in funcs if f not in simple]
-        base = _total([f.table.reshape(-1)[_parent_index(m, f, {"action": rows % A, "prev": rows // A}, S * A)] for f in simple], np.zeros(S * A))
+        base = _total([f.table.reshape(-1)[_parent_index(m, f, by_row, S * A)] for f in simple], np.zeros(S * A))
         if not other:
             none = np.zeros(0, dtype=np.int64)
             return base.reshape(S, A, 1, 1) if dense else SparseTable((S, A, 1, 1), 2, np.zeros(S * A + 1, dtype=np.int64), none, np.zeros(0), base)
