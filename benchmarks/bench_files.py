@@ -12,6 +12,11 @@ Modes (``bench_files.py MODE --help`` for each one's options):
 - ``hostile``: the command line on hostile inputs (a FIFO, ``/dev/zero``, a 1 GB sparse file, an .npz declaring
   80 GB, a world of 60,000 observations, extreme numbers), each as ``python -m fsc.cli`` under an address-space
   limit: wall time, peak memory, exit status and its one line; ``--root`` runs another checkout;
+- ``pomdpx``: SARSOP's POMDPX files (``--folder``, the shared benchmark files): ``Tiger.pomdpx`` and ``Hallway.pomdpx``
+  against their ``.POMDP`` twins (tables and the values of the same controllers), ``RockSample_7_8.pomdpx`` read
+  (time, peak memory), its uniform controller's value and ``fsc evaluate``'s time, RockSample[11,11] written by
+  ``tests/fsc/rocksample_pomdpx.py`` and read, and hostile POMDPX files (entities, a declared 10^12 states) through
+  ``fsc pomdp``;
 - ``trajectory``: ``fsc train`` keeping every row, writing ``trajectory.npz`` alone (the default) against
   ``--csv`` (``trajectory.csv`` too): microseconds per step and whether both wrote the same rows.
 
@@ -183,6 +188,107 @@ def hostile(args) -> None:
             print(f"{' '.join(argv)[:48]:48} {measure(argv, Path(tmp), args.root, args.limit_gb, args.timeout)}", flush=True)
 
 
+# ---------------------------------------------------------------- pomdpx
+
+#: POMDPX files and their .POMDP twins (the same worlds) in the shared folder of benchmark files.
+TWINS = {"Tiger.pomdpx": "tiger.95.POMDP", "Hallway.pomdpx": "hallway.POMDP"}
+
+
+def _controllers(world, count: int):
+    """The uniform controller on ram:1 and ram:2, and ``count`` random ones on ram:1 to ram:3 (seeds 0, 1, ...)."""
+    import fsc
+
+    out = [fsc.Policy.uniform(fsc.parse_memory(m, arms=world.num_actions, observations=world.num_observations)) for m in ("ram:1", "ram:2")]
+    for seed in range(count):
+        arch = fsc.parse_memory(f"ram:{1 + seed % 3}", arms=world.num_actions, observations=world.num_observations)
+        out.append(fsc.Policy.random(arch, seed))
+    return out
+
+
+def twins(folder: Path, count: int) -> None:
+    """Each POMDPX file against its .POMDP twin: orders, tables, and the values of the same controllers on both."""
+    import fsc
+
+    for name, twin in TWINS.items():
+        x, p = fsc.read_pomdp(folder / name), fsc.read_pomdp(folder / twin)
+        sizes = [(w.num_states, w.num_actions, w.num_observations) for w in (x, p)]
+        names = {kind: getattr(x, f"{kind}_labels") == getattr(p, f"{kind}_labels") for kind in ("state", "action", "observation")}
+        print(f"{name} {sizes[0]} vs {twin} {sizes[1]}: same names {names} (compared by position, the orders of both files)")
+        gap = {
+            "T": float(np.abs(x.transition - p.transition).max()),
+            "O": float(np.abs(x.observation - p.observation).max()),
+            "E[R | s, a]": float(np.abs(x.expected_step(x.reward_table) - p.expected_step(p.reward_table)).max()),
+            "start": float(np.abs(x.initial - p.initial).max()),
+        }
+        print("  largest differences of the tables: " + ", ".join(f"{k} {v:.3g}" for k, v in gap.items()))
+        values = [(float(fsc.evaluate(x, c).value), float(fsc.evaluate(p, c).value)) for c in _controllers(x, count)]
+        worst = max(abs(a - b) for a, b in values)
+        print(f"  {len(values)} controllers (ram:1 to ram:3): values {values[0][0]:.6f} ... ; largest |difference| {worst:.3g}"
+              f" ({'within' if worst <= 1e-9 else 'NOT within'} 1e-9)")  # fmt: skip
+
+
+def _timed(function):
+    """``function()``, its wall seconds and its CPU seconds (this process: on a shared machine the CPU time is the cost)."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    result = function()
+    return result, time.perf_counter() - wall, time.process_time() - cpu
+
+
+def pomdpx(args) -> None:
+    """SARSOP's POMDPX files: the twins, RockSample[7,8] read, evaluated by fsc evaluate, RockSample[11,11] read, refusals."""
+    import fsc
+    from fsc.io.pomdpx import parse_pomdpx
+    from tests.fsc.rocksample_pomdpx import rocksample_pomdpx
+
+    folder = Path(args.folder)
+    rs = folder / "RockSample_7_8.pomdpx"
+    with tempfile.TemporaryDirectory() as tmp:  # the commands first, from a small process (a child's peak counts its parent's)
+        _refusals(Path(tmp), args.limit_gb)
+        took = measure(["evaluate", "--pomdp", str(rs), "--memory", "ram:1"], Path(tmp), str(ROOT), 8.0, 600)
+        print(f"fsc evaluate --pomdp {rs.name} --memory ram:1: {took}")
+    external = rocksample_pomdpx(2, 1).replace("<pomdpx", "<!DOCTYPE p [<!ENTITY e SYSTEM 'file:///etc/passwd'>]><pomdpx", 1)
+    for text in (_LAUGHS, external):
+        line, wall, cpu = _timed(lambda text=text: _refused(parse_pomdpx, text))
+        print(f"parse_pomdpx, in this process: {wall * 1e3:.2f} ms ({cpu * 1e3:.2f} ms CPU): {line[:90]}")
+    twins(folder, args.controllers)
+    world, wall, cpu = _timed(lambda: fsc.read_pomdp(rs))
+    print(f"RockSample_7_8.pomdpx: {world.num_states:,} states, {world.num_actions} actions, {world.num_observations} observations,"
+          f" {world.transition_table.nnz:,} transitions: read in {wall:.2f} s ({cpu:.2f} s CPU); peak RSS of this process so far"
+          f" {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB")  # fmt: skip
+    uniform = fsc.Policy.uniform(fsc.parse_memory("ram:1", arms=world.num_actions, observations=world.num_observations))
+    print(f"  uniform controller on ram:1, discount {world.discount}: value {float(fsc.evaluate(world, uniform).value):.6f}")
+    text = rocksample_pomdpx(11, 11)
+    world, wall, cpu = _timed(lambda: parse_pomdpx(text))
+    print(f"RockSample[11,11] (tests/fsc/rocksample_pomdpx.py, {len(text) / 1024:.0f} KiB): {world.num_states:,} states,"
+          f" {world.num_actions} actions, {world.num_observations} observations, {world.transition_table.nnz:,} transitions:"
+          f" read in {wall:.2f} s ({cpu:.2f} s CPU); peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB")  # fmt: skip
+
+
+def _refused(function, text: str) -> str:
+    """The line ``function`` refuses ``text`` with (or that it did not)."""
+    try:
+        function(text.encode())
+    except ValueError as error:
+        return str(error)
+    return "NOT refused"
+
+
+_LAUGHS = '<?xml version="1.0"?>\n<!DOCTYPE p [{}]>\n<pomdpx>&l9;</pomdpx>\n'.format(
+    "".join(f'<!ENTITY l{i} "{f"&l{i - 1};" * 10 if i else "lol"}">' for i in range(10))
+)
+
+
+def _refusals(root: Path, limit_gb: float) -> None:
+    """Hostile POMDPX files through fsc pomdp: wall time, peak memory, status, the line."""
+    (root / "laughs.pomdpx").write_text(_LAUGHS)
+    (root / "external.pomdpx").write_text('<?xml version="1.0"?>\n<!DOCTYPE p [<!ENTITY x SYSTEM "file:///etc/passwd">]>\n<pomdpx>&x;</pomdpx>\n')
+    var = '<StateVar vnamePrev="{0}0" vnameCurr="{0}1"><NumValues>1000000</NumValues></StateVar>'
+    (root / "declared.pomdpx").write_text(f'<pomdpx><Variable>{var.format("a")}{var.format("b")}<ActionVar vname="x"><NumValues>2</NumValues></ActionVar>'
+                                          '<RewardVar vname="r"/></Variable></pomdpx>')  # fmt: skip
+    for name in ("laughs.pomdpx", "external.pomdpx", "declared.pomdpx"):
+        print(f"fsc pomdp {name:18} {measure(['pomdp', name], root, str(ROOT), limit_gb, 60)}")
+
+
 # ---------------------------------------------------------------- trajectory
 
 
@@ -224,6 +330,9 @@ def main(argv: list[str] | None = None) -> None:
     mode = add_mode(sub, limits, "the time constants of fsc/limits.py, measured here", M=200_000)
     mode.add_argument("--m", type=int, nargs="+", default=[16, 17, 18], help="necklace lengths whose graph is built")
     add_mode(sub, hostile, "what hostile inputs cost the command line", root=str(ROOT), limit_gb=3.0, timeout=40.0)
+    folder = str(Path("/work/shared/pomdp"))
+    what = "SARSOP's POMDPX files: twins, RockSample[7,8] and [11,11], refusals (--folder: the shared files)"
+    add_mode(sub, pomdpx, what, folder=folder, controllers=8, limit_gb=3.0)
     add_mode(sub, trajectory, "fsc train keeping every row: trajectory.npz against --csv", repeats=3, checkpoint_seconds=60.0, scale=1.0)
     args = parser.parse_args(argv)
     one_thread()
