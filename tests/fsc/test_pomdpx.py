@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import time
 import tracemalloc
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -17,6 +18,7 @@ from fsc.io import pomdp_file, pomdpx
 from fsc.io.pomdpx import format_pomdpx, parse_pomdpx, write_pomdpx
 from tests.fsc.rocksample_pomdpx import rocksample_flat, rocksample_pomdpx
 
+DATA = Path(__file__).resolve().parents[1] / "data"
 HEAD = '<?xml version="1.0" encoding="ISO-8859-1"?>\n<pomdpx version="1.0" id="t">\n<Discount>0.95</Discount>\n'
 
 
@@ -29,26 +31,9 @@ def func(var: str, parents: str, *entries: tuple[str, str]) -> str:
     return cond(var, parents, *entries, table="ValueTable", tag="Func")
 
 
-# -- Tiger (Kaelbling, Littman & Cassandra 1998), written with identity and '*' ---------------------------------------
+# -- Tiger (Kaelbling, Littman & Cassandra 1998), tests/data/tiger.pomdpx: written with identity, '*' and '-' ---------------
 
-TIGER = (
-    HEAD
-    + """<Variable>
-<StateVar vnamePrev="tiger_0" vnameCurr="tiger_1" fullyObs="false"><ValueEnum>left right</ValueEnum></StateVar>
-<ObsVar vname="hear"><ValueEnum>hear-left hear-right</ValueEnum></ObsVar>
-<ActionVar vname="act"><ValueEnum>listen open-left open-right</ValueEnum></ActionVar>
-<RewardVar vname="r"/>
-</Variable>
-<InitialStateBelief>"""
-    + cond("tiger_0", "null", ("-", "uniform"))
-    + "</InitialStateBelief><StateTransitionFunction>"
-    + cond("tiger_1", "act tiger_0", ("listen - -", "identity"), ("open-left * *", "0.5"), ("open-right * *", "0.5"))
-    + "</StateTransitionFunction><ObsFunction>"
-    + cond("hear", "act tiger_1", ("listen - -", "0.85 0.15 0.15 0.85"), ("open-left * *", "0.5"), ("open-right * -", "0.5 0.5"))
-    + "</ObsFunction><RewardFunction>"
-    + func("r", "act tiger_0", ("listen *", "-1"), ("open-left -", "-100 10"), ("open-right left", "10"), ("open-right right", "-100"))
-    + "</RewardFunction></pomdpx>"
-)
+TIGER = (DATA / "tiger.pomdpx").read_text()
 
 
 def test_tiger_reads_as_its_published_tables():
