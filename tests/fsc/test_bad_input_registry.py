@@ -103,6 +103,14 @@ def _third_attack_fixtures(root: Path, grid: dict) -> None:
     (root / "obs60000.POMDP").write_text("states: 2\nactions: 2\nobservations: 60000\n" + uniform)  # 66 bytes
     (root / "wide.POMDP").write_text("states: 2\nactions: 300\nobservations: 300\n" + uniform)
     (root / "token.POMDP").write_text("discount: " + "x" * 100_000 + "\n")
+    # POMDPX: nested entities, an external entity, 10^12 declared states, a file cut short.
+    laughs = "".join(f'<!ENTITY l{i} "{f"&l{i - 1};" * 10 if i else "lol"}">' for i in range(10))
+    (root / "laughs.pomdpx").write_text(f'<?xml version="1.0"?>\n<!DOCTYPE p [{laughs}]>\n<pomdpx>&l9;</pomdpx>\n')
+    (root / "external.pomdpx").write_text('<?xml version="1.0"?>\n<!DOCTYPE p [<!ENTITY x SYSTEM "file:///etc/passwd">]>\n<pomdpx>&x;</pomdpx>\n')
+    var = '<StateVar vnamePrev="{0}0" vnameCurr="{0}1"><NumValues>1000000</NumValues></StateVar>'
+    (root / "declared.pomdpx").write_text(f'<pomdpx><Variable>{var.format("a")}{var.format("b")}<ActionVar vname="x"><NumValues>2</NumValues></ActionVar>'
+                                          '<RewardVar vname="r"/></Variable></pomdpx>')  # fmt: skip
+    (root / "broken.pomdpx").write_text("<pomdpx><Variable>\n<StateVar")
     # .npz files declaring what they do not hold.
     _npz(root / "shape.npz", architecture=arch, logits=np.zeros((3, 3)), init_logits=np.zeros(N))
     _npz(root / "complex.npz", architecture=arch, logits=np.zeros((N, C), dtype=complex) + 1j, init_logits=np.zeros(N))
@@ -259,6 +267,13 @@ for name, why in SPECIAL_POMDP_FILES.items():
     for command in ("evaluate", "train"):
         argv = ["evaluate", "--pomdp", name] if command == "evaluate" else ["train", "--pomdp", name, *TRAIN[1:], "--out", "run"]
         CASES.append((argv, why))
+POMDPX_FILES = {"laughs.pomdpx": "DOCTYPE declaration is refused", "external.pomdpx": "DOCTYPE declaration is refused",
+                "declared.pomdpx": "1,000,000,000,000 states", "broken.pomdpx": "not well-formed XML"}  # fmt: skip
+for name, why in POMDPX_FILES.items():
+    CASES.append((["pomdp", name], f"{name}:"))
+    CASES.append((["pomdp", name], why))
+    CASES.append((["evaluate", "--pomdp", name], why))
+    CASES.append((["train", "--pomdp", name, *TRAIN[1:], "--out", "run"], why))
 for name, why in {"obs60000.POMDP": "60,000 observations", "wide.POMDP": "300 observations"}.items():
     for memory in ("ram:2", "chain:1", "column:1", "memento:1"):
         CASES.append((["evaluate", "--pomdp", name, "--memory", memory], why))
