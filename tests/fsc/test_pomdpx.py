@@ -350,3 +350,31 @@ def test_a_bad_file_is_one_line_and_status_2(tmp_path, capsys):
         assert main(argv) == 2
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and "DOCTYPE declaration is refused" in err
+
+
+def test_two_action_variables_and_a_world_seen_only_through_a_fully_observed_variable():
+    """No observation variable: the fully observed state variable is the observation; two action variables make
+    2 x 2 actions, the first varying slowest, and a table reads the one it names."""
+    text = (
+        HEAD
+        + """<Variable>
+<StateVar vnamePrev="p0" vnameCurr="p1" fullyObs="true"><ValueEnum>a b c</ValueEnum></StateVar>
+<ActionVar vname="go"><ValueEnum>left right</ValueEnum></ActionVar>
+<ActionVar vname="say"><ValueEnum>hush shout</ValueEnum></ActionVar>
+<RewardVar vname="r"/>
+</Variable><InitialStateBelief>"""
+        + cond("p0", "null", ("-", "0 1 0"))
+        + "</InitialStateBelief><StateTransitionFunction>"
+        + cond("p1", "go p0", ("left - -", "1 0 0 1 0 0 0 1 0"), ("right - -", "0 1 0 0 0 1 0 0 1"))
+        + "</StateTransitionFunction><RewardFunction>"
+        + func("r", "say", ("shout", "-1"))
+        + "</RewardFunction></pomdpx>"
+    )
+    world = parse_pomdpx(text)
+    assert world.action_labels == ("left.hush", "left.shout", "right.hush", "right.shout")
+    assert world.observation_labels == ("a", "b", "c") and np.array_equal(world.observation, np.broadcast_to(np.eye(3), (4, 3, 3)))
+    left, right = np.array([[1, 0, 0], [1, 0, 0], [0, 1, 0]]), np.array([[0, 1, 0], [0, 0, 1], [0, 0, 1]])
+    assert np.array_equal(world.transition, np.stack([left, left, right, right], axis=1))
+    assert np.array_equal(world.reward[:, :, 0, 0], np.tile([0.0, -1.0, 0.0, -1.0], (3, 1)))
+    hidden = parse_pomdpx(text.replace('fullyObs="true"', 'fullyObs="false"'))
+    assert hidden.num_observations == 1 and np.array_equal(hidden.observation, np.ones((4, 3, 1)))
