@@ -8,6 +8,7 @@ from pathlib import Path
 
 from fsc.checks import CONVENTIONS, check_reset
 from fsc.console import number
+from fsc.errors import InputError, quoted
 from fsc.io.pomdp_file import pomdp_summary, read_pomdp
 
 #: Parts, and states of a part, that ``fsc pomdp`` names in its text (a world of millions of states would print
@@ -21,8 +22,10 @@ def _names(part: list[str]) -> str:
 
 
 def cmd_pomdp(args) -> int:
-    """``fsc pomdp FILE [--json]``: check a file and print its summary."""
+    """``fsc pomdp FILE [--json] [--write OUT]``: check a file, write it in another format if asked, print its summary."""
     world = read_pomdp(args.file, require_discount=args.require_discount)
+    if args.write is not None:
+        _write_world(world, Path(args.write))
     summary = {"file": str(args.file), **pomdp_summary(world)}
     if args.json:
         print(json.dumps(summary))
@@ -39,8 +42,20 @@ def cmd_pomdp(args) -> int:
     return 0
 
 
+def _write_world(world, path: Path) -> None:
+    """``world`` written to ``path``: POMDPX for the suffix ``.pomdpx`` (any case), else a ``.POMDP`` file."""
+    from fsc.io.pomdp_file import write_pomdp
+    from fsc.io.pomdpx import write_pomdpx
+
+    try:
+        (write_pomdpx if path.suffix.lower() == ".pomdpx" else write_pomdp)(world, path)
+    except OSError as error:
+        raise InputError(f"--write: cannot write {quoted(path)}: {error.strerror or error}") from None
+
+
 def pomdp_options(p) -> None:
-    p.add_argument("file", help="a .POMDP file (Cassandra's format)")
+    p.add_argument("file", help="a .POMDP file (Cassandra's format) or a POMDPX file (SARSOP's XML format)")
+    p.add_argument("--write", metavar="OUT", help="also write the world to OUT: POMDPX if OUT ends in .pomdpx, else a .POMDP file")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.add_argument("--require-discount", action="store_true", help="a file without 'discount:' is invalid")
 

@@ -378,3 +378,19 @@ def test_two_action_variables_and_a_world_seen_only_through_a_fully_observed_var
     assert np.array_equal(world.reward[:, :, 0, 0], np.tile([0.0, -1.0, 0.0, -1.0], (3, 1)))
     hidden = parse_pomdpx(text.replace('fullyObs="true"', 'fullyObs="false"'))
     assert hidden.num_observations == 1 and np.array_equal(hidden.observation, np.ones((4, 3, 1)))
+
+
+def test_fsc_pomdp_writes_the_world_in_the_format_its_suffix_names(tmp_path, capsys):
+    """tests/data/tiger.pomdpx to .POMDP and back to POMDPX: the same tables each time; a path that cannot be written
+    (under a file) is one line and status 2."""
+    first, second = tmp_path / "tiger.POMDP", tmp_path / "again.pomdpx"
+    assert main(["pomdp", str(DATA / "tiger.pomdpx"), "--write", str(first)]) == 0
+    assert main(["pomdp", str(first), "--write", str(second), "--json"]) == 0
+    worlds = [fsc.read_pomdp(p) for p in (DATA / "tiger.pomdpx", first, second)]
+    for world in worlds[1:]:
+        for name in ("transition", "observation", "reward", "initial"):
+            assert getattr(world, name).tobytes() == getattr(worlds[0], name).tobytes(), name
+    capsys.readouterr()
+    assert main(["pomdp", str(first), "--write", str(first / "such.pomdpx")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--write: cannot write" in err
