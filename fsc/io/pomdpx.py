@@ -144,7 +144,7 @@ class _Var:
             ok = token[:1] == prefix and digits.isascii() and digits.isdigit() and len(digits) <= MAX_INTEGER_DIGITS
             found = int(digits) if ok and (digits == "0" or digits[0] != "0") and int(digits) < self.size else None
         if found is None:
-            shown = (self.enum or ())[:8] if self.enum is not None else [f"{_NUMBERED[self.kind]}{i}" for i in range(min(self.size, 8))]
+            shown = self.enum[:8] if self.enum is not None else [f"{_NUMBERED[self.kind]}{i}" for i in range(min(self.size, 8))]
             hint = ", ".join(shown) + (", ..." if self.size > 8 else "")
             raise InputError(f"{source}:{line}: <Instance> names {quoted(token)}, not a value of {written or self.name} (one of {hint}, '*' or '-')")
         return found
