@@ -394,3 +394,23 @@ def test_fsc_pomdp_writes_the_world_in_the_format_its_suffix_names(tmp_path, cap
     assert main(["pomdp", str(first), "--write", str(first / "such.pomdpx")]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "--write: cannot write" in err
+
+
+def test_a_large_world_whose_reward_reads_the_next_state_round_trips(tmp_path):
+    """RockSample[5, 4] with a bonus on entering the cell c0_0 (a function of the next state): stored as, per (state,
+    action), the rewards of the state and action and the cells of positive probability that differ; written (one
+    function of the action and both states) and read back, the same reward at every cell of positive probability."""
+    text = rocksample_pomdpx(5, 4).replace('<RewardVar vname="reward"/>', '<RewardVar vname="reward"/><RewardVar vname="bonus"/>')
+    text = text.replace("</RewardFunction>", func("bonus", "robot_1", ("c0_0", "1.5")) + "</RewardFunction>")
+    world = parse_pomdpx(text)
+    flat = rocksample_flat(5, 4)
+    enters = flat["transition"][:, :, : 2**4].sum(axis=2)  # the probability of reaching cell c0_0 (the first 16 states)
+    np.testing.assert_allclose(world.expected_step(world.reward_table), flat["reward"] + 1.5 * enters, rtol=0, atol=1e-12)
+    table = world.reward_table
+    assert world.is_sparse and table.shape == (416, 9, 416, 1) and table.nnz == int((enters > 0).sum())
+    back = fsc.read_pomdp(write_pomdpx(world, tmp_path / "bonus.pomdpx"))
+    t = world.transition_table
+    cells = (t.row_of, t.indices)
+    assert back.reward_table.lookup(*cells).tobytes() == table.lookup(*cells).tobytes()
+    assert back.transition_table.data.tobytes() == t.data.tobytes() and back.transition_table.indices.tobytes() == t.indices.tobytes()
+    np.testing.assert_allclose(back.expected_step(back.reward_table), world.expected_step(table), rtol=0, atol=1e-12)
