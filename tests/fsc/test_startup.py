@@ -169,7 +169,7 @@ def test_every_command_entry_names_functions_and_a_command_parses_only_its_optio
         assert callable(fsc.cli.load(run)) and callable(fsc.cli.load(add_options)) and help_text, name
     parser = fsc.cli.make_parser("pomdp")
     choices = parser._subparsers._group_actions[0].choices
-    assert {o for a in choices["pomdp"]._actions for o in a.option_strings} == {"-h", "--help", "--json", "--require-discount"}
+    assert {o for a in choices["pomdp"]._actions for o in a.option_strings} == {"-h", "--help", "--json", "--require-discount", "--write"}
     assert {o for a in choices["evaluate"]._actions for o in a.option_strings} == {"-h", "--help"}
 
 
