@@ -15,8 +15,8 @@ Modes (``bench_files.py MODE --help`` for each one's options):
 - ``pomdpx``: SARSOP's POMDPX files (``--folder``, the shared benchmark files): ``Tiger.pomdpx`` and ``Hallway.pomdpx``
   against their ``.POMDP`` twins (tables and the values of the same controllers), ``RockSample_7_8.pomdpx`` read
   (time, peak memory), its uniform controller's value and ``fsc evaluate``'s time, RockSample[11,11] written by
-  ``tests/fsc/rocksample_pomdpx.py`` and read, and hostile POMDPX files (entities, a declared 10^12 states) through
-  ``fsc pomdp``;
+  ``tests/fsc/rocksample_pomdpx.py`` and read, hostile POMDPX files (entities, a declared 10^12 states) through
+  ``fsc pomdp``, and SARSOP (``--pomdpsol``, when the file is there) on the twins written by ``write_pomdpx``;
 - ``trajectory``: ``fsc train`` keeping every row, writing ``trajectory.npz`` alone (the default) against
   ``--csv`` (``trajectory.csv`` too): microseconds per step and whether both wrote the same rows.
 
@@ -263,6 +263,8 @@ def pomdpx(args) -> None:
         line, wall, cpu = _timed(lambda text=text: _refused(parse_pomdpx, text))
         print(f"parse_pomdpx, in this process: {wall * 1e3:.2f} ms ({cpu * 1e3:.2f} ms CPU): {line[:90]}")
     twins(folder, args.controllers)
+    if Path(args.pomdpsol).is_file():
+        _sarsop_reads(folder, Path(args.pomdpsol))
     world, wall, cpu = _timed(lambda: fsc.read_pomdp(rs))
     print(f"RockSample_7_8.pomdpx: {world.num_states:,} states, {world.num_actions} actions, {world.num_observations} observations,"
           f" {world.transition_table.nnz:,} transitions: read in {wall:.2f} s ({cpu:.2f} s CPU), {_peak_mib(lambda: fsc.read_pomdp(rs)):.0f} MiB"
@@ -274,6 +276,20 @@ def pomdpx(args) -> None:
     print(f"RockSample[11,11] (tests/fsc/rocksample_pomdpx.py, {len(text) / 1024:.0f} KiB): {world.num_states:,} states,"
           f" {world.num_actions} actions, {world.num_observations} observations, {world.transition_table.nnz:,} transitions:"
           f" read in {wall:.2f} s ({cpu:.2f} s CPU), {_peak_mib(lambda: parse_pomdpx(text)):.0f} MiB at the peak")  # fmt: skip
+
+
+def _sarsop_reads(folder: Path, pomdpsol: Path) -> None:
+    """SARSOP (``--pomdpsol``) on the files write_pomdpx writes for the twins' .POMDP files: its bounds after 3 s."""
+    import fsc
+    from fsc.io.pomdpx import write_pomdpx
+
+    with tempfile.TemporaryDirectory() as tmp:
+        for twin in TWINS.values():
+            path = write_pomdpx(fsc.read_pomdp(folder / twin), Path(tmp) / (Path(twin).stem + ".pomdpx"))
+            done = subprocess.run([str(pomdpsol), str(path), "--timeout", "3", "-o", str(path) + ".policy"], capture_output=True, text=True, timeout=120)
+            rows = [line.split() for line in done.stdout.splitlines() if line.split()[:1] and line.split()[0].replace(".", "").isdigit()]
+            bounds = f"lower {rows[-1][3]}, upper {rows[-1][4]}" if rows and len(rows[-1]) > 4 else f"no bounds (status {done.returncode})"
+            print(f"SARSOP on {path.name} written by write_pomdpx from {twin}: status {done.returncode}, after 3 s {bounds}")
 
 
 def _refused(function, text: str) -> str:
@@ -344,7 +360,7 @@ def main(argv: list[str] | None = None) -> None:
     add_mode(sub, hostile, "what hostile inputs cost the command line", root=str(ROOT), limit_gb=3.0, timeout=40.0)
     folder = str(Path("/work/shared/pomdp"))
     what = "SARSOP's POMDPX files: twins, RockSample[7,8] and [11,11], refusals (--folder: the shared files)"
-    add_mode(sub, pomdpx, what, folder=folder, controllers=8, limit_gb=3.0)
+    add_mode(sub, pomdpx, what, folder=folder, controllers=8, limit_gb=3.0, pomdpsol="/work/shared/tools/sarsop/pomdpsol")
     add_mode(sub, trajectory, "fsc train keeping every row: trajectory.npz against --csv", repeats=3, checkpoint_seconds=60.0, scale=1.0)
     args = parser.parse_args(argv)
     one_thread()
