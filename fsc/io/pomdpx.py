@@ -311,7 +311,8 @@ def _read_factor(model: _Model, node: _Node, role: str, cells: list[int]) -> _Fa
                 allowed = ", ".join({"action": "action", "prev": "previous state", "curr": "next state", "obs": "observation"}[k] for k in kinds)
                 raise InputError(f"{source}:{parent_node.line}: <Parent> of {name} names {quoted(token)}, expected variables of: {allowed}")
             slot = ("prev", slot[1]) if role == "belief" else slot
-            if slot in slots or (role == "transition" and slot == ("curr", target)):
+            itself = role in ("transition", "belief") and slot == ("curr" if role == "transition" else "prev", target)
+            if slot in slots or itself:
                 raise InputError(f"{source}:{parent_node.line}: <Parent> of {name} names {quoted(token)} twice or names the variable itself")
             slots.append(slot)
     own = [] if role == "reward" else [(model.states[target] if role in ("belief", "transition") else model.obs[target]).size]

@@ -267,6 +267,7 @@ def test_the_small_file_reads():
         (small().replace('type="TBL"', 'type="DD"', 1), 'only type="TBL"'),
         (small().replace("<Discount>0.95</Discount>", "<Discount>1.5</Discount>"), "expected a discount in .0, 1."),
         (small().replace("<Parent>act s0</Parent>", "<Parent>act o</Parent>", 1), "<Parent> of s1 names 'o'"),
+        (small().replace("<Parent>null</Parent>", "<Parent>s0</Parent>", 1), "<Parent> of s0 names 's0' twice or names the variable itself"),
         (small().replace("</pomdpx>", ""), r"t:\d+: not well-formed XML"),
         (small().replace("<ObsFunction>", "<ObsFunction><Foo/>"), "expected <CondProb> in <ObsFunction>, got <Foo>"),
         (small().replace("<Var>s1</Var>", "<Var>s0</Var>", 1), "must name a state variable of the next state"),
