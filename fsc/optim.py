@@ -423,6 +423,10 @@ class Rosenbrock(Step):
     refresh: int = attrs.field(default=10, validator=checked(integer, 1))
     min_dt: float = attrs.field(default=1e-30, validator=checked(positive))
 
+    def __attrs_post_init__(self) -> None:
+        if self.dt < self.min_dt:  # the first step would already be too small: the run would stop at once, as stalled
+            raise InputError(f"dt must be at least min_dt = {self.min_dt!r}, got {self.dt!r}")
+
     def slots(self, point: Point) -> dict[str, Any]:
         return {"next_dt": float(self.dt), "age": float(self.refresh)}
 

@@ -94,7 +94,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
 def _start(text: str | None, world):
     """The policy of ``--start FILE``: a regular file (a directory, a FIFO, a device is refused as what it is,
     :func:`fsc.files.check_regular_file`) holding a policy for ``world``."""
-    from fsc.errors import InputError
+    from fsc.errors import InputError, quoted
     from fsc.files import check_regular_file
     from fsc.resolve import POLICY_FILE_SUFFIXES, resolve_policy
 
@@ -102,7 +102,7 @@ def _start(text: str | None, world):
         return None
     check_regular_file(text, "--start")
     if Path(text).suffix not in POLICY_FILE_SUFFIXES:
-        raise InputError(f"--start {text!r} is not a policy file (.npz or .json)")
+        raise InputError(f"--start {quoted(text)} is not a policy file (.npz or .json)")
     return resolve_policy(text, None, world=world, option="--start")
 
 

@@ -57,15 +57,22 @@ def check_owned_directory(out: str | os.PathLike, what: str, refusal: Callable[[
 
     New: missing (its parents are made later). Ours: an existing directory for which ``refusal(directory)`` is
     ``None``; otherwise it returns what is wrong, said after ``what`` and the path. Refused too: a file, a
-    dangling symbolic link. Links are resolved before deciding, so whatever a link points to is judged; with
+    dangling symbolic link, an empty or blank text (the current directory, named by nobody), a path that cannot
+    be resolved (a name too long). Links are resolved before deciding, so whatever a link points to is judged; with
     ``name_link`` the message also says where the link leads.
     """
+    if isinstance(out, str) and not out.strip():  # "" would be the current directory, named by nobody
+        raise InputError(f"{what} must name a directory, got {quoted(out)}")
     path = Path(out)
-    resolved = Path(os.path.realpath(path))
+    try:  # a name too long, a loop of links, a component that is a file: said as the option's
+        resolved = Path(os.path.realpath(path))
+        exists = resolved.exists()
+    except (OSError, ValueError) as error:
+        raise InputError(f"{what} {quoted(out)} cannot be used: {getattr(error, 'strerror', None) or error}") from None
     shown = f"{what} {quoted(out)}" + (f" (the link leads to {quoted(resolved)})" if name_link and resolved != path.absolute() else "")
     if os.path.lexists(path) and not path.exists():
         raise InputError(f"{what} {quoted(out)} is a dangling symbolic link; give a new directory")
-    if not resolved.exists():
+    if not exists:
         return resolved
     if not resolved.is_dir():
         raise InputError(f"{shown} is not a directory; give a new directory")
@@ -102,10 +109,8 @@ def check_solve_directory(out: str | os.PathLike, option: str = "--out") -> Path
 
     New: missing, or an empty directory (or one holding only temporaries a killed solve left). Refused: a
     directory holding a solution (``solution.json``: never replaced, a better one no more than a worse one), a
-    training run (``run.json``), or anything else; ``--out ''`` (the current directory, said without a name).
+    training run (``run.json``), or anything else.
     """
-    if not str(out).strip():
-        raise InputError(f"{option} must name a directory, got {quoted(str(out))}")
 
     def refusal(directory: Path) -> str | None:
         if (directory / "solution.json").exists():

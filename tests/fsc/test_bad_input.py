@@ -174,6 +174,7 @@ CASES = [
     ("parse-plus", lambda: fsc.parse_memory("chain:+2"), ValueError, "memory size must be an integer >= 1, got '\\+2'"),
     ("parse-other-digits", lambda: fsc.parse_memory("ram:\u0663"), ValueError, "memory size must be an integer >= 1"),
     ("solve-start-fifo", lambda: fsc.Policy.load(_special("fifo2.npz")), ValueError, "is a FIFO"),
+    ("rosenbrock-dt-below-min-dt", lambda: fsc.optim.Rosenbrock(dt=1e-40), ValueError, r"dt must be at least min_dt = 1e-30, got 1e-40"),
 ]
 
 

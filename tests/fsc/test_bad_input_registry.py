@@ -348,7 +348,8 @@ for out, name in (("user", "already holds files"), ("link-user", "the link leads
                   ("afile", "is not a directory"), ("afile/run", "cannot be created"), ("dangling", "dangling symbolic link"),
                   ("listrun", "holds an fsc train run"), ("badrun", "holds an fsc train run"), ("solved", "holds a solution already"),
                   ("/sys/fsc-solve", "cannot be created"), ("", "--out must name a directory"), (" ", "--out must name a directory"),
-                  (".", "already holds files"), ("..", "already holds files")):  # fmt: skip
+                  (".", "already holds files"), ("..", "already holds files"), (LONG, "cannot be used: File name too long"),
+                  ("x/" * 3000, "File name too long"), ("fifo.npz", "is not a directory"), ("zero.npz", "is not a directory")):  # fmt: skip
     CASES.append(([*SOLVE, "--out", out], name))
 for start, name in (("dir.npz", "is a directory"), ("keep", "is a directory"), ("fifo.npz", "is a FIFO"), ("fifo-start", "is a FIFO"),
                     ("zero.npz", "character device"), ("null.npz", "character device"), ("afile", "is not a policy file"),
