@@ -155,26 +155,30 @@ def _solve_saving(solver, world, arch, reset: float, start, out: Path | None, *,
     with _Interrupts() as interrupts:
         try:
             solution = solver.solve(world.world, arch, reset=reset, start=start, progress=progress)
+            interrupts.held = True  # an interrupt from here on waits for the solution's files
         except BaseException:
             if not interrupts.seen:
                 raise
             if out is not None and best:
                 _save_interrupted(out, best, history, solver, reset, world.text, time.monotonic() - clock)
             raise KeyboardInterrupt from None
-    record = {**solution.summary(), "interrupted": False, **world.text}
-    if out is not None:
-        _write(out, solution.policy, {**record, "history": solution.history})
-        record["out"] = str(out)
+        record = {**solution.summary(), "interrupted": False, **world.text}
+        if out is not None:
+            _write(out, solution.policy, {**record, "history": solution.history})
+            record["out"] = str(out)
+    if interrupts.seen:
+        raise KeyboardInterrupt
     return record
 
 
 class _Interrupts:
     """SIGINT while solving: the first raises ``KeyboardInterrupt`` and is noted (:attr:`seen`, whatever exception
-    it surfaces as: inside compiled code, a ``SystemError``); later ones are ignored while the best is saved. Only
-    in the main thread, over Python's default handler."""
+    it surfaces as: inside compiled code, a ``SystemError``); later ones are ignored while the best is saved, and
+    once :attr:`held` (the solution being written) one is only noted. Only in the main thread, over Python's
+    default handler."""
 
     def __init__(self) -> None:
-        self.seen, self.previous = False, None
+        self.seen, self.held, self.previous = False, False, None
 
     def __enter__(self) -> _Interrupts:
         if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGINT) is signal.default_int_handler:
@@ -186,8 +190,9 @@ class _Interrupts:
             signal.signal(signal.SIGINT, self.previous)
 
     def _interrupt(self, signum, frame) -> None:
-        if not self.seen:
-            self.seen = True
+        raise_now = not (self.seen or self.held)
+        self.seen = True
+        if raise_now:
             raise KeyboardInterrupt
 
 
