@@ -645,6 +645,26 @@ def test_an_interrupt_before_any_controller_writes_nothing(tmp_path):
     assert not out.exists()
 
 
+def test_from_dict_reads_the_built_in_kinds_in_a_fresh_process():
+    """The registry of kinds is full as soon as the interface's module is imported, whatever was imported before."""
+    code = ("from fsc.model.architecture import MemoryArchitecture as M\n"
+            "print(M.from_dict({'kind': 'RAM', 'M': 2, 'arms': 3, 'observations': 2}), M.from_dict({'kind': 'Memento', 'm': 1, 'arms': 2, 'observations': 2}))")  # fmt: skip
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.split() == ["RAM(M=2,", "arms=3,", "observations=2)", "Memento(m=1,", "arms=2,", "observations=2)"], done.stderr
+
+
+def test_numpy_integers_are_integers_wherever_an_int_is_asked():
+    import tasks
+
+    n = np.int64
+    solution = fsc.solve(tasks.Tiger(), "ram:1", seconds=n(30), seed=n(3), rounds=n(1), patience=n(2))
+    assert solution.seed == 3 and type(solution.seed) is int
+    assert fsc.RAM(n(2), arms=np.int32(3)) == fsc.RAM(2, arms=3) and fsc.Memento(np.uint8(2)).m == 2
+    for boolean in (True, np.bool_(True)):
+        with pytest.raises(TypeError, match="seed must be an int"):
+            fsc.solve(tasks.Tiger(), "ram:1", seconds=5, seed=boolean)
+
+
 def test_report_target_rules(tmp_path, monkeypatch):
     from fsc.report import REPORT_MARKER, check_report_target
 
