@@ -648,7 +648,8 @@ def test_an_interrupt_before_any_controller_writes_nothing(tmp_path):
 def test_from_dict_reads_the_built_in_kinds_in_a_fresh_process():
     """The registry of kinds is full as soon as the interface's module is imported, whatever was imported before."""
     code = ("from fsc.model.architecture import MemoryArchitecture as M\n"
-            "print(M.from_dict({'kind': 'RAM', 'M': 2, 'arms': 3, 'observations': 2}), M.from_dict({'kind': 'Memento', 'm': 1, 'arms': 2, 'observations': 2}))")  # fmt: skip
+            "print(M.from_dict({'kind': 'RAM', 'M': 2, 'arms': 3, 'observations': 2}),\n"
+            "      M.from_dict({'kind': 'Memento', 'm': 1, 'arms': 2, 'observations': 2}))")  # fmt: skip
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and done.stdout.split() == ["RAM(M=2,", "arms=3,", "observations=2)", "Memento(m=1,", "arms=2,", "observations=2)"], done.stderr
 
