@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import json
+import contextlib
+import os
+import signal
 import sys
+import threading
 from pathlib import Path
 
 HELP = "find a good controller within a time limit: several methods, the best kept, its gap to an upper bound"
@@ -72,31 +75,138 @@ def cmd_solve(args: argparse.Namespace) -> int:
     from fsc.console import emit, import_torch
     from fsc.errors import InputError
     from fsc.model.pomdp import resolve_reset
-    from fsc.resolve import resolve_policy, resolve_world_and_memory, world_arguments
+    from fsc.resolve import resolve_world_and_memory, world_arguments
 
     if not args.max_seconds > 0:
         raise InputError(f"--max-seconds must be > 0, got {args.max_seconds!r}")
     world, arch = resolve_world_and_memory(args.memory, **world_arguments(args), option="--", memory_option="--memory")
     reset = resolve_reset(world.world, args.reset, args.discount, allow_zero=False, default=1e-3)
+    out = _out_directory(args.out)  # refused at once, before the world's chain is built
     import_torch()  # only now (fsc.cli.TORCH_AFTER_INPUT): a memory nobody can afford is refused without it
     solver = _solver(args)
-
-    start = None if args.start is None else resolve_policy(args.start, None, world=world.world, option="--start")
-    out = None if args.out is None else Path(args.out)
-    if out is not None and out.exists() and not out.is_dir():
-        raise InputError(f"--out {args.out!r} exists and is not a directory")
-
-    def progress(record: dict) -> None:
-        line = f"{record['seconds']:8.1f} s  {record['memory']}  best {record['value']:.6g}  bound {record['upper_bound']:.6g}  ({record['method']})"
-        print(line, file=sys.stderr, flush=True)
-
-    solution = solver.solve(world.world, arch, reset=reset, start=start, progress=None if args.quiet else progress)
-    record = solution.summary() | {"memory": args.memory, **world.text}
-    if out is not None:
-        _write(out, solution, record)
-        record["out"] = str(out)
+    start = _start(args.start, world.world)
+    with _owning(out):  # made, probed and locked before the time limit starts
+        record = _solve_saving(solver, world, arch, reset, start, out, quiet=args.quiet)
     emit(args.json, record)
     return 0
+
+
+def _start(text: str | None, world):
+    """The policy of ``--start FILE``: a regular file (a directory, a FIFO, a device is refused as what it is,
+    :func:`fsc.files.check_regular_file`) holding a policy for ``world``."""
+    from fsc.errors import InputError, quoted
+    from fsc.files import check_regular_file
+    from fsc.resolve import POLICY_FILE_SUFFIXES, resolve_policy
+
+    if text is None:
+        return None
+    check_regular_file(text, "--start")
+    if Path(text).suffix not in POLICY_FILE_SUFFIXES:
+        raise InputError(f"--start {quoted(text)} is not a policy file (.npz or .json)")
+    return resolve_policy(text, None, world=world, option="--start")
+
+
+def _out_directory(text: str | None) -> Path | None:
+    """``--out`` resolved, when fsc solve may write there (:func:`fsc.io.rundir.check_solve_directory`: new or
+    empty, never a solution, a run or the user's files)."""
+    from fsc.io.rundir import check_solve_directory
+
+    return None if text is None else check_solve_directory(text, "--out")
+
+
+@contextlib.contextmanager
+def _owning(out: Path | None):
+    """``out`` made, probed for writing and locked for the block (:class:`fsc.io.rundir.RunLock`: a second solve
+    or a training run is refused); the directories made for it are removed again if it is left empty."""
+    from fsc.io.rundir import SOLVE_FILES, RunLock, check_solve_directory, probe_writable
+
+    if out is None:
+        yield
+        return
+    made = [path for path in (out, *out.parents) if not os.path.lexists(path)]  # deepest first
+    with RunLock(out, "--out", check=check_solve_directory, files=SOLVE_FILES, command="fsc solve or train"):
+        try:
+            probe_writable(out)
+            yield
+        finally:
+            for path in made:  # still ours: the lock is held
+                try:
+                    path.rmdir()
+                except OSError:  # not empty (the solution is there), or gone
+                    break
+
+
+def _solve_saving(solver, world, arch, reset: float, start, out: Path | None, *, quiet: bool) -> dict:
+    """Solve and write the solution into ``out``; on an interrupt (Ctrl-C), write the best found so far, marked
+    ``interrupted``, and interrupt the command (status 130).  Returns the record printed."""
+    import time
+
+    best: dict = {}
+    history: list[dict] = []
+
+    def progress(record: dict) -> None:
+        best.update(record)
+        history.append({key: value for key, value in record.items() if key not in ("policy", "upper_bound")})
+        if not quiet:
+            line = f"{record['seconds']:8.1f} s  {record['memory']}  best {record['value']:.6g}  bound {record['upper_bound']:.6g}  ({record['method']})"
+            print(line, file=sys.stderr, flush=True)
+
+    clock = time.monotonic()
+    with _Interrupts() as interrupts:
+        try:
+            solution = solver.solve(world.world, arch, reset=reset, start=start, progress=progress)
+            interrupts.held = True  # an interrupt from here on waits for the solution's files
+        except BaseException:
+            if not interrupts.seen:
+                raise
+            if out is not None and best:
+                _save_interrupted(out, best, history, solver, reset, world.text, time.monotonic() - clock)
+            raise KeyboardInterrupt from None
+        record = {**solution.summary(), "interrupted": False, **world.text}
+        if out is not None:
+            _write(out, solution.policy, {**record, "history": solution.history})
+            record["out"] = str(out)
+    if interrupts.seen:
+        raise KeyboardInterrupt
+    return record
+
+
+class _Interrupts:
+    """SIGINT while solving: the first raises ``KeyboardInterrupt`` and is noted (:attr:`seen`, whatever exception
+    it surfaces as: inside compiled code, a ``SystemError``); later ones are ignored while the best is saved, and
+    once :attr:`held` (the solution being written) one is only noted. Only in the main thread, over Python's
+    default handler."""
+
+    def __init__(self) -> None:
+        self.seen, self.held, self.previous = False, False, None
+
+    def __enter__(self) -> _Interrupts:
+        if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+            self.previous = signal.signal(signal.SIGINT, self._interrupt)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.previous is not None:
+            signal.signal(signal.SIGINT, self.previous)
+
+    def _interrupt(self, signum, frame) -> None:
+        raise_now = not (self.seen or self.held)
+        self.seen = True
+        if raise_now:
+            raise KeyboardInterrupt
+
+
+def _save_interrupted(out: Path, best: dict, history: list[dict], solver, reset: float, world_text: dict, seconds: float) -> None:
+    """The best controller found before the interrupt, as it was found (on the memory asked for, or on a smaller
+    size of the ladder: ``memory`` says which), with its exact value at the time and the bound."""
+    from fsc.model.memory import memory_spec
+
+    policy = best["policy"]
+    record = {"value": best["value"], "upper_bound": best["upper_bound"], "gap": best["upper_bound"] - best["value"], "method": best["method"],
+              "seconds": seconds, "memory": memory_spec(policy.architecture), "seed": solver.seed, "reset": reset, "evaluations": None,
+              "interrupted": True, **world_text}  # fmt: skip
+    _write(out, policy, {**record, "history": history})
+    print(f"fsc solve: interrupted; the best so far (value {best['value']:.6g}) is in {str(out)!r}", file=sys.stderr, flush=True)
 
 
 def _solver(args: argparse.Namespace):
@@ -130,11 +240,10 @@ def _solver(args: argparse.Namespace):
                      shaped=configured(Shaped(), **given.get("shaped", {})), **patience)  # fmt: skip
 
 
-def _write(out: Path, solution, record: dict) -> None:
-    """``policy.npz`` (what ``fsc evaluate --policy`` reads) and ``solution.json`` (the record and the history), atomically."""
-    from fsc.files import atomic_write
+def _write(out: Path, policy, document: dict) -> None:
+    """``policy.npz`` (what ``fsc evaluate --policy`` reads), then ``solution.json`` (the record and the history; written
+    last, the mark of a solution), each atomically; strict JSON: a number that is not finite is ``null``."""
+    from fsc.files import strict_json, write_text
 
-    out.mkdir(parents=True, exist_ok=True)
-    solution.policy.save(out / "policy.npz")
-    document = {**record, "history": solution.history}
-    atomic_write(out / "solution.json", lambda f: f.write((json.dumps(document, indent=1) + "\n").encode()))
+    policy.save(out / "policy.npz")
+    write_text(out / "solution.json", strict_json(document, indent=1) + "\n")

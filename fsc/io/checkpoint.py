@@ -8,6 +8,7 @@ far, in ``.npz`` arrays and a JSON metadata string: nothing is pickled.
 from __future__ import annotations
 
 import json
+import math
 import os
 import zipfile
 from pathlib import Path
@@ -144,4 +145,31 @@ def _load_checkpoint(path: Path) -> tuple[State, dict[str, np.ndarray], dict[str
     lengths = {len(column) for column in columns.values()}
     if len(lengths) != 1 or (len(columns["step"]) and (np.any(np.diff(columns["step"]) <= 0) or columns["step"][-1] > state.step)):
         raise InputError(f"{quoted(path)} is inconsistent (trajectory columns of lengths {sorted(lengths)}); start the run again in another --out")
+    wrong = _unusable(state)
+    if wrong is not None:
+        raise InputError(f"{quoted(path)} is not a usable checkpoint ({wrong})")
     return state, columns, meta
+
+
+def _unusable(state: State) -> str | None:
+    """What makes ``state`` one no run can continue from, or ``None``: a number that every step leaves finite but
+    is not (``t``, ``dt``, the seconds, the gain, a number among the optimiser's slots: a NaN step size would end
+    the run at once, as if it had nowhere to go), a negative time or count, a step size that is not positive,
+    NaN or ``+inf`` among the logits (``-inf`` is a probability of exactly 0), a gradient that is not finite, or
+    NaN in the arrays of the slots."""
+    point = state.point
+    scalars = {k: v for k, v in state.slots.items() if isinstance(v, float)}
+    for name, value in {"t": state.t, "dt": state.dt, "seconds": state.seconds, "gain": point.gain, **scalars}.items():
+        if not math.isfinite(value):
+            return f"{name} is {value!r}"
+    if min(state.t, state.dt, state.seconds, state.step, state.evaluations, state.rejections) < 0:
+        return "a negative time, step or count"
+    if "next_dt" in scalars and not scalars["next_dt"] > 0:
+        return f"next_dt is {scalars['next_dt']!r}, not a step size"
+    checks = [("logits", point.logits, lambda x: np.isnan(x) | np.isposinf(x)), ("init_logits", point.init_logits, lambda x: np.isnan(x) | np.isposinf(x)),
+              ("grad_logits", point.grad_logits, lambda x: ~np.isfinite(x)), ("grad_init", point.grad_init, lambda x: ~np.isfinite(x))]  # fmt: skip
+    checks += [(name, value, np.isnan) for name, value in state.slots.items() if isinstance(value, torch.Tensor)]
+    for name, array, bad in checks:
+        if bad(array.numpy()).any():
+            return f"{name} holds NaN or infinite numbers"
+    return None

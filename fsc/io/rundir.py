@@ -8,12 +8,19 @@ user's files, ``/etc`` through a symbolic link, a dangling link) is refused with
 ``fsc train --out DIR`` takes an exclusive, non-blocking ``flock`` on the directory ``DIR`` itself (no lock
 file is left behind) for as long as it runs: a second ``fsc train`` on the same directory is refused with one line instead of mixing two runs' files.
 The lock is released by the kernel when the process ends, however it ends (no stale lock after a kill).
+
+``fsc solve --out DIR`` follows the same rules with its own mark: it writes only into a directory that is new
+(missing, or empty) and holds its lock while it runs (:class:`RunLock` with :func:`check_solve_directory`).  A
+directory holding a solution (``solution.json``), a training run (``run.json``) or anything else is refused: a
+solution is never replaced, better or worse.  All of it is decided, and the directory made and probed for
+writing, before the time limit starts.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -26,7 +33,8 @@ try:
 except ImportError:  # pragma: no cover - Windows: no ownership lock
     fcntl = None
 
-__all__ = ["RUN_FILES", "RunLock", "check_run_directory", "make_directory", "read_run_json"]
+__all__ = ["RUN_FILES", "SOLVE_FILES", "RunLock", "check_run_directory", "check_solve_directory", "make_directory", "probe_writable",
+           "read_run_json"]  # fmt: skip
 
 #: The files a run writes in its directory: ``run.json`` first (the mark of a run directory), the others after.
 #: Their temporaries, left by a kill during a write, are removed by the next run (:class:`RunLock`).
@@ -34,10 +42,14 @@ RUN_FILES = ("run.json", "initial_policy.npz", "checkpoint.npz", "checkpoint.pre
              "trajectory.csv", "policy.npz", "result.json")  # fmt: skip
 
 
-def _only_our_temporaries(directory: Path) -> bool:
-    """Whether ``directory`` holds nothing but temporaries of :data:`RUN_FILES` (a run killed before its first
-    ``run.json`` was in place)."""
-    return all(temporary_target(entry.name) in RUN_FILES for entry in os.scandir(directory))
+#: The files ``fsc solve`` writes in its directory: ``policy.npz``, then ``solution.json`` (written last: the mark of a solution).
+SOLVE_FILES = ("policy.npz", "solution.json")
+
+
+def _only_our_temporaries(directory: Path, files: tuple[str, ...] = RUN_FILES) -> bool:
+    """Whether ``directory`` holds nothing but temporaries of ``files`` (a run killed before its first file was
+    in place)."""
+    return all(temporary_target(entry.name) in files for entry in os.scandir(directory))
 
 
 def check_owned_directory(out: str | os.PathLike, what: str, refusal: Callable[[Path], str | None], *, name_link: bool = True) -> Path:
@@ -45,15 +57,22 @@ def check_owned_directory(out: str | os.PathLike, what: str, refusal: Callable[[
 
     New: missing (its parents are made later). Ours: an existing directory for which ``refusal(directory)`` is
     ``None``; otherwise it returns what is wrong, said after ``what`` and the path. Refused too: a file, a
-    dangling symbolic link. Links are resolved before deciding, so whatever a link points to is judged; with
+    dangling symbolic link, an empty or blank text (the current directory, named by nobody), a path that cannot
+    be resolved (a name too long). Links are resolved before deciding, so whatever a link points to is judged; with
     ``name_link`` the message also says where the link leads.
     """
+    if isinstance(out, str) and not out.strip():  # "" would be the current directory, named by nobody
+        raise InputError(f"{what} must name a directory, got {quoted(out)}")
     path = Path(out)
-    resolved = Path(os.path.realpath(path))
+    try:  # a name too long, a loop of links, a component that is a file: said as the option's
+        resolved = Path(os.path.realpath(path))
+        exists = resolved.exists()
+    except (OSError, ValueError) as error:
+        raise InputError(f"{what} {quoted(out)} cannot be used: {getattr(error, 'strerror', None) or error}") from None
     shown = f"{what} {quoted(out)}" + (f" (the link leads to {quoted(resolved)})" if name_link and resolved != path.absolute() else "")
     if os.path.lexists(path) and not path.exists():
         raise InputError(f"{what} {quoted(out)} is a dangling symbolic link; give a new directory")
-    if not resolved.exists():
+    if not exists:
         return resolved
     if not resolved.is_dir():
         raise InputError(f"{shown} is not a directory; give a new directory")
@@ -84,6 +103,39 @@ def check_run_directory(out: str | os.PathLike, option: str = "--out") -> Path:
     return check_owned_directory(out, option, refusal)
 
 
+def check_solve_directory(out: str | os.PathLike, option: str = "--out") -> Path:
+    """``out`` resolved, when ``fsc solve`` may write its solution there (:func:`check_owned_directory`); else
+    ``ValueError``.
+
+    New: missing, or an empty directory (or one holding only temporaries a killed solve left). Refused: a
+    directory holding a solution (``solution.json``: never replaced, a better one no more than a worse one), a
+    training run (``run.json``), or anything else.
+    """
+
+    def refusal(directory: Path) -> str | None:
+        if (directory / "solution.json").exists():
+            return "holds a solution already (solution.json), which fsc solve never replaces; give a new directory"
+        if (directory / "run.json").exists():
+            return "holds an fsc train run (run.json); give a new directory"
+        if _only_our_temporaries(directory, SOLVE_FILES):
+            return None
+        return "already holds files that are not a solution of fsc solve; give a new or empty directory"
+
+    return check_owned_directory(out, option, refusal)
+
+
+def probe_writable(directory: Path, option: str = "--out") -> None:
+    """Create and remove a temporary file in ``directory`` (named as :func:`fsc.files.atomic_write` names its own),
+    or raise ``ValueError`` naming ``option``: a read-only file system or a directory without write permission
+    is found before the work, not when its result is written."""
+    try:
+        fd, name = tempfile.mkstemp(dir=directory, prefix=".solution.json.", suffix=".tmp")
+        os.close(fd)
+        os.unlink(name)
+    except OSError as error:
+        raise InputError(f"{option} {quoted(directory)} is not writable: {error.strerror or error}") from None
+
+
 def make_directory(path: Path, option: str = "--out") -> None:
     """Create ``path`` (and parents) or raise ``ValueError`` naming ``option`` and the path."""
     try:
@@ -99,15 +151,18 @@ def make_directory(path: Path, option: str = "--out") -> None:
 class RunLock:
     """Exclusive ownership of a run directory (a context manager); refuses, never waits.
 
-    Once the lock is held the directory is checked again (:func:`check_run_directory`: new or ours), and the
-    temporaries a killed run left in it are removed: no other run can be writing them.
+    Once the lock is held the directory is checked again (``check``: :func:`check_run_directory` for a training
+    run, new or ours; :func:`check_solve_directory` for a solve), and the temporaries of ``files`` a killed run
+    left in it are removed: no other run can be writing them.  ``command`` names the holder in the refusal.
     """
 
-    def __init__(self, directory: Path, option: str = "--out") -> None:
+    def __init__(self, directory: Path, option: str = "--out", *, check: Callable[[Path, str], Path] | None = None,
+                 files: tuple[str, ...] = RUN_FILES, command: str = "fsc train") -> None:  # fmt: skip
         self.directory, self.option, self.fd = Path(directory), option, None
+        self.check, self.files, self.command = check or check_run_directory, files, command
 
     def __enter__(self) -> RunLock:
-        check_run_directory(self.directory, self.option)
+        self.check(self.directory, self.option)
         make_directory(self.directory, self.option)
         if fcntl is None:  # pragma: no cover
             return self
@@ -120,13 +175,13 @@ class RunLock:
         except OSError:
             os.close(fd)
             raise InputError(
-                f"{self.option} {quoted(self.directory)} is in use by another fsc train (it holds the directory's lock); "
+                f"{self.option} {quoted(self.directory)} is in use by another {self.command} (it holds the directory's lock); "
                 "wait for it or use another directory"
             ) from None
         self.fd = fd
         try:
-            check_run_directory(self.directory, self.option)  # what another owner may have put there meanwhile
-            remove_stale_temporaries(self.directory, RUN_FILES)
+            self.check(self.directory, self.option)  # what another owner may have put there meanwhile
+            remove_stale_temporaries(self.directory, self.files)
         except BaseException:
             self.__exit__()
             raise

@@ -23,6 +23,7 @@ __all__ = [
     "Chain",
     "Column",
     "Memento",
+    "memory_spec",
     "parse_memory",
 ]
 
@@ -283,13 +284,27 @@ def parse_memory(text: str, *, arms: int = 2, observations: int = 2) -> MemoryAr
     kind, sep, size = str(text).partition(":")
     if not sep or kind.lower() not in _KINDS:
         raise InputError(f"memory must be ram:M, chain:M, column:M, memento:m or FILE.py:NAME, got {quoted(text)}")
+    wrong = f"memory size must be an integer >= 1, got {quoted(size)} in {quoted(text)}"
+    digits = size.strip().removeprefix("-")
+    if not (digits.isascii() and digits.isdigit()):  # int() also takes "1_000", "+2" and other scripts' digits
+        raise InputError(wrong)
     try:
         value = int(size)
-    except ValueError:
-        raise InputError(f"memory size must be an integer >= 1, got {quoted(size)} in {quoted(text)}") from None
+    except ValueError:  # more digits than Python converts
+        raise InputError(wrong) from None
     if value < 1:
         raise InputError(f"memory size must be an integer >= 1, got {value} in {quoted(text)}")
     return _KINDS[kind.lower()](value, arms=arms, observations=observations)
+
+
+def memory_spec(arch: MemoryArchitecture) -> str | dict:
+    """The canonical spec of ``arch``: ``ram:M``, ``chain:M``, ``column:M`` or ``memento:m`` for the paper's kinds (what
+    ``--memory`` reads back on a world of the same actions and observations, whatever text named it: ``RAM:02``
+    and ``ram:2`` are both ``ram:2``), else its :meth:`~fsc.MemoryArchitecture.to_dict`."""
+    for text, kind in _KINDS.items():
+        if type(arch) is kind:
+            return f"{text}:{arch.m if kind is Memento else arch.M}"
+    return arch.to_dict()
 
 
 #: Seconds a ``--memory FILE.py`` may take to import: it should define an architecture, not run a job.

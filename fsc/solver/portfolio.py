@@ -24,7 +24,7 @@ from collections.abc import Callable
 import attrs
 import numpy as np
 
-from fsc.checks import integer, positive
+from fsc.checks import integer, positive, value_scale
 from fsc.engines.registry import check_engine
 from fsc.errors import InputError, InputTypeError
 from fsc.evaluate import evaluate, resolve_reset
@@ -109,7 +109,7 @@ class Portfolio:
             memory: ``"ram:M"`` (or any ``--memory`` text) or an architecture; RAM grows through smaller sizes.
             reset, discount: ``r = 1 - discount``; default the world's discount (else ``r = 1e-3``).
             start: a policy (or a solution) to start from: on ``memory``, or on a smaller RAM (split into copies).
-            progress: called with a record (``seconds``, ``memory``, ``value``, ``method``, ``upper_bound``) at each new best.
+            progress: called with a record (``seconds``, ``memory``, ``value``, ``method``, ``upper_bound``, ``policy``) at each new best.
 
         Raises:
             ValueError, TypeError: a bad memory, reset, or a start on another memory.
@@ -118,6 +118,8 @@ class Portfolio:
         arch = _architecture(world, memory)
         r = resolve_reset(world, reset, discount, allow_zero=False, default=1e-3)
         start = _start(start, arch, np.random.default_rng([self.seed, 1 << 20]))
+        pomdp = as_pomdp(world)
+        value_scale(float(np.abs(pomdp.expected_step(pomdp.reward_table)).max(initial=0.0)) / r, r)  # rewards whose values would overflow, refused first
         final = Objective(world=world, architecture=arch, reset=r, engine=self.engine, target="return")  # refused here if it cannot be evaluated
         bound = upper_bound(world, 1 - r, seconds=min(0.1 * self.seconds, 10.0))
         run = _Run(self, world, r, clock + self.seconds, progress, bound, final)
@@ -167,7 +169,7 @@ class _Run:
         record = {"seconds": time.monotonic() - self.clock, "memory": repr(objective.architecture), "value": value, "method": method}
         self.history.append(record)
         if self.progress is not None:
-            self.progress({**record, "upper_bound": self.bound})
+            self.progress({**record, "upper_bound": self.bound, "policy": policy})
         return True
 
     def optimal(self) -> bool:

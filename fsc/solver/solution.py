@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import attrs
 
+from fsc.model.memory import memory_spec
 from fsc.model.policy import Policy
 
 __all__ = ["Solution"]
@@ -42,14 +43,15 @@ class Solution:
         return self.upper_bound - self.value
 
     def summary(self) -> dict:
-        """Plain numbers (JSON-able), the history aside."""
+        """Plain numbers (JSON-able), the history aside; ``memory`` is the architecture's canonical spec
+        (:func:`fsc.model.memory.memory_spec`: ``ram:3``, or the architecture's dictionary)."""
         return {
             "value": self.value,
             "upper_bound": self.upper_bound,
             "gap": self.gap,
             "method": self.method,
             "seconds": self.seconds,
-            "memory": repr(self.policy.architecture),
+            "memory": memory_spec(self.policy.architecture),
             "seed": self.seed,
             "reset": self.reset,
             "evaluations": self.evaluations,

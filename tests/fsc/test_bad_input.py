@@ -159,7 +159,31 @@ CASES = [
      "x:1: expected a number of states, got a number of 5,000 digits"),
     ("pomdp-index-digits", lambda: _parse_pomdp("states: 2\nactions: 1\nobservations: 1\nT: 0 : " + "1" * 13 + " : 0 1\n", source="x"),
      ValueError, "x:4: expected a state index below 2, got a number of 13 digits"),
+    # The fourth attack (issue 51): numbers at the edges of the solver, a tolerance that cannot mean converged, sizes
+    # written as int() alone would read them.
+    ("solve-rewards-1e160", lambda: fsc.solve(_tiger_scaled(1e160), "ram:1", seconds=5), ValueError,
+     r"the world's rewards over r = 0.05 reach 2e\+163 in size, over the 1e\+150 .* divide the rewards by a power of ten"),
+    ("solve-rewards-1e307", lambda: fsc.solve(_tiger_scaled(1e305), "ram:1", seconds=5), ValueError,
+     "the world's rewards over r = 0.05 overflow float64"),
+    ("solve-rewards-1e-300", lambda: fsc.solve(_tiger_scaled(1e-300), "ram:1", seconds=5), ValueError,
+     r"reach only 2e-297 in size, under the 0.001 .* multiply the rewards by a power of ten"),
+    ("rosenbrock-tolerance-1", lambda: fsc.optim.Rosenbrock(tolerance=1.0), ValueError, r"tolerance must be in \(0, 0.01\], got 1.0"),
+    ("rosenbrock-tolerance-huge", lambda: fsc.optim.Rosenbrock(tolerance=1e10), ValueError, r"tolerance must be in \(0, 0.01\]"),
+    ("rosenbrock-tolerance-nan", lambda: fsc.optim.Rosenbrock(tolerance=math.nan), ValueError, "tolerance must be in"),
+    ("parse-underscore", lambda: fsc.parse_memory("ram:1_0"), ValueError, "memory size must be an integer >= 1, got '1_0'"),
+    ("parse-plus", lambda: fsc.parse_memory("chain:+2"), ValueError, "memory size must be an integer >= 1, got '\\+2'"),
+    ("parse-other-digits", lambda: fsc.parse_memory("ram:\u0663"), ValueError, "memory size must be an integer >= 1"),
+    ("solve-start-fifo", lambda: fsc.Policy.load(_special("fifo2.npz")), ValueError, "is a FIFO"),
+    ("rosenbrock-dt-below-min-dt", lambda: fsc.optim.Rosenbrock(dt=1e-40), ValueError, r"dt must be at least min_dt = 1e-30, got 1e-40"),
 ]
+
+
+def _tiger_scaled(factor: float) -> fsc.POMDP:
+    """Tiger (discount 0.95: r = 0.05) with every reward multiplied by ``factor``."""
+    import attrs
+
+    tiger = fsc.model.pomdp.as_pomdp(tasks.Tiger())
+    return attrs.evolve(tiger, reward=np.asarray(tiger.reward) * factor, metrics={})
 
 _SPECIAL = {}
 

@@ -58,6 +58,7 @@ def _fixtures(root: Path) -> None:
     (root / "escape.json").write_text(json.dumps({**grid, "out": "../../etc/fsc"}))
     (root / "absolute.json").write_text(json.dumps({**grid, "out": str(root.parent / "elsewhere")}))
     _third_attack_fixtures(root, grid)
+    _fourth_attack_fixtures(root)
 
 
 POMDP_HEAD = "discount: 0.9\nvalues: reward\n"
@@ -143,6 +144,34 @@ def _third_attack_fixtures(root: Path, grid: dict) -> None:
     os.symlink(root.parent, root / "link-up")  # leads out of the working directory
     (root / "linked-out.json").write_text(json.dumps({**grid, "out": "link-up/sweep"}))
     (root / "linked-out2.json").write_text(json.dumps({**grid, "out": "link-etc/fsc-sweep"}))
+
+
+def _trajectory(path: Path) -> None:
+    """A run's ``trajectory.npz`` of one row (what ``fsc export`` reads)."""
+    from fsc.io.trajectory import COLUMNS, Trajectory, write_trajectory
+
+    trajectory = Trajectory()
+    trajectory.append(dict.fromkeys([*COLUMNS, "q"], 1))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_trajectory(path, trajectory)
+
+
+def _fourth_attack_fixtures(root: Path) -> None:
+    """A finished solve, worlds whose rewards the solver cannot compute with, sweeps with one bad run among good ones."""
+    (root / "solved").mkdir()
+    fsc.Policy.uniform(fsc.parse_memory("ram:2")).save(root / "solved" / "policy.npz")
+    (root / "solved" / "solution.json").write_text('{"value": 19.37, "memory": "ram:2"}\n')
+    os.mkfifo(root / "fifo-start")
+    for name, reward in (("big160.POMDP", "1e160"), ("tiny.POMDP", "1e-300")):
+        (root / name).write_text(POMDP_HEAD + SMALL_WORLD.replace("* 1\n", f"* {reward}\n"))
+    for sweep in ("sweep-corrupt", "sweep-dir", "sweep-fifo", "sweep-csvdir", "sweep-good"):
+        _trajectory(root / sweep / "a" / "trajectory.npz")
+    (root / "sweep-corrupt" / "b").mkdir()
+    (root / "sweep-corrupt" / "b" / "trajectory.npz").write_bytes(b"PK\x03\x04" + b"\0" * 100)
+    (root / "sweep-dir" / "b" / "trajectory.npz").mkdir(parents=True)
+    (root / "sweep-fifo" / "b").mkdir()
+    os.mkfifo(root / "sweep-fifo" / "b" / "trajectory.npz")
+    (root / "sweep-csvdir" / "a" / "trajectory.csv").mkdir()
 
 
 def _npz_member(array: np.ndarray) -> bytes:
@@ -325,6 +354,38 @@ for out in ("user", "link-user", "link-etc", "hidden", "link-up"):
     CASES.append(([*TRAIN, "--out", out], "--out"))
 for spec in ("linked-out.json", "linked-out2.json", "fifo-spec.json", "dir.json", "zero.json", "sparse.json"):
     CASES.append((["sweep", spec], spec))
+# The fourth attack (issue 51): fsc solve --out under train's rules (never a directory of the user's, a run's or a
+# solution's), --start given what is not a policy file, rewards whose values the solver's arithmetic cannot hold,
+# sizes int() alone would read, a Rosenbrock tolerance that cannot mean converged, an export with one bad run.
+SOLVE = ["solve", "--quiet", "--max-seconds", "5"]
+for out, name in (("user", "already holds files"), ("link-user", "the link leads to"), ("link-etc", "already holds files"),
+                  ("hidden", "already holds files"), ("link-up", "already holds files"), ("keep", "already holds files"),
+                  ("afile", "is not a directory"), ("afile/run", "cannot be created"), ("dangling", "dangling symbolic link"),
+                  ("listrun", "holds an fsc train run"), ("badrun", "holds an fsc train run"), ("solved", "holds a solution already"),
+                  ("/sys/fsc-solve", "cannot be created"), ("", "--out must name a directory"), (" ", "--out must name a directory"),
+                  (".", "already holds files"), ("..", "already holds files"), (LONG, "cannot be used: File name too long"),
+                  ("x/" * 3000, "File name too long"), ("fifo.npz", "is not a directory"), ("zero.npz", "is not a directory")):  # fmt: skip
+    CASES.append(([*SOLVE, "--out", out], name))
+for start, name in (("dir.npz", "is a directory"), ("keep", "is a directory"), ("fifo.npz", "is a FIFO"), ("fifo-start", "is a FIFO"),
+                    ("zero.npz", "character device"), ("null.npz", "character device"), ("afile", "is not a policy file"),
+                    ("missing.npz", "does not exist"), ("missing", "does not exist"), ("sparse.npz", "over the limit"),
+                    ("nan.npz", "NaN"), ("shape.npz", "expected (10, 4)")):  # fmt: skip
+    CASES.append(([*SOLVE, "--start", start], name))
+    CASES.append(([*SOLVE, "--start", start, "--out", "solve-run"], name))
+for world, name in (("big160.POMDP", "reach 1e+161 in size, over the 1e+150"), ("big-reward.POMDP", "overflow float64"),
+                    ("tiny.POMDP", "reach only 1e-299 in size")):  # fmt: skip
+    CASES.append(([*SOLVE, "--pomdp", world, "--memory", "ram:1"], name))
+    CASES.append(([*SOLVE, "--pomdp", world, "--memory", "ram:1", "--out", "solve-run"], name))
+for memory in ("ram:1_0", "ram:+2", "chain:\u0663", "ram:2.0", "ram:0x2"):
+    for argv in (SOLVE, ["evaluate"], [*TRAIN, "--out", "run"]):
+        CASES.append(([*argv, "--memory", memory], "memory size must be an integer >= 1"))
+for tolerance in ("1", "100", "1e10", "0.0100001", "nan"):
+    CASES.append(([*TRAIN, "--optimizer", "rosenbrock", "--tolerance", tolerance, "--out", "run"], "tolerance"))
+for argv, name in ((["sweep-corrupt"], "is not a trajectory"), (["sweep-dir"], "is a directory, not a regular file"),
+                   (["sweep-fifo"], "is a FIFO"), (["sweep-csvdir"], "is not a regular file"), (["sweep-good", "badtrajectory"], "is not a trajectory"),
+                   (["sweep-good", "sweep-corrupt/b/trajectory.npz"], "is not a trajectory"), (["sweep-good", "fifo.npz"], "fifo.npz"),
+                   (["sweep-good", "missing"], "does not exist")):  # fmt: skip
+    CASES.append((["export", *argv], name))
 
 CASES += [
     (["nosuchcommand"], "nosuchcommand"),
@@ -502,6 +563,124 @@ def test_a_run_directory_with_other_arguments_is_refused(tmp_path):
     assert {p.name: p.read_bytes() for p in out.iterdir()} == files
 
 
+# fsc solve --out: new or empty only, locked while it runs, the best so far saved on an interrupt.
+
+QUICK_SOLVE = ["solve", "--quiet", "--memory", "RAM:01", "--max-seconds", "5", "--rounds", "1", "--json"]
+
+
+def _strict(text: str):
+    return json.loads(text, parse_constant=lambda name: pytest.fail(f"{name} in strict JSON"))
+
+
+def test_a_solution_is_never_replaced(tmp_path, capsys):
+    out = tmp_path / "a" / "b"
+    assert cli.main([*QUICK_SOLVE, "--out", str(out)]) == 0
+    printed = _strict(capsys.readouterr().out)
+    files = {p.name: p.read_bytes() for p in out.iterdir()}
+    assert sorted(files) == ["policy.npz", "solution.json"]
+    document = _strict(files["solution.json"].decode())
+    assert document["memory"] == "ram:1" == printed["memory"]  # the canonical spec, not the option's text "RAM:01"
+    assert document["interrupted"] is False and document["value"] == printed["value"]
+    value = float(fsc.evaluate(tasks_world(), fsc.Policy.load(out / "policy.npz"), reset=document["reset"]).value)
+    assert value == pytest.approx(document["value"], rel=1e-12)
+    for again in ([*QUICK_SOLVE, "--out", str(out)], [*QUICK_SOLVE, "--seed", "1", "--out", str(tmp_path / "link")]):
+        if again[-1].endswith("link"):
+            (tmp_path / "link").symlink_to(out)
+        assert cli.main(again) == 2
+        assert "holds a solution already" in capsys.readouterr().err
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == files
+
+
+def tasks_world():
+    import tasks
+
+    return tasks.TwoHypothesis(0.1)
+
+
+def test_a_solve_directory_held_by_another_is_refused_and_left_as_it_was(tmp_path, capsys):
+    from fsc.io.rundir import SOLVE_FILES, RunLock, check_solve_directory
+
+    out = tmp_path / "held"
+    with RunLock(out, check=check_solve_directory, files=SOLVE_FILES, command="fsc solve or train"):
+        assert cli.main([*QUICK_SOLVE, "--out", str(out)]) == 2
+        assert "is in use by another fsc solve or train" in capsys.readouterr().err
+        assert out.is_dir() and list(out.iterdir()) == []  # the holder's directory: not removed
+    assert cli.main([*QUICK_SOLVE, "--out", str(out)]) == 0  # free again
+    assert (out / "solution.json").is_file()
+
+
+def test_a_refused_solve_removes_the_directories_it_made(tmp_path, capsys):
+    out = tmp_path / "new" / "deeper"
+    assert cli.main([*QUICK_SOLVE, "--start", str(tmp_path / "missing.npz"), "--out", str(out)]) == 2
+    assert "does not exist" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
+
+
+def _solve_process(out: Path, *extra: str) -> subprocess.Popen:
+    argv = [sys.executable, "-m", "fsc.cli", "solve", "--memory", "ram:2", "--max-seconds", "120", "--out", str(out), *extra]
+    return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def test_an_interrupt_saves_the_best_so_far(tmp_path):
+    """SIGINT once a controller beat the uniform one: status 130, and the best so far in solution.json (strict JSON,
+    ``interrupted``) with its policy, whose value is the one recorded."""
+    import signal
+
+    out = tmp_path / "run"
+    process = _solve_process(out, "--world", "tiger")
+    lines = []
+    for line in process.stderr:
+        lines.append(line)
+        if "(uniform)" not in line and "best" in line:
+            break
+    process.send_signal(signal.SIGINT)
+    _, rest = process.communicate(timeout=120)
+    assert process.returncode == 130, "".join(lines) + rest
+    assert "fsc solve: interrupted; the best so far" in rest and rest.rstrip().endswith("fsc: interrupted")
+    document = _strict((out / "solution.json").read_text())
+    assert document["interrupted"] is True and document["history"] and document["evaluations"] is None
+    policy = fsc.Policy.load(out / "policy.npz")
+    assert document["memory"] in ("ram:1", "ram:2") and fsc.parse_memory(document["memory"], arms=3) == policy.architecture
+    import tasks
+
+    value = float(fsc.evaluate(tasks.Tiger(), policy).value)
+    assert value == pytest.approx(document["value"], rel=1e-9) and value > -606  # better than the uniform controller
+    assert document["gap"] == pytest.approx(document["upper_bound"] - document["value"])
+
+
+def test_an_interrupt_before_any_controller_writes_nothing(tmp_path):
+    import signal
+
+    out = tmp_path / "run"
+    process = _solve_process(out, "--quiet")
+    time.sleep(0.5)  # importing: no controller yet
+    process.send_signal(signal.SIGINT)
+    process.communicate(timeout=120)
+    assert process.returncode in (130, -signal.SIGINT)  # -SIGINT: still importing the command, before it ran
+    assert not out.exists()
+
+
+def test_from_dict_reads_the_built_in_kinds_in_a_fresh_process():
+    """The registry of kinds is full as soon as the interface's module is imported, whatever was imported before."""
+    code = ("from fsc.model.architecture import MemoryArchitecture as M\n"
+            "print(M.from_dict({'kind': 'RAM', 'M': 2, 'arms': 3, 'observations': 2}),\n"
+            "      M.from_dict({'kind': 'Memento', 'm': 1, 'arms': 2, 'observations': 2}))")  # fmt: skip
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.split() == ["RAM(M=2,", "arms=3,", "observations=2)", "Memento(m=1,", "arms=2,", "observations=2)"], done.stderr
+
+
+def test_numpy_integers_are_integers_wherever_an_int_is_asked():
+    import tasks
+
+    n = np.int64
+    solution = fsc.solve(tasks.Tiger(), "ram:1", seconds=n(30), seed=n(3), rounds=n(1), patience=n(2))
+    assert solution.seed == 3 and type(solution.seed) is int
+    assert fsc.RAM(n(2), arms=np.int32(3)) == fsc.RAM(2, arms=3) and fsc.Memento(np.uint8(2)).m == 2
+    for boolean in (True, np.bool_(True)):
+        with pytest.raises(TypeError, match="seed must be an int"):
+            fsc.solve(tasks.Tiger(), "ram:1", seconds=5, seed=boolean)
+
+
 def test_report_target_rules(tmp_path, monkeypatch):
     from fsc.report import REPORT_MARKER, check_report_target
 
@@ -614,6 +793,30 @@ def test_a_kill_between_the_two_renames_resumes_from_the_previous_checkpoint(tmp
     run_training(**RUN, out=out)
     assert capfd.readouterr().err == ""
     assert _same(_final(out), _final(tmp_path / "whole"))
+
+
+@pytest.mark.parametrize(("slot", "value"), [("slot_next_dt", np.nan), ("slot_next_dt", 0.0), ("slot_next_dt", -1.0), ("slot_age", np.inf),
+                                            ("t", np.nan), ("dt", np.inf), ("gain", np.nan), ("logits", np.nan), ("slot_curvature", np.nan)])
+def test_a_checkpoint_with_numbers_no_step_leaves_is_refused(tmp_path, capfd, slot, value):
+    """A Rosenbrock checkpoint holding a NaN step size (or another number no step leaves) is refused on resume, and
+    the run falls back to the previous checkpoint (both damaged: restarts), ending as an uninterrupted run instead
+    of "stalled" at once and marked finished."""
+    from fsc.train import run_training
+
+    rosenbrock = {**RUN, "optimizer": "rosenbrock", "until_t": 1e3}
+    whole = run_training(**rosenbrock, out=tmp_path / "whole")
+    out = tmp_path / "cut"
+    run_training(**rosenbrock, max_steps=3, out=out)
+    for name in ("checkpoint.npz", "checkpoint.previous.npz"):
+        with np.load(out / name) as z:
+            arrays = dict(z)
+        arrays[slot] = np.full_like(arrays[slot], value, dtype=np.float64)
+        np.savez(out / name, **arrays)
+    capfd.readouterr()
+    resumed = run_training(**rosenbrock, out=out)
+    err = capfd.readouterr().err
+    assert "is not a usable checkpoint" in err and "restarting the run from the start" in err
+    assert resumed.stop == whole.stop and resumed.steps == whole.steps and resumed.gain == whole.gain
 
 
 def test_resume_after_max_steps_is_bit_identical(tmp_path):

@@ -143,7 +143,7 @@ def test_the_trainer_runs_and_resumes_it(tmp_path):
 @pytest.mark.parametrize(
     ("settings", "error", "match"),
     [
-        (dict(tolerance=0.0), InputError, r"tolerance must be in \(0, inf\), got 0.0"),
+        (dict(tolerance=0.0), InputError, r"tolerance must be in \(0, 0.01\], got 0.0"),
         (dict(tolerance="small"), InputTypeError, r"tolerance must be a number, got 'small'"),
         (dict(krylov=0), InputError, r"krylov must be an int >= 1, got 0"),
         (dict(refresh=2.5), InputTypeError, r"refresh must be an int, got 2.5"),
