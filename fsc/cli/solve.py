@@ -71,15 +71,18 @@ def solve_options(p: argparse.ArgumentParser) -> None:
 def cmd_solve(args: argparse.Namespace) -> int:
     from fsc.console import emit, import_torch
     from fsc.errors import InputError
+    from fsc.limits import Deadline
     from fsc.model.pomdp import resolve_reset
     from fsc.resolve import resolve_policy, resolve_world_and_memory, world_arguments
 
     if not args.max_seconds > 0:
         raise InputError(f"--max-seconds must be > 0, got {args.max_seconds!r}")
+    deadline = Deadline.after(args.max_seconds)  # the limit covers everything from here: reading, set-up, bound, methods
     world, arch = resolve_world_and_memory(args.memory, **world_arguments(args), option="--", memory_option="--memory")
     reset = resolve_reset(world.world, args.reset, args.discount, allow_zero=False, default=1e-3)
-    import_torch()  # only now (fsc.cli.TORCH_AFTER_INPUT): a memory nobody can afford is refused without it
-    solver = _solver(args)
+    with deadline.paused():  # start-up, not counted: the libraries' import
+        import_torch()  # only now (fsc.cli.TORCH_AFTER_INPUT): a memory nobody can afford is refused without it
+        solver = _solver(args)
 
     start = None if args.start is None else resolve_policy(args.start, None, world=world.world, option="--start")
     out = None if args.out is None else Path(args.out)
@@ -90,7 +93,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
         line = f"{record['seconds']:8.1f} s  {record['memory']}  best {record['value']:.6g}  bound {record['upper_bound']:.6g}  ({record['method']})"
         print(line, file=sys.stderr, flush=True)
 
-    solution = solver.solve(world.world, arch, reset=reset, start=start, progress=None if args.quiet else progress)
+    solution = solver.solve(world.world, arch, reset=reset, start=start, progress=None if args.quiet else progress, deadline=deadline)
     record = solution.summary() | {"memory": args.memory, **world.text}
     if out is not None:
         _write(out, solution, record)
