@@ -133,20 +133,27 @@ def _grid_backup(pomdp, a: int, beliefs: np.ndarray, discount: float, deadline: 
     n = len(beliefs)
     joint_by_end = (beliefs @ pomdp.transition[:, a, :])[:, :, None]  # (n, S2, 1): P(s2 | x, a)
     observation = pomdp.observation[a]  # (S2, O)
-    seen = np.flatnonzero(observation.any(axis=0))
+    # Observations whose columns are proportional lead every belief to the same next belief: one column, their sum.
+    mass = observation.sum(axis=0)
+    kept = mass > 0
+    _, group = np.unique(observation[1, kept] / mass[kept], return_inverse=True)
+    observation = np.zeros((2, group.max(initial=-1) + 1))
+    np.add.at(observation.T, group.reshape(-1), pomdp.observation[a][:, kept].T)
+    seen = np.arange(observation.shape[1])
     total = sp.csr_matrix((n, n))
-    chunk = max(1, 2**22 // n)
+    chunk = max(1, 2**20 // n)
     for lo in range(0, len(seen), chunk):
         if deadline.expired():
             return None
         joint = joint_by_end * observation[None, :, seen[lo : lo + chunk]]  # (n, S2, o)
-        p = joint.sum(axis=1)  # (n, o)
-        x2 = np.where(p > 0, joint[:, 1] / np.where(p > 0, p, 1.0), 0.0)
-        scaled = x2 * (n - 1)
-        left = np.minimum(np.floor(scaled).astype(np.int64), n - 2)
-        right_weight = scaled - left
-        rows = np.broadcast_to(np.arange(n)[:, None], p.shape)
-        data = np.concatenate([(discount * p * (1 - right_weight)).ravel(), (discount * p * right_weight).ravel()])
-        cols = np.concatenate([left.ravel(), left.ravel() + 1])
-        total = total + sp.csr_matrix((data, (np.concatenate([rows.ravel()] * 2), cols)), shape=(n, n))
+        p = discount * joint.sum(axis=1)  # (n, o)
+        x2 = np.divide(joint[:, 1], joint.sum(axis=1), out=np.zeros_like(p), where=p > 0) * (n - 1)
+        left = np.minimum(x2.astype(np.int64), n - 2)  # x2 >= 0: truncation is the floor
+        right = p * (x2 - left)
+        # Row x holds 2 o entries (the two neighbours of each next belief): a CSR matrix laid out directly.
+        data = np.stack([p - right, right], axis=2).reshape(n, -1)
+        indices = np.stack([left, left + 1], axis=2).reshape(n, -1)
+        block = sp.csr_matrix((data.ravel(), indices.ravel(), np.arange(0, data.size + 1, data.shape[1])), shape=(n, n))
+        block.sum_duplicates()
+        total = total + block
     return total

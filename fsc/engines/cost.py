@@ -189,11 +189,6 @@ def factor_fits(nonzeros: int) -> bool:
     return 12 * LARGE_FILL * nonzeros <= MEMORY_SHARE * available_bytes()
 
 
-#: The address space the libraries an evaluation loads take (numpy, scipy, torch, numba; about 0.95 GB measured
-#: as ``VmSize``): counted against an address-space limit (``ulimit -v``) before they are imported.
-LIBRARY_ADDRESS_BYTES = 1_200_000_000
-
-
 def available_bytes() -> int:
     """The memory this process may still use: the smallest of :func:`memory_limits`."""
     return min(memory_limits().values())
@@ -204,8 +199,8 @@ def memory_limits() -> dict[str, int]:
 
     - ``free``: the machine's available memory (``MemAvailable`` of ``/proc/meminfo``; the physical memory where
       that cannot be read);
-    - ``address space``: ``RLIMIT_AS`` (``ulimit -v``) minus the address space in use (``VmSize``, at least
-      :data:`LIBRARY_ADDRESS_BYTES`), where there is such a limit;
+    - ``address space``: ``RLIMIT_AS`` (``ulimit -v``) minus the address space in use (``VmSize``: the libraries
+      loaded so far count, torch's 0.9 GB once imported), where there is such a limit;
     - ``container``: the cgroup's limit minus its use (``memory.max`` and ``memory.current`` of cgroup v2,
       ``memory.limit_in_bytes`` and ``memory.usage_in_bytes`` of v1), where there is one.
     """
@@ -250,7 +245,7 @@ def _address_space_left() -> int | None:
                     used = int(line.split()[1]) * 1024
     except (OSError, ValueError, IndexError):
         pass
-    return max(0, soft - max(used, LIBRARY_ADDRESS_BYTES))
+    return max(0, soft - used)
 
 
 #: Where a container's memory limit and use are read: cgroup v2, then v1.

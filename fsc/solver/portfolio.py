@@ -162,19 +162,22 @@ class _Run:
         self.smaller: Policy | None = None  # the best of the size before, on the ladder
 
     def climb(self, arch: MemoryArchitecture, start: Policy | None) -> None:
-        """Every size of the ladder in turn, each from the best of the one before; the sizes the deadline leaves no time
-        for are skipped (the best so far is kept: the caller splits it into the memory asked for)."""
+        """Every size of the ladder in turn, each from the best of the one before; the smaller sizes the deadline leaves
+        no time for are skipped, the memory asked for never (its evaluator is built already)."""
         solver, ladder = self.solver, _ladder(arch, start)
+        skipped = []
         for index, size in enumerate(ladder):
             last = index == len(ladder) - 1
-            if self.best is not None and self.deadline.expired():
-                self.deadline.note("the sizes " + ", ".join(repr(later) for later in ladder[index:]))
-                return
+            if not last and self.deadline.expired():
+                skipped.append(repr(size))
+                continue
             share = 1.0 if last else size.M / sum(later.M for later in ladder[index:])  # a smaller size: in proportion to its memory
             if self.best is not None:
                 self.smaller = self.best[1]
                 start = split(self.smaller, size, np.random.default_rng([solver.seed, index, 1 << 20]))
             self.stage(size, start, share, last, index)
+        if skipped:
+            self.deadline.note("the sizes " + ", ".join(skipped))
 
     def offer(self, objective: Objective, policy: Policy, method: str) -> bool:
         """Keep ``policy`` if it beats the best of this size; True if it did."""
