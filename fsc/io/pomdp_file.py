@@ -234,6 +234,15 @@ class _Reader:
         self.text_bytes = 0  # the peak of the text's statements (parse_pomdp)
         self.memory = max(READ_FREE_BYTES, cost.MEMORY_SHARE * cost.available_bytes())
 
+    def take_text(self, text: str) -> None:
+        """Count the text's statements in the peak of reading (:data:`READ_BYTES_PER_TEXT_BYTE`), refused before it is split."""
+        self.text_bytes = READ_BYTES_PER_TEXT_BYTE * len(text)
+        if self.text_bytes > self.memory:
+            raise InputError(
+                f"{self.source}: {len(text):,} characters take about {self.text_bytes / 1e9:.3g} GB to read "
+                f"({READ_BYTES_PER_TEXT_BYTE} bytes a character), over the {self.memory / 1e9:.3g} GB this process may use"
+            )
+
     # -- helpers --------------------------------------------------------
 
     def err(self, line: int, message: str) -> InputError:
@@ -681,12 +690,7 @@ def parse_pomdp(text: str, *, source: str = "<string>", require_discount: bool =
     if not isinstance(text, str):
         raise InputTypeError(f"text must be a str, got {type(text).__name__}")
     reader = _Reader(source, require_discount)
-    reader.text_bytes = READ_BYTES_PER_TEXT_BYTE * len(text)
-    if reader.text_bytes > reader.memory:
-        raise InputError(
-            f"{source}: {len(text):,} characters take about {reader.text_bytes / 1e9:.3g} GB to read "
-            f"({READ_BYTES_PER_TEXT_BYTE} bytes a character), over the {reader.memory / 1e9:.3g} GB this process may use"
-        )
+    reader.take_text(text)
     statements, last_line = _tokenise(text, source)
     last_line = max(last_line, 1)
     entries = 0  # line of the first T, O or R entry
