@@ -28,7 +28,7 @@ from fsc.checks import integer, positive
 from fsc.engines.registry import check_engine
 from fsc.errors import InputError, InputTypeError
 from fsc.evaluate import evaluate, resolve_reset
-from fsc.limits import Deadline
+from fsc.limits import Deadline, TimeUp
 from fsc.model.architecture import MemoryArchitecture
 from fsc.model.memory import RAM, parse_memory
 from fsc.model.policy import Policy
@@ -165,19 +165,18 @@ class _Run:
         """Every size of the ladder in turn, each from the best of the one before; the smaller sizes the deadline leaves
         no time for are skipped, the memory asked for never (its evaluator is built already)."""
         solver, ladder = self.solver, _ladder(arch, start)
-        skipped = []
         for index, size in enumerate(ladder):
             last = index == len(ladder) - 1
-            if not last and self.deadline.expired():
-                skipped.append(repr(size))
+            try:
+                if not last:
+                    self.deadline.check(f"the size {size!r}")  # noted as cut short when the time is up
+            except TimeUp:
                 continue
             share = 1.0 if last else size.M / sum(later.M for later in ladder[index:])  # a smaller size: in proportion to its memory
             if self.best is not None:
                 self.smaller = self.best[1]
                 start = split(self.smaller, size, np.random.default_rng([solver.seed, index, 1 << 20]))
             self.stage(size, start, share, last, index)
-        if skipped:
-            self.deadline.note("the sizes " + ", ".join(skipped))
 
     def offer(self, objective: Objective, policy: Policy, method: str) -> bool:
         """Keep ``policy`` if it beats the best of this size; True if it did."""

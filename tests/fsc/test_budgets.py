@@ -221,5 +221,5 @@ def test_solve_with_a_deadline_already_passed_returns_the_uniform_controller_and
     solution = Portfolio(seconds=1.0).solve(world, arch, deadline=Deadline.after(0.0))
     assert solution.method == "uniform" and solution.policy.architecture == arch
     assert "set-up" in solution.cut_short and "the upper bound" in solution.cut_short
-    assert any(text.startswith("the sizes") or text.startswith("the methods") for text in solution.cut_short)
+    assert "the size RAM(M=1, arms=3, observations=2)" in solution.cut_short and "the size RAM(M=2, arms=3, observations=2)" in solution.cut_short
     assert solution.value == pytest.approx(float(fsc.evaluate(world, fsc.Policy.uniform(arch), reset=solution.reset).value), rel=1e-12)
