@@ -20,6 +20,10 @@ and LAPACK, the published random start of seed 0 unless said otherwise:
   the largest difference between their gradients (0: the same bits);
 - ``automaton``: ``fsc.Automaton`` tabulating Memento(m) as one rule against the built-in ``fsc.Memento(m)``,
   ``RAM(M).restrict(column rule)`` against ``fsc.Column(M)``, and ``fsc.product``: seconds and equal tables.
+- ``files``: ``auto`` against every engine on ``.POMDP`` files (``--folder``: the classic files, RockSample, TagAvoid)
+  and generated corridors (``--corridors``, states): the first ``fsc.evaluate`` and ``gain.backward()`` of the uniform
+  controller, set-up included (what ``fsc evaluate`` and the first step of ``fsc solve`` pay), each engine in a process
+  of its own with ``--timeout``; the table gives auto's engine and its seconds over the fastest engine's.
 
 Usage: ``.venv/bin/python benchmarks/bench_evaluate.py MODE [options]``
 """
@@ -517,6 +521,82 @@ def automaton(args) -> None:
     print(f"{'product(Memento(4), RAM(8))':<34} {both.num_nodes:>8} {product_s:>9.3f} {'-':>10} {'-':>6} {'-':>10} {'-':>6}  -")
 
 
+# ---------------------------------------------------------------- files: auto against every engine
+
+
+FILE_ENGINES = ("dense", "choices", "sparse", "iterative", "large")
+
+
+def _corridor_text(S: int) -> str:
+    """A corridor of ``S`` states (tests/fsc/test_budgets.py's): read sparse from ``S = 600`` up."""
+    lines = [f"discount: 0.95\nvalues: reward\nstates: {S}\nactions: right left\nobservations: first middle last\nstart: {S - 3}"]
+    for s in range(S):
+        up, down = min(s + 1, S - 1), max(s - 1, 0)
+        lines.append(f"T: right : {s} : {up} 0.9\nT: right : {s} : {s} 0.1" if up != s else f"T: right : {s} : {s} 1.0")
+        lines.append(f"T: left : {s} : {down} 0.9\nT: left : {s} : {s} 0.1" if down != s else f"T: left : {s} : {s} 1.0")
+    lines.append(f"O: * : * : middle 1.0\nO: * : 0\n1 0 0\nO: * : {S - 1}\n0 0 1")
+    lines.append(f"R: * : * : {S - 1} : * 1.0")
+    return "\n".join(lines) + "\n"
+
+
+def file_case(spec: dict) -> dict:
+    """One file, memory and engine: the first value and gradient (set-up included), in this process."""
+    import fsc
+
+    world = fsc.read_pomdp(spec["path"])
+    arch = fsc.parse_memory(spec["memory"], arms=world.num_actions, observations=world.num_observations)
+    leaf = fsc.Policy.uniform(arch).requires_grad_()
+    start = time.perf_counter()
+    ev = fsc.evaluate(world, leaf, engine=spec["engine"])
+    ev.gain.backward()
+    return {**spec, "seconds": time.perf_counter() - start, "ran": ev.engine, "value": float(ev.value.detach()),
+            "peak_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6}  # fmt: skip
+
+
+def files(args) -> None:
+    """``auto`` against every engine on the files and corridors, a process per case."""
+    if args.case:
+        print(json.dumps(file_case(json.loads(args.case))))
+        return
+    import tempfile
+
+    folder = tempfile.mkdtemp(prefix="bench-files-")
+    paths = [os.path.join(args.folder, name) for name in args.files]
+    for S in args.corridors:
+        paths.append(os.path.join(folder, f"corridor{S}.POMDP"))
+        with open(paths[-1], "w") as f:
+            f.write(_corridor_text(S))
+    print(f"{'file':<22} {'memory':<8} {'auto':>16} " + " ".join(f"{e:>10}" for e in FILE_ENGINES) + f" {'auto/best':>10}")
+    records = []
+    for path in paths:
+        for memory in args.memories:
+            row = {}
+            for engine in ("auto", *FILE_ENGINES):
+                spec = {"path": path, "memory": memory, "engine": engine}
+                cmd = [sys.executable, os.path.abspath(__file__), "files", "--case", json.dumps(spec)]
+                try:
+                    out = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout, cwd=ROOT)
+                    lines = [x for x in out.stdout.splitlines() if x.startswith("{")]
+                    row[engine] = json.loads(lines[-1]) if lines else {**spec, "error": (out.stderr.strip().splitlines() or ["?"])[-1][:120]}
+                except subprocess.TimeoutExpired:
+                    row[engine] = {**spec, "error": f"over {args.timeout:.0f} s", "seconds": math.inf}
+            records.append(row)
+            timed = {e: r["seconds"] for e, r in row.items() if "seconds" in r}
+            best = min((t for e, t in timed.items() if e != "auto"), default=math.inf)
+            auto = row["auto"]
+            shown = f"{auto.get('ran', '-')} {auto['seconds']:.2f}" if "ran" in auto else auto.get("error", "?")[:16]
+
+            def cell(engine, row=row):
+                r = row[engine]
+                return f"{r['seconds']:10.2f}" if "ran" in r else f"{'>' + format(args.timeout, '.0f') if 'over' in r.get('error', '') else '-':>10}"
+
+            ratio = timed.get("auto", math.inf) / best if best < math.inf else math.nan
+            print(f"{os.path.basename(path):<22} {memory:<8} {shown:>16} " + " ".join(cell(e) for e in FILE_ENGINES) + f" {ratio:>10.2f}", flush=True)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(records, f, indent=1, default=str)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser, sub = modes_parser(__doc__)
     mode = add_mode(sub, engines, "every engine's value and gradient, a process per case", max_m=10)
@@ -529,6 +609,11 @@ def main(argv: list[str] | None = None) -> None:
     add_mode(sub, backward, "evaluate + gain.backward() against gradient=True and autograd's own cost", memory=["ram:8", "ram:64", "memento:4"],
              calls=200, repeats=5, per_call=False)  # fmt: skip
     add_mode(sub, automaton, "fsc.Automaton's rules against the built-in table builders", max_m=8, repeats=3)
+    mode = add_mode(sub, files, "auto against every engine on .POMDP files and corridors, set-up included", folder="../shared/pomdp",
+                    files=["tiger.95.POMDP", "network.POMDP", "tiger-grid.POMDP", "hallway.POMDP", "hallway2.POMDP", "machine.POMDP",
+                           "fourth.POMDP", "RockSample_4_4.pomdp", "RockSample_5_5.pomdp", "TagAvoid.pomdp"],
+                    memories=["ram:1", "ram:2"], corridors=[600, 1200, 2500], timeout=120.0, json="")  # fmt: skip
+    mode.add_argument("--case", help=__import__("argparse").SUPPRESS)
     args = parser.parse_args(argv)
     one_thread()
     args.run(args)

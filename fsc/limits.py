@@ -8,12 +8,15 @@ estimate and the limit.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import os
+import time
 
 from fsc.errors import InputError
 
 __all__ = [
+    "Deadline",
     "MAX_INTEGER_DIGITS",
     "MAX_JSON_POLICY_BYTES",
     "MAX_NODES",
@@ -26,6 +29,7 @@ __all__ = [
     "MAX_TABLE_ENTRIES",
     "MIN_RESET",
     "MAX_THREADS",
+    "TimeUp",
     "MAX_WALKERS",
     "MAX_WORKERS",
     "bounded_int",
@@ -262,3 +266,74 @@ def check_necklace_work(m: int, time_budget: float) -> None:
             f"--m {m}: the necklace graph needs about {need / 2**30:.3g} GiB (estimate), "
             f"over the limit of {have / 2**30:.3g} GiB (half this machine's memory)"
         )
+
+
+class TimeUp(Exception):
+    """A :class:`Deadline` passed during ``what`` (:meth:`Deadline.check`): the work stops, and whoever set the
+    deadline keeps the best it has (not an input error: nothing was wrong with the input)."""
+
+    def __init__(self, what: str) -> None:
+        super().__init__(f"the time limit passed during {what}")
+        self.what = what
+
+
+class Deadline:
+    """One point in time that every stage of a call consults: set-up, bounds, solves, methods.
+
+    Started when the work starts (:meth:`after` for a limit in seconds from now, or from a clock reading
+    taken earlier, such as the start of a command), it says how much time is left (:meth:`remaining`),
+    whether it has passed (:meth:`expired`), and raises :class:`TimeUp` when it has (:meth:`check`).
+    :meth:`within` gives an earlier deadline for one stage that shares what was cut short
+    (:attr:`cut`: the stages that stopped early, in order, each named once).
+
+    Attributes:
+        end: the ``time.monotonic()`` reading at which the time is up (``inf``: never).
+        cut: what stopped early because of this deadline (or one :meth:`within` it).
+    """
+
+    def __init__(self, end: float, cut: list[str] | None = None) -> None:
+        self.end = float(end)
+        self.cut = [] if cut is None else cut
+
+    @classmethod
+    def after(cls, seconds: float, *, start: float | None = None) -> Deadline:
+        """The deadline ``seconds`` after ``start`` (a ``time.monotonic()`` reading; default now)."""
+        return cls((time.monotonic() if start is None else start) + seconds)
+
+    @classmethod
+    def never(cls) -> Deadline:
+        return cls(math.inf)
+
+    def remaining(self) -> float:
+        """Seconds left (0 once passed)."""
+        return max(0.0, self.end - time.monotonic())
+
+    def expired(self) -> bool:
+        return time.monotonic() >= self.end
+
+    def check(self, what: str) -> None:
+        """Raise :class:`TimeUp` naming ``what`` (and note it as cut short) if the deadline has passed."""
+        if self.expired():
+            self.note(what)
+            raise TimeUp(what)
+
+    def note(self, what: str) -> None:
+        """Record that ``what`` stopped early for this deadline (once)."""
+        if what not in self.cut:
+            self.cut.append(what)
+
+    @contextlib.contextmanager
+    def paused(self):
+        """A block whose time does not count (a command's start-up: importing the libraries): the end moves by as much."""
+        clock = time.monotonic()
+        try:
+            yield self
+        finally:
+            self.end += time.monotonic() - clock
+
+    def within(self, seconds: float) -> Deadline:
+        """A deadline ``seconds`` from now, or this one if it comes first; what it cuts short is noted here too."""
+        return Deadline(min(self.end, time.monotonic() + seconds), self.cut)
+
+    def __repr__(self) -> str:
+        return f"Deadline(remaining={self.remaining():.3g} s)"

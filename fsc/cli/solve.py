@@ -74,19 +74,22 @@ def solve_options(p: argparse.ArgumentParser) -> None:
 def cmd_solve(args: argparse.Namespace) -> int:
     from fsc.console import emit, import_torch
     from fsc.errors import InputError
+    from fsc.limits import Deadline
     from fsc.model.pomdp import resolve_reset
     from fsc.resolve import resolve_world_and_memory, world_arguments
 
     if not args.max_seconds > 0:
         raise InputError(f"--max-seconds must be > 0, got {args.max_seconds!r}")
+    deadline = Deadline.after(args.max_seconds)  # the limit covers everything from here: reading, set-up, bound, methods
     world, arch = resolve_world_and_memory(args.memory, **world_arguments(args), option="--", memory_option="--memory")
     reset = resolve_reset(world.world, args.reset, args.discount, allow_zero=False, default=1e-3)
     out = _out_directory(args.out)  # refused at once, before the world's chain is built
-    import_torch()  # only now (fsc.cli.TORCH_AFTER_INPUT): a memory nobody can afford is refused without it
-    solver = _solver(args)
+    with deadline.paused():  # start-up, not counted: the libraries' import
+        import_torch()  # only now (fsc.cli.TORCH_AFTER_INPUT): a memory nobody can afford is refused without it
+        solver = _solver(args)
     start = _start(args.start, world.world)
     with _owning(out):  # made, probed and locked before the time limit starts
-        record = _solve_saving(solver, world, arch, reset, start, out, quiet=args.quiet)
+        record = _solve_saving(solver, world, arch, reset, start, out, quiet=args.quiet, deadline=deadline)
     emit(args.json, record)
     return 0
 
@@ -136,7 +139,7 @@ def _owning(out: Path | None):
                     break
 
 
-def _solve_saving(solver, world, arch, reset: float, start, out: Path | None, *, quiet: bool) -> dict:
+def _solve_saving(solver, world, arch, reset: float, start, out: Path | None, *, quiet: bool, deadline=None) -> dict:
     """Solve and write the solution into ``out``; on an interrupt (Ctrl-C), write the best found so far, marked
     ``interrupted``, and interrupt the command (status 130).  Returns the record printed."""
     import time
@@ -154,7 +157,7 @@ def _solve_saving(solver, world, arch, reset: float, start, out: Path | None, *,
     clock = time.monotonic()
     with _Interrupts() as interrupts:
         try:
-            solution = solver.solve(world.world, arch, reset=reset, start=start, progress=progress)
+            solution = solver.solve(world.world, arch, reset=reset, start=start, progress=progress, deadline=deadline)
             interrupts.held = True  # an interrupt from here on waits for the solution's files
         except BaseException:
             if not interrupts.seen:

@@ -52,7 +52,7 @@ def _joint_costs(sizes: cost.Sizes) -> tuple[int, int, float]:
     tables), and the joint chain's list of nonzeros with the time to build it."""
     KX, N, C = sizes.placed * sizes.nodes, sizes.nodes, sizes.choices  # K X, all joint states
     vectors = 8 * (12 * KX + 4 * N * C)
-    return vectors, cost.CHAIN_BYTES_PER_NONZERO * sizes.chain_nonzeros, cost.CHAIN_SECONDS_PER_NONZERO * sizes.chain_nonzeros
+    return vectors, *cost.chain_build(sizes)
 
 
 def _dense_estimate(engine: str, sizes: cost.Sizes, copies: int, flops_per_lu: float) -> cost.Estimate:

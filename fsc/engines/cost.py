@@ -11,7 +11,6 @@ a factor of a few, which is what deciding and refusing need (:func:`fsc.engines.
 
 from __future__ import annotations
 
-import functools
 import os
 
 import attrs
@@ -23,7 +22,7 @@ from fsc.model.pomdp import POMDP
 # Nothing here imports scipy or torch at import time (world_sizes imports what it uses): the commands call
 # fsc.engines.estimate.check_declared before they import them (fsc.cli.TORCH_AFTER_INPUT).
 
-__all__ = ["Estimate", "Sizes", "available_bytes", "factor_fits", "gb", "world_sizes"]
+__all__ = ["Estimate", "Sizes", "available_bytes", "chain_build", "factor_fits", "gb", "memory_limits", "world_sizes"]
 
 #: Bytes per stored nonzero of :class:`fsc.model.chain.JointChain` (five int32 index arrays and the weight,
 #: then the int64 tables the engines derive from them) and during its construction.
@@ -39,6 +38,13 @@ LARGE_FILL = 4
 #: Seconds per nonzero of the joint chain to build it (a pass of numpy per world state), and per entry of
 #: ``B`` to lay out its pattern (a sort).
 CHAIN_SECONDS_PER_NONZERO = 2e-7
+#: Seconds per cell the joint chain's build looks at: for each world state, a dense ``(E, S_part, O)`` table of
+#: ``T O`` over every state of its part (``E`` allowed node-choice pairs), ``K S_part^2 E O`` cells in all, so that
+#: the build grows with the square of the states even on a sparse world (measured 2e-8 to 5e-8 s a cell on
+#: 600-state corridors and ``hallway``, ``benchmarks/bench_evaluate.py files``).
+CHAIN_SECONDS_PER_CELL = 3e-8
+#: Bytes per cell of the build's table of one world state (the table, its mask, and the indices of its nonzeros).
+CHAIN_BYTES_PER_CELL = 24
 LARGE_SECONDS_PER_NONZERO = 5e-7
 #: Seconds per floating-point operation of a dense LU or of a sparse one (a factor with ``F`` nonzeros over
 #: ``Y`` columns takes about ``F^2 / Y`` operations), and per nonzero of a sparse matrix touched once.
@@ -76,6 +82,9 @@ class Sizes:
             policy to ``B``'s entries), at most ``sum_a nnz(T_a O_a) |Q_a|``.
         placed_states: ``K S_part``, the world states the parts lay out (``None``: ``parts * states_per_part``);
             :func:`least_sizes` gives a lower bound of it where the parts are not known.
+        allowed_pairs: ``E``, the allowed (node, choice) pairs.
+        dense_world_bytes: the dense ``T`` and ``O`` the joint chain's build makes of a world stored sparse (0 when
+            the world is dense already).
     """
 
     states: int
@@ -92,6 +101,8 @@ class Sizes:
     large_nonzeros: int
     step_nonzeros: int = 0
     placed_states: int | None = None
+    allowed_pairs: int = 0
+    dense_world_bytes: int = 0
 
     @property
     def joint_states(self) -> int:
@@ -102,6 +113,11 @@ class Sizes:
     def placed(self) -> int:
         """``K S_part``, the world states of all parts, padding included."""
         return self.parts * self.states_per_part if self.placed_states is None else self.placed_states
+
+    @property
+    def build_cells(self) -> int:
+        """``K S_part^2 E O``: the cells the joint chain's build looks at (:data:`CHAIN_SECONDS_PER_CELL`)."""
+        return self.placed * self.states_per_part * self.allowed_pairs * self.observations
 
     def describe(self) -> str:
         return (
@@ -154,7 +170,17 @@ def world_sizes(world: POMDP, arch: MemoryArchitecture) -> Sizes:
         chain_nonzeros=int((nnz_to * allowed_per_action).sum()),
         large_nonzeros=int(((nnz_t + len(parts) * S_part) * per_action).sum()),
         step_nonzeros=int((nnz_to * classes_per_action).sum()),
+        allowed_pairs=int(np.count_nonzero(arch.allowed)),
+        dense_world_bytes=8 * world.num_states * world.num_actions * (world.num_states + world.num_observations) if world.is_sparse else 0,
     )
+
+
+def chain_build(sizes: Sizes) -> tuple[int, float]:
+    """``(bytes, seconds)`` of building the joint chain (:func:`fsc.model.chain.joint_chain`): its list of nonzeros, the
+    dense tables of a world stored sparse, and the table of one world state at a time over every state of its part."""
+    cells = sizes.states_per_part * sizes.allowed_pairs * sizes.observations  # one world state's table
+    nbytes = CHAIN_BYTES_PER_NONZERO * sizes.chain_nonzeros + sizes.dense_world_bytes + CHAIN_BYTES_PER_CELL * cells
+    return nbytes, CHAIN_SECONDS_PER_NONZERO * sizes.chain_nonzeros + CHAIN_SECONDS_PER_CELL * sizes.build_cells
 
 
 def factor_fits(nonzeros: int) -> bool:
@@ -163,21 +189,86 @@ def factor_fits(nonzeros: int) -> bool:
     return 12 * LARGE_FILL * nonzeros <= MEMORY_SHARE * available_bytes()
 
 
-@functools.cache
 def available_bytes() -> int:
-    """The memory this machine has available now (``MemAvailable`` of ``/proc/meminfo``; the physical memory
-    where that cannot be read), read once per process."""
+    """The memory this process may still use: the smallest of :func:`memory_limits`."""
+    return min(memory_limits().values())
+
+
+def memory_limits() -> dict[str, int]:
+    """What limits this process's memory now, in bytes, by source:
+
+    - ``free``: the machine's available memory (``MemAvailable`` of ``/proc/meminfo``; the physical memory where
+      that cannot be read);
+    - ``address space``: ``RLIMIT_AS`` (``ulimit -v``) minus the address space in use (``VmSize``: the libraries
+      loaded so far count, torch's 0.9 GB once imported), where there is such a limit;
+    - ``container``: the cgroup's limit minus its use (``memory.max`` and ``memory.current`` of cgroup v2,
+      ``memory.limit_in_bytes`` and ``memory.usage_in_bytes`` of v1), where there is one.
+    """
+    found = {"free": _meminfo_available()}
+    address = _address_space_left()
+    if address is not None:
+        found["address space"] = address
+    container = _cgroup_left()
+    if container is not None:
+        found["container"] = container
+    return found
+
+
+def _meminfo_available() -> int:
     try:
         with open("/proc/meminfo") as f:
             for line in f:
                 if line.startswith("MemAvailable:"):
                     return int(line.split()[1]) * 1024
-    except OSError:
+    except (OSError, ValueError, IndexError):
         pass
     try:
         return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (ValueError, OSError, AttributeError):
         return 2**34
+
+
+def _address_space_left() -> int | None:
+    try:
+        import resource
+
+        soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    except (ImportError, OSError, ValueError):
+        return None
+    if soft == resource.RLIM_INFINITY or soft < 0:
+        return None
+    used = 0
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmSize:"):
+                    used = int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return max(0, soft - used)
+
+
+#: Where a container's memory limit and use are read: cgroup v2, then v1.
+CGROUP_FILES = (("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current"),
+                ("/sys/fs/cgroup/memory/memory.limit_in_bytes", "/sys/fs/cgroup/memory/memory.usage_in_bytes"))  # fmt: skip
+
+
+def _cgroup_left() -> int | None:
+    for limit_file, usage_file in CGROUP_FILES:
+        try:
+            with open(limit_file) as f:
+                text = f.read().strip()
+            if text == "max":
+                return None
+            limit = int(text)
+            with open(usage_file) as f:
+                used = int(f.read().strip())
+        except (OSError, ValueError):
+            continue
+        if limit >= 2**60:  # v1 writes "no limit" as a huge number
+            return None
+        return max(0, limit - used)
+    return None
 
 
 def gb(n: float) -> str:

@@ -96,9 +96,9 @@ class JointEngine(Engine):
     entries times the world's weights; ``dL/dpi`` through them is a scatter over the chain's nonzeros."""
 
     def set_up_seconds(self, sizes: Sizes) -> float:
-        from fsc.engines.cost import CHAIN_SECONDS_PER_NONZERO
+        from fsc.engines.cost import chain_build
 
-        return CHAIN_SECONDS_PER_NONZERO * sizes.chain_nonzeros
+        return chain_build(sizes)[1]
 
     def operator(self, world: POMDP, architecture: MemoryArchitecture) -> JointChain:
         from fsc.model.chain import joint_chain

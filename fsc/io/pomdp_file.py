@@ -24,6 +24,7 @@ from pathlib import Path
 import attrs
 import numpy as np
 
+from fsc.engines import cost
 from fsc.errors import InputError, InputTypeError, quoted
 from fsc.files import read_limited
 from fsc.limits import MAX_INTEGER_DIGITS, MAX_POMDP_BYTES
@@ -45,6 +46,16 @@ _KEEP_TOLERANCE = 1e-9
 #: ``O: * uniform``), so the largest file accepted takes about 2 GiB of rows and 134 million entries, 15 GB at
 #: the peak, under the 24 GB of the machine the project runs on.
 MAX_TABLE_BYTES = 2 * 1024**3
+#: Peak bytes of reading, measured (``benchmarks/bench_large.py``'s reader cases): per cell an entry gives (its log,
+#: then resolving it: concatenated, sorted, filtered; 105 bytes measured on ``T: * uniform`` of 1,000 and 2,000
+#: states), and per byte of text (the statements and their tokens; 32 bytes measured on files of one-cell lines,
+#: 540 bytes a line of 17 bytes).  Reading is refused before it starts (the text) or before an entry is expanded
+#: (its cells) when the peak would pass the memory this process may use (:func:`fsc.engines.cost.available_bytes`:
+#: free memory, ``ulimit -v``, the container's limit).
+READ_BYTES_PER_CELL = 110
+READ_BYTES_PER_TEXT_BYTE = 32
+#: A peak of reading under this many bytes is never refused (the interpreter and numpy take more).
+READ_FREE_BYTES = 2**26
 
 
 @attrs.frozen
@@ -220,6 +231,17 @@ class _Reader:
         self.index: dict[str, dict[str, int]] = {}
         self.seen: dict[str, int] = {}
         self.tables_ready = False
+        self.text_bytes = 0  # the peak of the text's statements (parse_pomdp)
+        self.memory = max(READ_FREE_BYTES, cost.MEMORY_SHARE * cost.available_bytes())
+
+    def take_text(self, text: str) -> None:
+        """Count the text's statements in the peak of reading (:data:`READ_BYTES_PER_TEXT_BYTE`), refused before it is split."""
+        self.text_bytes = READ_BYTES_PER_TEXT_BYTE * len(text)
+        if self.text_bytes > self.memory:
+            raise InputError(
+                f"{self.source}: {len(text):,} characters take about {self.text_bytes / 1e9:.3g} GB to read "
+                f"({READ_BYTES_PER_TEXT_BYTE} bytes a character), over the {self.memory / 1e9:.3g} GB this process may use"
+            )
 
     # -- helpers --------------------------------------------------------
 
@@ -343,13 +365,22 @@ class _Reader:
         self.tables_ready = True
 
     def room(self, line: int, cells: int) -> None:
-        """Refuse an entry that would take the tables past :data:`MAX_TABLE_BYTES` (16 bytes per cell kept)."""
+        """Refuse an entry that would take the tables past :data:`MAX_TABLE_BYTES` (16 bytes per cell kept), or the
+        peak of reading (:data:`READ_BYTES_PER_CELL`, with the text's own) past the memory this process may use."""
         kept = self.t.count + self.o.count + self.r.count + cells
         if 16 * kept > MAX_TABLE_BYTES:
             raise self.err(
                 line,
                 f"with states={self.S}, actions={self.A}, observations={self.O} the tables reach {kept:,} entries "
                 f"({16 * kept / 1024**3:.3g} GiB), over the limit of {MAX_TABLE_BYTES / 1024**3:g} GiB",
+            )
+        peak = READ_BYTES_PER_CELL * kept + self.text_bytes
+        if peak > self.memory:
+            raise self.err(
+                line,
+                f"with states={self.S}, actions={self.A}, observations={self.O} the tables reach {kept:,} entries, "
+                f"about {peak / 1e9:.3g} GB at the peak of reading ({READ_BYTES_PER_CELL} bytes an entry), over the "
+                f"{self.memory / 1e9:.3g} GB this process may use",
             )
 
     # -- start ----------------------------------------------------------
@@ -658,9 +689,10 @@ def parse_pomdp(text: str, *, source: str = "<string>", require_discount: bool =
     """
     if not isinstance(text, str):
         raise InputTypeError(f"text must be a str, got {type(text).__name__}")
+    reader = _Reader(source, require_discount)
+    reader.take_text(text)
     statements, last_line = _tokenise(text, source)
     last_line = max(last_line, 1)
-    reader = _Reader(source, require_discount)
     entries = 0  # line of the first T, O or R entry
     handlers = {"T": reader.transition_entry, "O": reader.observation_entry, "R": reader.reward_entry}
     for st in statements:

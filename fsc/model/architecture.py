@@ -282,7 +282,11 @@ def readonly(array: np.ndarray) -> np.ndarray:
 
 def successor_classes(arch: MemoryArchitecture) -> tuple[np.ndarray, np.ndarray]:
     """``(class_of, nxt)``: the class ``class_of[n, c]`` of each allowed choice (-1 elsewhere), numbered by
-    choice and then by first node; choices of one class take the same ``c`` to the same nodes ``nxt[q, :]``."""
+    choice and then by first node; choices of one class take the same ``c`` to the same nodes ``nxt[q, :]``
+    (computed once per architecture)."""
+    cache = getattr(arch, "__dict__", {})
+    if "_successor_classes" in cache:
+        return cache["_successor_classes"]
     N, C = arch.num_nodes, arch.num_choices
     class_of = -np.ones((N, C), dtype=np.int64)
     rows: list[np.ndarray] = []
@@ -290,14 +294,31 @@ def successor_classes(arch: MemoryArchitecture) -> tuple[np.ndarray, np.ndarray]
         nodes = np.flatnonzero(arch.allowed[:, c])
         if len(nodes) == 0:
             continue
-        distinct, first, inverse = np.unique(arch.next_node[nodes, c, :], axis=0, return_index=True, return_inverse=True)
+        table = arch.next_node[:, c, :] if len(nodes) == N else arch.next_node[nodes, c, :]  # a view where every node allows c
+        distinct, first, inverse = _distinct_rows(table)
         order = np.argsort(first, kind="stable")  # classes in the order of their first node
         rank = np.empty(len(order), dtype=np.int64)
         rank[order] = np.arange(len(order))
         class_of[nodes, c] = len(rows) + rank[inverse.reshape(-1)]
         rows.extend(distinct[order])
     nxt = np.array(rows, dtype=np.int64).reshape(len(rows), arch.num_observations)
-    return readonly(class_of), readonly(nxt)
+    cache["_successor_classes"] = found = (readonly(class_of), readonly(nxt))
+    return found
+
+
+def _distinct_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``np.unique(rows, axis=0, return_index=True, return_inverse=True)`` up to the order of the distinct rows:
+    rows grouped by a 64-bit hash of their entries and checked equal to their group's first row (``np.unique`` on
+    rows sorts them as records, minutes on thousands of nodes by thousands of observations), falling back to
+    ``np.unique`` if two different rows share a hash."""
+    weights = np.random.default_rng(0).integers(1, 2**63, size=rows.shape[1], dtype=np.uint64) | np.uint64(1)
+    keys = (rows.view(np.uint64) if rows.dtype == np.int64 else rows.astype(np.uint64)) @ weights  # wraps modulo 2^64
+    _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    step = max(1, 2**18 // max(1, rows.shape[1]))  # compared in blocks of rows: no copy of the whole table
+    if not all(np.array_equal(rows[i : i + step], rows[first[inverse[i : i + step]]]) for i in range(0, len(rows), step)):
+        return np.unique(rows, axis=0, return_index=True, return_inverse=True)
+    return rows[first], first, inverse
 
 
 def _index(kind: str, labels: Iterable[object]) -> tuple[tuple[Hashable, ...], dict[Hashable, int]]:

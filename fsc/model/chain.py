@@ -526,7 +526,7 @@ def _frame(world: POMDP, arch: MemoryArchitecture) -> ChainFrame:
         states_per_part=S_part,
         part_states=readonly(part_states),
         part_weights=readonly(weights / weights.sum()),
-        step_reward=per_step(world.reward),
+        step_reward=per_step(world.reward_table),  # as stored: a sparse reward is never made dense
         step_metrics={name: per_step(table) for name, table in world.metrics.items()},
         initial_world=readonly(initial_world),
         padding=readonly(np.repeat(~valid, N, axis=1)),

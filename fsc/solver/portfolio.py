@@ -28,6 +28,7 @@ from fsc.checks import integer, positive, value_scale
 from fsc.engines.registry import check_engine
 from fsc.errors import InputError, InputTypeError
 from fsc.evaluate import evaluate, resolve_reset
+from fsc.limits import Deadline, TimeUp
 from fsc.model.architecture import MemoryArchitecture
 from fsc.model.memory import RAM, parse_memory
 from fsc.model.policy import Policy
@@ -101,7 +102,8 @@ class Portfolio:
             raise InputTypeError(f"shaped must be a fsc.solver.Shaped, got {self.shaped!r}")
 
     def solve(self, world: POMDP | Task, memory: object = "ram:2", *, reset: float | None = None, discount: float | None = None,
-              start: Policy | Solution | None = None, progress: Callable[[dict], None] | None = None) -> Solution:  # fmt: skip
+              start: Policy | Solution | None = None, progress: Callable[[dict], None] | None = None,
+              deadline: Deadline | None = None) -> Solution:  # fmt: skip
         """The best controller on ``memory`` the methods find in :attr:`seconds`, with its exact value and an upper bound.
 
         Args:
@@ -110,10 +112,14 @@ class Portfolio:
             reset, discount: ``r = 1 - discount``; default the world's discount (else ``r = 1e-3``).
             start: a policy (or a solution) to start from: on ``memory``, or on a smaller RAM (split into copies).
             progress: called with a record (``seconds``, ``memory``, ``value``, ``method``, ``upper_bound``, ``policy``) at each new best.
+            deadline: the time limit as a :class:`fsc.limits.Deadline` started earlier (a command's start, so that
+                reading the world counts too); default :attr:`seconds` from now.  Set-up, the bound, every size and
+                method consult it; :attr:`Solution.cut_short` names what it stopped early.
 
         Raises:
             ValueError, TypeError: a bad memory, reset, or a start on another memory.
         """
+        deadline = Deadline.after(self.seconds) if deadline is None else deadline
         clock = time.monotonic()
         arch = _architecture(world, memory)
         r = resolve_reset(world, reset, discount, allow_zero=False, default=1e-3)
@@ -121,22 +127,19 @@ class Portfolio:
         pomdp = as_pomdp(world)
         value_scale(float(np.abs(pomdp.expected_step(pomdp.reward_table)).max(initial=0.0)) / r, r)  # rewards whose values would overflow, refused first
         final = Objective(world=world, architecture=arch, reset=r, engine=self.engine, target="return")  # refused here if it cannot be evaluated
-        bound = upper_bound(world, 1 - r, seconds=min(0.1 * self.seconds, 10.0))
-        run = _Run(self, world, r, clock + self.seconds, progress, bound, final)
-        ladder = _ladder(arch, start)
-        for index, size in enumerate(ladder):
-            last = index == len(ladder) - 1
-            share = 1.0 if last else size.M / sum(later.M for later in ladder[index:])  # a smaller size: in proportion to its memory
-            if run.best is not None:
-                run.smaller = run.best[1]
-                start = split(run.smaller, size, np.random.default_rng([self.seed, index, 1 << 20]))
-            run.stage(size, start, share, last, index)
+        if deadline.expired():
+            deadline.note("set-up")
+        bound = upper_bound(world, 1 - r, seconds=min(0.1 * self.seconds, 10.0), deadline=deadline)
+        run = _Run(self, world, r, deadline, progress, bound, final)
+        run.climb(arch, start)
         value, policy, method = run.best
+        if policy.architecture != arch:  # the time ran out on a smaller size: its best, split (the same value)
+            policy = split(policy, arch, np.random.default_rng([self.seed, 1 << 21]))
         exact = evaluate(world, policy, reset=r, engine=self.engine)
         return Solution(
             policy=policy, value=float(exact.value.detach()), upper_bound=bound, method=method,
             seconds=time.monotonic() - clock, history=run.history, seed=self.seed, reset=r, evaluations=run.evaluations,
-            metrics={name: float(v.detach()) for name, v in exact.metrics.items()},
+            metrics={name: float(v.detach()) for name, v in exact.metrics.items()}, cut_short=tuple(deadline.cut),
         )  # fmt: skip
 
 
@@ -149,9 +152,9 @@ def _ladder(arch: MemoryArchitecture, start: Policy | None) -> list[MemoryArchit
 
 
 class _Run:
-    """The state of one call of :meth:`Portfolio.solve`: the best so far, the history, the clock."""
+    """The state of one call of :meth:`Portfolio.solve`: the best so far, the history, the deadline."""
 
-    def __init__(self, solver: Portfolio, world, reset, deadline, progress, bound, final: Objective):
+    def __init__(self, solver: Portfolio, world, reset, deadline: Deadline, progress, bound, final: Objective):
         self.solver, self.world, self.reset = solver, world, reset
         self.deadline, self.progress, self.bound, self.clock = deadline, progress, bound, time.monotonic()
         self.best: tuple[float, Policy, str] | None = None
@@ -159,6 +162,23 @@ class _Run:
         self.evaluations = 0
         self.final = final  # the objective of the memory asked for, built first (it may be refused)
         self.smaller: Policy | None = None  # the best of the size before, on the ladder
+
+    def climb(self, arch: MemoryArchitecture, start: Policy | None) -> None:
+        """Every size of the ladder in turn, each from the best of the one before; the smaller sizes the deadline leaves
+        no time for are skipped, the memory asked for never (its evaluator is built already)."""
+        solver, ladder = self.solver, _ladder(arch, start)
+        for index, size in enumerate(ladder):
+            last = index == len(ladder) - 1
+            try:
+                if not last:
+                    self.deadline.check(f"the size {size!r}")  # noted as cut short when the time is up
+            except TimeUp:
+                continue
+            share = 1.0 if last else size.M / sum(later.M for later in ladder[index:])  # a smaller size: in proportion to its memory
+            if self.best is not None:
+                self.smaller = self.best[1]
+                start = split(self.smaller, size, np.random.default_rng([solver.seed, index, 1 << 20]))
+            self.stage(size, start, share, last, index)
 
     def offer(self, objective: Objective, policy: Policy, method: str) -> bool:
         """Keep ``policy`` if it beats the best of this size; True if it did."""
@@ -191,26 +211,34 @@ class _Run:
         objective = self.final if self.final.architecture is arch else attrs.evolve(self.final, architecture=arch, counter=[0])
         self.best = None
         self.offer(objective, start if start is not None else Policy.uniform(arch), "start" if start is not None else "uniform")
-        stage_deadline = time.monotonic() + share * (self.deadline - time.monotonic())
+        stage_deadline = time.monotonic() + share * self.deadline.remaining()
         if last:  # leave the time of the final evaluation (about one solve, timed once compiled) inside the budget
             clock = time.monotonic()
             objective.value_of(self.best[1])
             stage_deadline -= 2 * (time.monotonic() - clock)
         stale, n = 0, 0
         while time.monotonic() < stage_deadline and (solver.rounds is None or n < solver.rounds) and (last or stale < solver.patience) and not self.optimal():
-            rng = np.random.default_rng([solver.seed, index, n])
-            current, improved = self.round_start(arch, n, rng), False
-            for i, method in enumerate(solver.methods):  # each method at most an equal share of what is left of the stage
-                slice_ = (stage_deadline - time.monotonic()) / (len(solver.methods) - i)
-                current = method.solve(objective, current, Budget(steps=method.steps, deadline=time.monotonic() + slice_), rng)
-                improved |= self.offer(objective, current, method.name)
-                if time.monotonic() >= stage_deadline or self.optimal():
-                    break
-            if objective.flat(self.best[0]) and time.monotonic() < stage_deadline:
-                budget = Budget(steps=solver.shaped.steps, deadline=time.monotonic() + 0.5 * (stage_deadline - time.monotonic()))
-                improved |= self.offer(objective, solver.shaped.solve(objective, self.best[1], budget, rng, methods=solver.methods), solver.shaped.name)
+            improved = self.round(objective, arch, n, np.random.default_rng([solver.seed, index, n]), stage_deadline)
             stale, n = (0 if improved else stale + 1), n + 1
+        if n == 0 and not self.optimal():
+            self.deadline.note(f"the methods on {arch!r} (no round)")
         self.evaluations += objective.evaluations
+
+    def round(self, objective: Objective, arch: MemoryArchitecture, n: int, rng: np.random.Generator, stage_deadline: float) -> bool:
+        """Round ``n`` on ``arch``: from its start (:meth:`round_start`) through the methods in turn, each for at most
+        an equal share of what is left of the stage, then the continuation from a flat region; True if it found a better controller."""
+        solver = self.solver
+        current, improved = self.round_start(arch, n, rng), False
+        for i, method in enumerate(solver.methods):
+            slice_ = (stage_deadline - time.monotonic()) / (len(solver.methods) - i)
+            current = method.solve(objective, current, Budget(steps=method.steps, deadline=time.monotonic() + slice_), rng)
+            improved |= self.offer(objective, current, method.name)
+            if time.monotonic() >= stage_deadline or self.optimal():
+                break
+        if objective.flat(self.best[0]) and time.monotonic() < stage_deadline:
+            budget = Budget(steps=solver.shaped.steps, deadline=time.monotonic() + 0.5 * (stage_deadline - time.monotonic()))
+            improved |= self.offer(objective, solver.shaped.solve(objective, self.best[1], budget, rng, methods=solver.methods), solver.shaped.name)
+        return improved
 
 
 def solve(world: POMDP | Task, memory: object = "ram:2", *, solver: Portfolio | None = None, reset: float | None = None,

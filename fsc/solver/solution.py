@@ -24,6 +24,7 @@ class Solution:
         seed, reset: as used (``reset = 1 - discount``).
         evaluations: the evaluator's solves, all methods together.
         metrics: the world's metrics of the controller (``q`` on the two-hypothesis world).
+        cut_short: what the time limit stopped early (the upper bound, sizes of the ladder, the methods of a size), in order.
     """
 
     policy: Policy
@@ -36,6 +37,7 @@ class Solution:
     reset: float
     evaluations: int
     metrics: dict
+    cut_short: tuple[str, ...] = ()
 
     @property
     def gap(self) -> float:
@@ -56,4 +58,5 @@ class Solution:
             "reset": self.reset,
             "evaluations": self.evaluations,
             **self.metrics,
+            "cut_short": list(self.cut_short),
         }
