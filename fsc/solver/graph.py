@@ -198,11 +198,14 @@ def backup(model: Model, vectors: np.ndarray, beliefs: np.ndarray) -> tuple[np.n
 
 
 def closed_graph(model: Model, vectors: np.ndarray, action: np.ndarray, witness: np.ndarray) -> PolicyGraph:
-    """The graph whose nodes are ``vectors`` with their actions, each node's successor after ``o`` the vector
-    best at the belief that follows its witness belief, ``action`` and ``o``; evaluated exactly, started in
-    its best node at the start belief, and cut to the nodes reachable from there."""
-    successor = _best_after(model, witness, action, vectors)
-    return _reachable(model, evaluate_graph(model, action, successor, guess=vectors))
+    """A graph on the nodes ``vectors``: each node plays its action and moves after ``o`` to the vector best at the
+    belief that follows its witness belief, that action and ``o``; or each node plays the action and successors
+    of a backup of ``vectors`` at its witness belief (:func:`backup`).  Both are evaluated exactly; the better at
+    the start belief, started in its best node, is cut to the nodes reachable from there."""
+    own = evaluate_graph(model, action, _best_after(model, witness, action, vectors), guess=vectors)
+    _, backed, _, successor = backup(model, vectors, witness)
+    fresh = evaluate_graph(model, backed, successor, guess=vectors)
+    return _reachable(model, own if own.value >= fresh.value else fresh)
 
 
 def _reachable(model: Model, graph: PolicyGraph) -> PolicyGraph:

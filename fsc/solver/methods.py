@@ -353,7 +353,8 @@ class Greedy(Method):
 class PointBased(Method):
     """Belief-guided starts (:mod:`fsc.solver.pointbased`): Perseus on beliefs the world reaches, its vectors
     turned into a policy graph and that graph into a controller on the objective's ``RAM(K)``, returned if it
-    beats the start (another memory: the start).  The search is kept with the world, so each call continues it.
+    beats the start (another memory, or a search that has not moved since its controller on this memory was
+    offered to this objective: the start).  The search is kept with the world, so each call continues it.
     ``State.step`` counts the Perseus stages.
 
     Args:
@@ -379,8 +380,8 @@ class PointBased(Method):
     def result(self, objective: Objective, start: Policy, state: State) -> Policy:
         if type(objective.architecture) is not RAM:
             return start
-        policy = state.slots["search"].controller(objective.architecture)
-        return policy if objective.value_of(policy) > objective.value_of(start) else start
+        policy = state.slots["search"].controller(objective)
+        return policy if policy is not None and objective.value_of(policy) > objective.value_of(start) else start
 
 
 #: The methods by name, each with its default settings, in the order the portfolio runs them

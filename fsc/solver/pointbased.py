@@ -32,7 +32,6 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.linalg import splu
 
-from fsc.model.memory import RAM
 from fsc.model.policy import Policy
 from fsc.model.pomdp import POMDP, Task, as_pomdp
 from fsc.objective import Objective
@@ -180,6 +179,7 @@ class Search:
         self.beliefs = _distinct(world.initial[None], uniform + guided)
         self.stages, self.since, self.done, self.gain = 0, 0, False, math.inf
         self._graphs: dict[tuple[int, int], PolicyGraph] = {}
+        self._offered: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # objective -> stages when last offered
 
     def advance(self) -> None:
         """One Perseus stage; when the values settle (or every :data:`STAGES_PER_EXPANSION` stages), more beliefs
@@ -216,9 +216,13 @@ class Search:
             self._graphs[self.stages, size] = found if found.value >= smaller.value else smaller
         return self._graphs[self.stages, size]
 
-    def controller(self, architecture: RAM) -> Policy:
-        """The policy graph on ``RAM(K)`` (:meth:`graph` of ``K`` memories), as a deterministic policy."""
-        return as_policy(self.graph(architecture.M), architecture)
+    def controller(self, objective: Objective) -> Policy | None:
+        """The policy graph on the objective's ``RAM(K)`` (:meth:`graph` of ``K`` memories), as a deterministic
+        policy; None when the search has not moved since the last call with this objective (it had it then)."""
+        if self._offered.get(objective) == self.stages:
+            return None
+        self._offered[objective] = self.stages
+        return as_policy(self.graph(objective.architecture.M), objective.architecture)
 
 
 _SEARCHES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
