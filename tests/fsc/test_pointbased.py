@@ -152,3 +152,16 @@ def test_settings_are_checked_and_the_method_is_first_in_the_portfolio():
         evaluate_graph(model(tasks.Tiger(), 0.05), [0], [[0]])
     with pytest.raises(InputError, match="lie in"):
         evaluate_graph(model(tasks.Tiger(), 0.05), [3], [[0, 0]])
+
+
+def test_fsc_solve_reaches_the_settings_and_refuses_bad_ones_in_one_line(capsys):
+    from fsc.cli import main, make_parser
+    from fsc.cli.solve import _solver
+
+    argv = ["solve", "--world", "tiger", "--methods", "pointbased,greedy", "--pointbased-beliefs", "50", "--pointbased-steps", "7"]
+    args = make_parser("solve").parse_args(argv)
+    assert _solver(args).methods[0] == PointBased(beliefs=50, steps=7)
+    for options, word in [(["--pointbased-beliefs", "0"], "beliefs"), (["--methods", "em", "--pointbased-steps", "5"], "pointbased is not among")]:
+        assert main(["solve", "--world", "tiger", "--memory", "ram:1", "--quiet", *options]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and word in err[0], err
