@@ -203,15 +203,16 @@ class Search:
 
     def graph(self, size: int | None = None) -> PolicyGraph:
         """The policy graph of the vectors as they stand (:func:`fsc.solver.graph.closed_graph`); with ``size``, one
-        that fits ``RAM(size)``: compressed (:func:`fsc.solver.graph.compress`), or that of ``size // 2`` if better."""
+        that fits ``RAM(size)``: itself or compressed (:func:`fsc.solver.graph.compress`), or that of ``size // 2``
+        if better."""
         full = self._graphs.get((self.stages, 0))
         if full is None:
             self._graphs = {key: graph for key, graph in self._graphs.items() if key[0] == self.stages}
             full = self._graphs[self.stages, 0] = closed_graph(self.world, self.vectors, self.actions, self.witness)
-        if size is None or fits(full, size):
+        if size is None:
             return full
         if (self.stages, size) not in self._graphs:
-            found = compress(self.world, full, size)
+            found = full if fits(full, size) else compress(self.world, full, size)
             smaller = self.graph(size // 2) if size > 1 else found  # fits too: the value never falls as the memory grows
             self._graphs[self.stages, size] = found if found.value >= smaller.value else smaller
         return self._graphs[self.stages, size]
