@@ -25,6 +25,7 @@ MEANING = {
     "patience": "steps without progress before a kick",
     "tries": "switches tried before a kick",
     "weights": "the weights of the negative rewards, in turn, before the true world",
+    "beliefs": "the most beliefs sampled",
 }
 
 
@@ -58,7 +59,7 @@ def solve_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-seconds", type=number, default=60.0, help="the time limit, for everything (default 60)")
     p.add_argument("--seed", type=seed_arg, default=0, help="seed of the random starts and kicks (default 0)")
     p.add_argument("--engine", default="auto", help=f"the evaluator's engine: auto (default) or one of {', '.join(ENGINES)}")
-    p.add_argument("--methods", default=None, help="comma-separated methods among mirror, adam, em, greedy, run in that order (default all)")
+    p.add_argument("--methods", default=None, help="comma-separated methods among pointbased, mirror, adam, em, greedy, run in that order (default all)")
     p.add_argument("--rounds", type=positive_int, default=None, help="at most this many rounds per memory size (default: until the time limit)")
     p.add_argument("--patience", type=positive_int, default=None, help="rounds without progress after which a smaller size of the ladder gives way (default 3)")
     for option, (owner, name, default) in _setting_options().items():

@@ -38,11 +38,13 @@ import torch
 from fsc.checks import integer, positive, real
 from fsc.choices import SHAPED, SOLVER_METHODS
 from fsc.errors import InputTypeError
+from fsc.model.memory import RAM
 from fsc.model.policy import Policy
 from fsc.objective import Look, Objective
 from fsc.optim import Adam, State, Step, checked, no_clock
+from fsc.solver.pointbased import search_for
 
-__all__ = ["EM", "METHODS", "Budget", "Greedy", "Method", "Mirror", "Restarts", "Shaped", "configured", "settings"]
+__all__ = ["EM", "METHODS", "Budget", "Greedy", "Method", "Mirror", "PointBased", "Restarts", "Shaped", "configured", "settings"]
 
 #: The relative change in value below which a step counts as no progress.
 TOLERANCE = 1e-12
@@ -347,9 +349,44 @@ class Greedy(Method):
         return _keep_best(objective, start, state.point if _better(state.point.value, best.value) else best)
 
 
+@attrs.frozen(kw_only=True)
+class PointBased(Method):
+    """Belief-guided starts (:mod:`fsc.solver.pointbased`): Perseus on beliefs the world reaches, its vectors
+    turned into a policy graph and that graph into a controller on the objective's ``RAM(K)``, returned if it
+    beats the start (another memory, or a search that has not moved since its controller on this memory was
+    offered to this objective: the start).  The search is kept with the world, so each call continues it.
+    ``State.step`` counts the Perseus stages.
+
+    Args:
+        beliefs: the most beliefs the search samples.
+        steps: the most Perseus stages in one round of the portfolio.
+    """
+
+    name: ClassVar[str] = "pointbased"
+    beliefs: int = _count(SOLVER_METHODS["pointbased"]["beliefs"])
+    steps: int = _count(SOLVER_METHODS["pointbased"]["steps"])
+
+    def init(self, objective: Objective, start: Policy, *, rng: np.random.Generator | None = None, clock: Callable[[], float] = no_clock) -> State:
+        search = search_for(objective, self.beliefs, np.random.default_rng() if rng is None else rng)
+        return State(point=None, evaluations=0, seconds=clock(), slots={"search": search})
+
+    def update(self, objective: Objective, state: State, clock: Callable[[], float] = no_clock) -> State | None:
+        search = state.slots["search"]
+        if search.done:
+            return None
+        search.advance()
+        return State(point=None, step=state.step + 1, evaluations=0, seconds=clock(), slots=state.slots)
+
+    def result(self, objective: Objective, start: Policy, state: State) -> Policy:
+        if type(objective.architecture) is not RAM:
+            return start
+        policy = state.slots["search"].controller(objective)
+        return policy if policy is not None and objective.value_of(policy) > objective.value_of(start) else start
+
+
 #: The methods by name, each with its default settings, in the order the portfolio runs them
 #: (:data:`fsc.choices.SOLVER_METHODS` holds their names and settings without torch).
-METHODS: dict[str, Method] = {"mirror": Mirror(), "adam": Restarts(), "em": EM(), "greedy": Greedy()}
+METHODS: dict[str, Method] = {"pointbased": PointBased(), "mirror": Mirror(), "adam": Restarts(), "em": EM(), "greedy": Greedy()}
 
 
 @attrs.frozen(kw_only=True)

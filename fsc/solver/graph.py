@@ -1,0 +1,316 @@
+"""Policy graphs: finite-state controllers whose nodes carry an action, a successor per observation and the
+exact value of each state in that node (an alpha vector), as point-based methods make them.
+
+A :class:`PolicyGraph` plays ``action[n]`` in node ``n``, sees ``o`` and moves to ``successor[n, o]``; it
+starts in ``initial``.  Its node values solve one linear system on the pairs (node, state),
+
+.. math::
+
+    V(n, s) = R(s, a_n) + \\gamma \\sum_{s', o} T(s, a_n, s') O(a_n, s', o) V(\\mathrm{succ}(n, o), s'),
+
+and its value is ``V(initial) . b0``.  The transposed system gives the discounted occupancy of each pair
+from the start, hence the belief in which each node is reached (:func:`occupancy`), which
+:func:`compress` uses to keep the ``K`` nodes a controller on ``ram:K`` can hold.  :func:`as_policy` maps a
+graph onto the framework's policy on ``RAM(K)`` (:func:`fsc.model.controller.controller_probs`).
+"""
+
+from __future__ import annotations
+
+import attrs
+import numpy as np
+import scipy.sparse as sp
+from scipy.sparse.linalg import bicgstab
+
+from fsc.errors import InputError, InputTypeError
+from fsc.model.architecture import MemoryArchitecture
+from fsc.model.memory import RAM
+from fsc.model.policy import Policy
+
+__all__ = ["Model", "PolicyGraph", "as_policy", "closed_graph", "compress", "evaluate_graph", "occupancy"]
+
+#: Sweeps of the fixed-point iteration of a graph's values before BiCGSTAB takes over (a discount near 1).
+SWEEPS = 2000
+
+
+@attrs.frozen(kw_only=True, eq=False)
+class Model:
+    """A world as belief computations read it (built by :func:`fsc.solver.pointbased.model`).
+
+    Attributes:
+        discount: ``gamma = 1 - r``.
+        reward: ``(S, A)``, the expected reward of playing ``a`` in ``s``.
+        forward: per action ``a``, ``T_a`` transposed as CSR ``(S, S)``: ``forward[a] @ b`` is ``b T_a``.
+        backward: per action ``a``, ``T_a`` as CSR ``(S, S)``: ``backward[a] @ v`` is ``sum_s2 T(s, a, s2) v(s2)``.
+        observation: ``(A, S, O)``, ``P(o | a, s2)``.
+        initial: ``(S,)``, the start belief.
+    """
+
+    discount: float
+    reward: np.ndarray
+    forward: tuple
+    backward: tuple
+    observation: np.ndarray
+    initial: np.ndarray
+
+    @property
+    def shape(self) -> tuple[int, int, int]:
+        """``(S, A, O)``."""
+        A, S, O = self.observation.shape
+        return S, A, O
+
+    def successors(self, beliefs: np.ndarray, action: int) -> np.ndarray:
+        """``P(s2, o | b, a)`` for each belief of ``beliefs`` ``(k, S)``: ``(k, S, O)``, unnormalised next beliefs."""
+        reached = np.asarray((self.forward[action] @ beliefs.T).T)
+        return reached[:, :, None] * self.observation[action][None]
+
+
+@attrs.frozen(kw_only=True, eq=False)
+class PolicyGraph:
+    """A deterministic controller of ``N`` nodes with the exact value of each node.
+
+    Attributes:
+        action: ``(N,)`` the action of each node.
+        successor: ``(N, O)`` the next node after each observation.
+        initial: the node a run starts in.
+        vectors: ``(N, S)`` the exact discounted value of each state in each node.
+        value: ``vectors[initial] . b0``, the controller's value at the start belief.
+    """
+
+    action: np.ndarray
+    successor: np.ndarray
+    initial: int
+    vectors: np.ndarray
+    value: float
+    _step: sp.csr_matrix | None = attrs.field(default=None, repr=False, alias="step")  # M of its system, for occupancy
+
+    @property
+    def size(self) -> int:
+        return len(self.action)
+
+
+def _operator(model: Model, action: np.ndarray, successor: np.ndarray) -> sp.csr_matrix:
+    """``M`` on the pairs ``(n, s)`` (index ``n * S + s``): ``M[(n, s), (succ(n, o), s2)] = T(s, a_n, s2) O(a_n, s2, o)``."""
+    S, A, O = model.shape
+    N = len(action)
+    rows, cols, data = [], [], []
+    for a in np.unique(action):
+        nodes, t = np.flatnonzero(action == a), model.backward[a].tocoo()
+        for o in range(O):
+            weight = t.data * model.observation[a, t.col, o]
+            keep = weight > 0
+            rows.append((nodes[:, None] * S + t.row[keep][None]).reshape(-1))
+            cols.append((successor[nodes, o][:, None] * S + t.col[keep][None]).reshape(-1))
+            data.append(np.broadcast_to(weight[keep][None], (len(nodes), int(keep.sum()))).reshape(-1))
+    return sp.csr_matrix((np.concatenate(data), (np.concatenate(rows), np.concatenate(cols))), shape=(N * S, N * S))
+
+
+def _fixed_point(step: sp.csr_matrix, discount: float, source: np.ndarray, guess: np.ndarray) -> np.ndarray:
+    """``x = source + discount * step @ x``: iterated from ``guess`` (a contraction) until it moves by less than 1e-13
+    of its size, or by BiCGSTAB from there after :data:`SWEEPS` sweeps (a discount near 1)."""
+    x = guess
+    for _ in range(SWEEPS):
+        new = source + discount * (step @ x)
+        if np.abs(new - x).max() <= 1e-13 * max(1.0, float(np.abs(new).max())):
+            return new
+        x = new
+    system = sp.identity(len(x), format="csr") - discount * step
+    solved, _ = bicgstab(system, source, x0=x, rtol=1e-14, maxiter=100 * SWEEPS)
+    return solved
+
+
+def evaluate_graph(model: Model, action, successor, initial: int | None = None, guess: np.ndarray | None = None) -> PolicyGraph:
+    """The graph with its exact node values; ``initial`` None: the node of the best value at the start belief.
+    ``guess``: values ``(N, S)`` to start the iteration from (the alpha vectors the nodes came from).
+
+    Raises:
+        InputError: tables of the wrong shape or nodes out of range.
+    """
+    S, A, O = model.shape
+    action, successor = np.asarray(action, dtype=np.int64), np.asarray(successor, dtype=np.int64)
+    N = len(action)
+    if action.shape != (N,) or successor.shape != (N, O) or N == 0:
+        raise InputError(f"a policy graph needs actions (N,) and successors (N, {O}), got {action.shape} and {successor.shape}")
+    if action.min() < 0 or action.max() >= A or successor.min() < 0 or successor.max() >= N:
+        raise InputError(f"a policy graph's actions must lie in [0, {A}) and its successors in [0, {N})")
+    step = _operator(model, action, successor)
+    source = np.ascontiguousarray(model.reward[:, action].T).reshape(-1)
+    vectors = _fixed_point(step, model.discount, source, source if guess is None else np.asarray(guess, dtype=np.float64).reshape(-1)).reshape(N, S)
+    if initial is None:
+        initial = int(np.argmax(vectors @ model.initial))
+    value = float(vectors[initial] @ model.initial)
+    return PolicyGraph(action=action, successor=successor, initial=int(initial), vectors=vectors, value=value, step=step)
+
+
+def occupancy(model: Model, graph: PolicyGraph) -> tuple[np.ndarray, np.ndarray]:
+    """The discounted visits of each node from the start ``(N,)`` (they sum to ``1 / (1 - gamma)``) and the
+    belief each node is reached in, on average over its visits ``(N, S)`` (the start belief where never reached)."""
+    S, N = model.shape[0], graph.size
+    step = graph._step if graph._step is not None else _operator(model, graph.action, graph.successor)
+    start = np.zeros(N * S)
+    start[graph.initial * S : (graph.initial + 1) * S] = model.initial
+    pairs = np.maximum(_fixed_point(step.T.tocsr(), model.discount, start, start).reshape(N, S), 0.0)
+    visits = pairs.sum(axis=1)
+    beliefs = np.where(visits[:, None] > 0, pairs / np.where(visits > 0, visits, 1.0)[:, None], model.initial[None])
+    return visits, beliefs
+
+
+def _best_after(model: Model, beliefs: np.ndarray, action: np.ndarray, vectors: np.ndarray) -> np.ndarray:
+    """``(k, O)``: for each belief and its action, the vector of ``vectors`` best at each next belief.
+
+    An observation the belief cannot produce is scored on the states that can produce it, equally weighted.
+    """
+    _, _, O = model.shape
+    best = np.zeros((len(beliefs), O), dtype=np.int64)
+    for a in np.unique(action):
+        rows = np.flatnonzero(action == a)
+        after = model.successors(beliefs[rows], int(a))  # (k, S, O)
+        possible = after.sum(axis=1) > 0  # (k, O)
+        after = np.where(possible[:, None, :], after, model.observation[a][None])
+        best[rows] = np.einsum("kso,ms->kom", after, vectors).argmax(axis=2)
+    return best
+
+
+def backup(model: Model, vectors: np.ndarray, beliefs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The point-based backup of ``vectors`` ``(n, S)`` at each of ``beliefs`` ``(k, S)``: the value ``(k,)``, the
+    action ``(k,)``, the vector ``(k, S)`` (its value there) and the vector chosen after each observation ``(k, O)``.
+
+    The vector of action ``a`` is ``R_a + gamma T_a sum_o O_a[:, o] alpha_(a, o)``, ``alpha_(a, o)`` the vector
+    of ``vectors`` best at the belief after ``a`` and ``o``; the action is the best one at the belief.
+    """
+    S, A, O = model.shape
+    k = len(beliefs)
+    value, action, choice = np.full(k, -np.inf), np.zeros(k, dtype=np.int64), np.zeros((k, O), dtype=np.int64)
+    for a in range(A):
+        reached = np.asarray((model.forward[a] @ beliefs.T).T)
+        cols = np.flatnonzero(reached.any(axis=0))  # the states some belief can reach: sparse worlds stay cheap
+        after = reached[:, cols, None] * model.observation[a][cols][None]  # (k, c, O)
+        scores = np.matmul(after.transpose(0, 2, 1), vectors[:, cols].T)  # (k, O, n)
+        best = scores.argmax(axis=2)
+        q = beliefs @ model.reward[:, a] + model.discount * np.take_along_axis(scores, best[:, :, None], axis=2)[:, :, 0].sum(axis=1)
+        better = q > value
+        value[better], action[better], choice[better] = q[better], a, best[better]
+    new = np.empty((k, S))
+    for a in np.unique(action):
+        rows = np.flatnonzero(action == a)
+        ahead = np.einsum("so,kos->ks", model.observation[a], vectors[choice[rows]])
+        new[rows] = model.reward[:, a] + model.discount * np.asarray((model.backward[a] @ ahead.T).T)
+    return value, action, new, choice
+
+
+def closed_graph(model: Model, vectors: np.ndarray, action: np.ndarray, witness: np.ndarray) -> PolicyGraph:
+    """A graph on the nodes ``vectors``: each node plays its action and moves after ``o`` to the vector best at the
+    belief that follows its witness belief, that action and ``o``; or each node plays the action and successors
+    of a backup of ``vectors`` at its witness belief (:func:`backup`).  Both are evaluated exactly; the better at
+    the start belief, started in its best node, is cut to the nodes reachable from there."""
+    own = evaluate_graph(model, action, _best_after(model, witness, action, vectors), guess=vectors)
+    _, backed, _, successor = backup(model, vectors, witness)
+    fresh = evaluate_graph(model, backed, successor, guess=vectors)
+    return _reachable(model, own if own.value >= fresh.value else fresh)
+
+
+def _reachable(model: Model, graph: PolicyGraph) -> PolicyGraph:
+    """The part of ``graph`` reachable from its initial node (the same values, nodes renumbered from 0)."""
+    seen, todo = {graph.initial}, [graph.initial]
+    emits = model.observation.max(axis=1) > 0  # (A, O): the observations an action can produce
+    while todo:
+        n = todo.pop()
+        for m in graph.successor[n, emits[graph.action[n]]]:
+            if int(m) not in seen:
+                seen.add(int(m))
+                todo.append(int(m))
+    keep = np.array(sorted(seen))
+    renumber = np.zeros(graph.size, dtype=np.int64)
+    renumber[keep] = np.arange(len(keep))
+    successor = np.where(emits[graph.action[keep]], renumber[graph.successor[keep]], 0)
+    action, initial = graph.action[keep], int(renumber[graph.initial])
+    return PolicyGraph(action=action, successor=successor, initial=initial, vectors=graph.vectors[keep], value=graph.value)
+
+
+def fits(graph: PolicyGraph, memories: int) -> bool:
+    """Whether ``graph`` fits ``RAM(memories)`` as :func:`as_policy` maps it: at most ``memories`` nodes of each action."""
+    return int(np.bincount(graph.action).max()) <= memories
+
+
+def _covering(vectors: np.ndarray, action: np.ndarray, beliefs: np.ndarray, weights: np.ndarray, first: int, memories: int) -> np.ndarray:
+    """Nodes chosen one at a time (``first`` first), each the one that most raises ``sum_b weight_b max_kept alpha . b``
+    over ``beliefs``, at most ``memories`` of each action."""
+    scores = vectors @ beliefs.T  # (n, beliefs)
+    kept, now = [first], scores[first].copy()
+    count = np.bincount([action[first]], minlength=int(action.max()) + 1)
+    while True:
+        gain = np.maximum(scores - now[None], 0.0) @ weights
+        gain[kept] = -1.0
+        gain[count[action] >= memories] = -1.0
+        best = int(np.argmax(gain))
+        if gain[best] <= 0:
+            return np.array(kept)
+        kept.append(best)
+        count[action[best]] += 1
+        now = np.maximum(now, scores[best])
+
+
+def compress(model: Model, graph: PolicyGraph, memories: int, rounds: int = 5) -> PolicyGraph:
+    """A graph that fits ``RAM(memories)`` (:func:`fits`) from ``graph``: the nodes that best cover the beliefs
+    ``graph`` reaches (weighted by their discounted visits; :func:`_covering`), each node's successors the kept
+    vector best at the belief that follows; then ``rounds`` rounds of node improvement (:func:`improve`).  The
+    best graph by exact value is returned."""
+    if fits(graph, memories):
+        return graph
+    visits, beliefs = occupancy(model, graph)
+    keep = _covering(graph.vectors, graph.action, beliefs, visits, graph.initial, memories)
+    action = graph.action[keep]
+    best = evaluate_graph(model, action, _best_after(model, beliefs[keep], action, graph.vectors[keep]), guess=graph.vectors[keep])
+    return improve(model, best, memories, rounds)
+
+
+def improve(model: Model, graph: PolicyGraph, memories: int, rounds: int) -> PolicyGraph:
+    """Node improvement: each node backed up (:func:`backup`) over the graph's own exact values at the belief it is
+    reached in; a node takes the backup's action and successors where its value there rises and the graph still
+    fits ``RAM(memories)``; the graph is evaluated again, and kept if its value rose.  ``rounds`` rounds at most."""
+    for _ in range(rounds):
+        _, beliefs = occupancy(model, graph)
+        value, action, _, successor = backup(model, graph.vectors, beliefs)
+        own = np.einsum("ns,ns->n", graph.vectors, beliefs)
+        new_action, new_successor = graph.action.copy(), graph.successor.copy()
+        for n in np.argsort(own - value):  # the largest rises first
+            if value[n] <= own[n] + 1e-12 * max(1.0, abs(own[n])):
+                break
+            trial = new_action.copy()
+            trial[n] = action[n]
+            if np.bincount(trial).max() <= memories:
+                new_action, new_successor[n] = trial, successor[n]
+        candidate = evaluate_graph(model, new_action, new_successor, initial=None, guess=graph.vectors)
+        if not candidate.value > graph.value + 1e-12 * max(1.0, abs(graph.value)):
+            return graph
+        graph = candidate
+    return graph
+
+
+def as_policy(graph: PolicyGraph, architecture: MemoryArchitecture) -> Policy:
+    """The graph as a deterministic policy on ``RAM(K)``: node ``n`` is memory ``m(n)`` entered with its action,
+    ``m(n)`` its rank among the nodes of the same action; so the RAM node ``(m(n), a_n, o)`` (memory, the action
+    just played, the observation) chooses ``(m(succ(n, o)), a_succ(n, o))``.  RAM nodes no run enters choose
+    memory 0 and the first node's action; a run starts in blank 0, which chooses the initial node.
+
+    Raises:
+        InputTypeError: not a RAM; InputError: more than ``K`` nodes of one action, or other actions or observations.
+    """
+    if type(architecture) is not RAM:
+        raise InputTypeError(f"a policy graph maps onto a fsc.RAM, got {architecture!r}")
+    K, A, O = architecture.M, architecture.arms, architecture.observations
+    if graph.successor.shape[1] != O or graph.action.max() >= A or not fits(graph, K):
+        raise InputError(f"a policy graph of {graph.size} nodes (at most {int(np.bincount(graph.action).max())} of one action) and "
+                         f"{graph.successor.shape[1]} observations does not fit {architecture!r}")  # fmt: skip
+    memory = np.zeros(graph.size, dtype=np.int64)
+    for a in np.unique(graph.action):
+        nodes = np.flatnonzero(graph.action == a)
+        memory[nodes] = np.arange(len(nodes))
+    choice = memory * A + graph.action  # the RAM choice (m(n), a_n) that enters node n
+    table = np.full((K, A, O), choice[0], dtype=np.int64)
+    table[memory, graph.action] = choice[graph.successor]
+    probs = np.zeros((architecture.num_nodes, architecture.num_choices))
+    probs[np.arange(K), choice[graph.initial]] = 1.0  # blanks (only blank 0 is a start)
+    probs[K + np.arange(K * A * O), table.reshape(-1)] = 1.0  # node (i, a, o) at K + (i * A + a) * O + o
+    init = np.zeros(architecture.num_nodes)
+    init[0] = 1.0
+    return Policy.from_probs(architecture, probs, init)
