@@ -15,7 +15,7 @@ from fsc.errors import InputError, InputTypeError, quoted
 from fsc.limits import MIN_RESET
 
 __all__ = [
-    "CONVENTIONS", "MAX_VALUE_SCALE", "MIN_VALUE_SCALE", "check_reset", "flag", "integer", "is_int", "is_real", "nonnegative", "one_of", "positive",
+    "CONVENTIONS", "MAX_VALUE_SCALE", "check_reset", "flag", "integer", "is_int", "is_real", "nonnegative", "one_of", "positive",
     "real", "value_scale",
 ]  # fmt: skip
 
@@ -51,23 +51,19 @@ def real(name: str, value: object, low: float = -math.inf, high: float = math.in
 
 #: The sizes of values (a reward over ``r``) the solver computes with, at most the largest reward over ``r``: its
 #: methods multiply values together (Adam's second moments, products of gradients), and ``1e150`` squared stays
-#: below float64's largest number, ``1.8e308``; its tolerances are absolute below 1 (``1e-9`` on the gap to the
-#: bound), so that values under ``1e-3`` would all look optimal to within ``1e-6`` of their size or worse.
+#: below float64's largest number, ``1.8e308``.  There is no lower limit: the solver's tolerances are relative to
+#: this scale.
 MAX_VALUE_SCALE = 1e150
-MIN_VALUE_SCALE = 1e-3
 
 
 def value_scale(scale: object, reset: float) -> float:
     """``scale``, the largest reward of a step over ``reset`` (the largest value in size), when the solver computes
-    with such values faithfully: 0 (no reward at all), or in ``[MIN_VALUE_SCALE, MAX_VALUE_SCALE]``; else
-    ``InputError`` saying so: the world's fault is the size of its rewards, said as such, rather than a NaN or a
-    false optimum the arithmetic would make of them later."""
+    with such values faithfully: at most ``MAX_VALUE_SCALE``; else ``InputError`` saying so: the world's fault is the
+    size of its rewards, said as such, rather than a NaN the arithmetic would make of them later.  Small rewards
+    are no fault: the solver's tolerances are relative to this scale."""
     scale = float(scale)
-    if scale == 0 or MIN_VALUE_SCALE <= scale <= MAX_VALUE_SCALE:
+    if scale <= MAX_VALUE_SCALE:
         return scale
-    if scale < MIN_VALUE_SCALE:
-        raise InputError(f"the world's rewards over r = {reset:.3g} reach only {scale:.3g} in size, under the {MIN_VALUE_SCALE:g} the solver's "
-                         "tolerances (absolute below 1) tell apart; multiply the rewards by a power of ten")  # fmt: skip
     size = f"reach {scale:.3g} in size" if math.isfinite(scale) else "overflow float64"
     raise InputError(f"the world's rewards over r = {reset:.3g} {size}, over the {MAX_VALUE_SCALE:.0e} the solver's arithmetic keeps "
                      "finite (it multiplies values together); divide the rewards by a power of ten")  # fmt: skip

@@ -69,8 +69,10 @@ class Budget:
         return cls(steps=steps, deadline=time.monotonic() + seconds)
 
 
-def _better(new: float, old: float) -> bool:
-    return new > old + TOLERANCE * max(1.0, abs(old)) if math.isfinite(old) else new > old
+def _better(new: float, old: float, scale: float) -> bool:
+    """Whether ``new`` beats ``old`` by more than rounding: relative to the larger of ``old`` and the world's value
+    scale (``Objective.reward_scale``), so that a world's units never decide what counts as progress."""
+    return new > old + TOLERANCE * max(scale, abs(old)) if math.isfinite(old) else new > old
 
 
 def _count(default: int):
@@ -162,7 +164,7 @@ class Restarts(Method):
         value = point.gain / r
         scale = max(float(np.abs(point.grad_logits.numpy()).max()), float(np.abs(point.grad_init.numpy()).max()))
         inner = None
-        if not (scale <= 1e-12 * max(1.0, abs(value)) * r or stale >= self.patience):
+        if not (scale <= 1e-12 * max(objective.reward_scale, abs(value)) * r or stale >= self.patience):
             inner = self.rule.update(objective, slots["inner"])
         if inner is None:  # stalled: a kick around the best point
             w, w0 = slots["best"]
@@ -175,7 +177,7 @@ class Restarts(Method):
         """The state after the evaluation of ``inner``'s point: the best so far kept, or one more step without progress."""
         point, slots = inner.point, dict(state.slots)
         value = point.gain / objective.reset
-        if _better(value, slots["best_value"]):
+        if _better(value, slots["best_value"], objective.reward_scale):
             slots.update(best=(point.logits.numpy(), point.init_logits.numpy()), best_value=value, stale=0)
         else:
             slots["stale"] = stale + 1
@@ -234,7 +236,7 @@ class Mirror(Method):
         new_probs = np.exp(logits - logits.max(axis=1, keepdims=True))
         new_init = np.exp(logits0 - logits0.max())
         candidate = objective.look(new_probs / new_probs.sum(axis=1, keepdims=True), new_init / new_init.sum())
-        if _better(candidate.value, look.value):
+        if _better(candidate.value, look.value, objective.reward_scale):
             return _looked(state, candidate, clock, eta=eta * 2.0)
         return _looked(state, look, clock, eta=eta / 4.0)
 
@@ -265,7 +267,7 @@ class EM(Method):
         weights0 = look.init_probs * np.maximum(look.grad_init - low, 0.0)
         new_init = weights0 / weights0.sum() if weights0.sum() > 0 else look.init_probs
         candidate = objective.look(new_probs, new_init)
-        if _better(candidate.value, look.value):
+        if _better(candidate.value, look.value, objective.reward_scale):
             return _looked(state, candidate, clock)
         return _looked(state, candidate if candidate.value >= look.value else look, clock, done=True)
 
@@ -276,12 +278,12 @@ def _one_hot(choice: np.ndarray, size: int) -> np.ndarray:
     return out
 
 
-def _switches(look: Look, choice: np.ndarray, initial: int, allowed: np.ndarray, reset: np.ndarray) -> list[tuple[int, int]]:
+def _switches(look: Look, choice: np.ndarray, initial: int, allowed: np.ndarray, reset: np.ndarray, scale: float) -> list[tuple[int, int]]:
     """Single switches ``(node, choice)`` (node ``-1``: the initial node) the gradient says improve, best first."""
     gain = look.grad - look.grad[np.arange(len(choice)), choice][:, None]
     gain[~allowed] = -np.inf
     gain0 = np.where(reset, look.grad_init - look.grad_init[initial], -np.inf)
-    scale = TOLERANCE * max(1.0, abs(look.value))
+    scale = TOLERANCE * max(scale, abs(look.value))
     nodes, choices = np.nonzero(gain > scale)
     moves = [(float(gain[n, c]), int(n), int(c)) for n, c in zip(nodes, choices, strict=True)]
     moves += [(float(gain0[n]), -1, int(n)) for n in np.flatnonzero(gain0 > scale)]
@@ -319,7 +321,9 @@ class Greedy(Method):
     def update(self, objective: Objective, state: State, clock: Callable[[], float] = no_clock) -> State | None:
         arch, look, slots = objective.architecture, state.point, state.slots
         choice, initial = slots["choice"], slots["initial"]
-        moves = _switches(look, choice, initial, arch.allowed, arch.reset_mask)[: self.tries] if slots["moves"] is None else slots["moves"]
+        moves = slots["moves"]
+        if moves is None:
+            moves = _switches(look, choice, initial, arch.allowed, arch.reset_mask, objective.reward_scale)[: self.tries]
         if not moves:  # a local optimum: kick
             return self._kicked(objective, state, clock)
         (n, c), new_choice, new_initial = moves[0], choice.copy(), initial
@@ -328,7 +332,7 @@ class Greedy(Method):
         else:
             new_choice[n] = c
         C, N = arch.num_choices, arch.num_nodes
-        if _better(objective.value(_one_hot(new_choice, C), _one_hot(np.array([new_initial]), N)[0]), look.value):
+        if _better(objective.value(_one_hot(new_choice, C), _one_hot(np.array([new_initial]), N)[0]), look.value, objective.reward_scale):
             return _looked(state, self._look(objective, new_choice, new_initial), clock, choice=new_choice, initial=new_initial, moves=None)
         return _looked(state, look, clock, moves=moves[1:])
 
@@ -336,7 +340,7 @@ class Greedy(Method):
         """Keep the local optimum if best, and kick the best one at one to three nodes it visits."""
         slots, look, rng, allowed = state.slots, state.point, state.slots["rng"], objective.architecture.allowed
         best = slots["best"]
-        if _better(look.value, best[0].value):
+        if _better(look.value, best[0].value, objective.reward_scale):
             best = (look, slots["choice"].copy(), slots["initial"])
         choice, initial = best[1].copy(), best[2]
         visited = np.flatnonzero(best[0].occupancy > 0)
@@ -346,7 +350,7 @@ class Greedy(Method):
 
     def result(self, objective: Objective, start: Policy, state: State) -> Policy:
         best = state.slots["best"][0]
-        return _keep_best(objective, start, state.point if _better(state.point.value, best.value) else best)
+        return _keep_best(objective, start, state.point if _better(state.point.value, best.value, objective.reward_scale) else best)
 
 
 @attrs.frozen(kw_only=True)

@@ -157,6 +157,7 @@ class _Run:
     def __init__(self, solver: Portfolio, world, reset, deadline: Deadline, progress, bound, final: Objective):
         self.solver, self.world, self.reset = solver, world, reset
         self.deadline, self.progress, self.bound, self.clock = deadline, progress, bound, time.monotonic()
+        self.scale = final.reward_scale  # the world's value scale: what "better" and "optimal" are relative to
         self.best: tuple[float, Policy, str] | None = None
         self.history: list[dict] = []
         self.evaluations = 0
@@ -183,7 +184,7 @@ class _Run:
     def offer(self, objective: Objective, policy: Policy, method: str) -> bool:
         """Keep ``policy`` if it beats the best of this size; True if it did."""
         value = objective.value_of(policy)
-        if self.best is not None and not value > self.best[0] + 1e-12 * max(1.0, abs(self.best[0])):
+        if self.best is not None and not value > self.best[0] + 1e-12 * max(self.scale, abs(self.best[0])):
             return False
         self.best = (value, policy, method)
         record = {"seconds": time.monotonic() - self.clock, "memory": repr(objective.architecture), "value": value, "method": method}
@@ -194,7 +195,7 @@ class _Run:
 
     def optimal(self) -> bool:
         """Whether the best reaches the upper bound (to rounding): nothing can beat it."""
-        return self.best is not None and self.bound - self.best[0] <= 1e-9 * max(1.0, abs(self.bound))
+        return self.best is not None and self.bound - self.best[0] <= 1e-9 * max(self.scale, abs(self.bound))
 
     def round_start(self, arch: MemoryArchitecture, n: int, rng: np.random.Generator) -> Policy:
         """Round ``n``'s start: the best (even rounds), else a new split of the smaller size's best or a random controller, in turn."""

@@ -103,6 +103,18 @@ def test_solve_reaches_the_best_deterministic_controller_found_by_enumeration_an
     assert solution.value == pytest.approx(value(world, solution.policy), abs=1e-12)
 
 
+def test_a_world_in_tiny_units_is_solved_as_the_same_world_in_its_own_units():
+    """Rewards times 2^-1000 (exact in float64: every value scales by it): the solver's tolerances are relative to
+    the world's value scale, so it climbs to the same best controller (before, such a world looked optimal at the
+    uniform controller, or was refused)."""
+    tiger = fsc.model.pomdp.as_pomdp(tasks.Tiger())
+    tiny = attrs.evolve(tiger, reward=np.asarray(tiger.reward) * 2.0**-1000, metrics={})
+    arch = fsc.RAM(1, arms=3, observations=2)
+    reference = best_deterministic(tiger, arch) * 2.0**-1000  # the enumeration on the world in its own units
+    solution = solve(tiny, arch, seconds=20, seed=0, rounds=2)
+    assert solution.value >= reference - 1e-9 * abs(reference)
+    assert solution.value <= solution.upper_bound * (1 + 1e-9)
+
 @pytest.mark.slow
 def test_the_two_state_bound_of_tiger_is_its_optimum_and_solve_reaches_it():
     tiger = tasks.Tiger()
