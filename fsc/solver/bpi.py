@@ -59,6 +59,8 @@ from collections.abc import Callable
 
 import attrs
 import numpy as np
+import scipy.sparse as sp
+from scipy.optimize import linprog  # imported with the solver, before a budget's clock starts (it takes seconds)
 
 from fsc.errors import InputError
 from fsc.evaluate import Evaluator
@@ -194,11 +196,25 @@ class _Tables:
         return max(float(np.abs(self.reward).max(initial=0.0)) / (1 - self.gamma), 1e-300)
 
 
-def _tables(objective: Objective) -> _Tables | None:
-    """The tables of ``objective``'s world and memory, or None when BPI does not apply (a memory whose next node
-    depends on more than the choice and the observation)."""
-    import scipy.sparse as sp
+#: The last tables built, by the identity of the objective's world and memory and its reset, engine and convention:
+#: the portfolio's rounds call BPI again and again on one objective.
+_LAST: dict = {}
 
+
+def _tables(objective: Objective) -> _Tables | None:
+    """The tables of ``objective``'s world and memory (the last ones again for the same), or None when BPI does
+    not apply (a memory whose next node depends on more than the choice and the observation)."""
+    key = (id(objective.world), id(objective.architecture), objective.reset, objective.engine, objective.convention)
+    found = _LAST.get("tables")
+    if found is not None and _LAST.get("key") == key and found[0] is objective.world and found[1] is objective.architecture:
+        return found[2]
+    tables = _built(objective)
+    _LAST.update(key=key, tables=(objective.world, objective.architecture, tables))
+    return tables
+
+
+def _built(objective: Objective) -> _Tables | None:
+    """:func:`_tables`, built."""
     arch = objective.architecture
     nxt = _successors(arch)
     if nxt is None:
@@ -299,23 +315,32 @@ class Program:
     gain: float
 
 
+def _undominated(block: np.ndarray) -> np.ndarray:
+    """The columns of ``block`` that no other column matches or beats at every row (of equal ones, the first): a
+    dominated next choice is never needed, its dominator does at least as well in every constraint."""
+    k = block.shape[1]
+    if k < 2 or block.size * k > 1 << 24:
+        return np.arange(k)
+    geq = (block[:, :, None] >= block[:, None, :]).all(axis=0)  # geq[i, j]: column i >= column j everywhere
+    beaten = (geq & ~geq.T).any(axis=0) | np.triu(geq & geq.T, 1).any(axis=0)
+    return np.flatnonzero(~beaten)
+
+
 def _node_program(backups: dict, rows: dict, probs: np.ndarray, allowed: np.ndarray, weight: np.ndarray, inside: np.ndarray,
                   scale: float) -> tuple[dict | None, tuple[int, int, int]]:  # fmt: skip
     """The rows of one choice that dominate its vector and gain most under ``weight`` (None: no gain), and the
     program's size ``(rows, columns, nonzeros)``.  ``backups[o]``: ``H_{a, o}`` ``(S, C)``; ``rows[o]``: the node
     whose row is ``x_o``."""
-    import scipy.sparse as sp
-    from scipy.optimize import linprog
-
-    blocks, starts, columns = [], [], []
+    blocks, columns, base = [], [], 0.0
     for o, H in backups.items():
+        block = H[inside] / scale
+        base = base + block @ probs[rows[o]]
         keep = np.flatnonzero(allowed[rows[o]])
-        blocks.append(H[inside][:, keep] / scale)
+        keep = keep[_undominated(block[:, keep])]
+        blocks.append(block[:, keep])
         columns.append(keep)
     matrix = np.hstack(blocks)
     starts = np.cumsum([0] + [len(keep) for keep in columns])
-    x0 = np.concatenate([probs[rows[o], keep] for o, keep in zip(backups, columns, strict=True)])
-    base = matrix @ x0
     objective = weight[inside] @ matrix
     equal = sp.csr_matrix((np.ones(starts[-1]), np.arange(starts[-1]), starts), shape=(len(columns), starts[-1]))
     dense = np.count_nonzero(matrix)
@@ -325,17 +350,16 @@ def _node_program(backups: dict, rows: dict, probs: np.ndarray, allowed: np.ndar
                     options={"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10})  # fmt: skip
     if found.status != 0:
         return None, size
-    x = np.maximum(found.x, 0.0)
-    parts = [x[starts[j] : starts[j + 1]] for j in range(len(columns))]
-    parts = [part / part.sum() if part.sum() > 0 else probs[rows[o], keep] for part, o, keep in zip(parts, backups, columns, strict=True)]
-    x = np.concatenate(parts)
-    moved = matrix @ x - base
-    if objective @ (x - x0) <= TOLERANCE or moved.min(initial=0.0) < -FEASIBLE:
+    parts = [np.maximum(found.x[starts[j] : starts[j + 1]], 0.0) for j in range(len(columns))]
+    if not all(part.sum() > 0 for part in parts):
+        return None, size
+    x = np.concatenate([part / part.sum() for part in parts])
+    if objective @ x - weight[inside] @ base <= TOLERANCE or (matrix @ x - base).min(initial=0.0) < -FEASIBLE:
         return None, size
     new_rows = {}
     for part, o, keep in zip(parts, backups, columns, strict=True):
         row = np.zeros(probs.shape[1])
-        row[keep] = part
+        row[keep] = part / part.sum()
         new_rows[rows[o]] = row
     return new_rows, size
 
