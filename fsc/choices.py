@@ -24,15 +24,15 @@ FLOW_MAX_DGRAD = 1e-4
 ROSENBROCK_TOLERANCE = 1e-5
 
 #: The solver's methods by name, in the order a round runs them, with the defaults of their settings: the
-#: fields of :class:`fsc.solver.methods.BPI`, :class:`fsc.solver.Mirror`, :class:`fsc.solver.Restarts` (``adam``: the fields of its
-#: :class:`fsc.optim.Adam`, then its own), :class:`fsc.solver.EM` and :class:`fsc.solver.Greedy`, which take
+#: fields of :class:`fsc.solver.Mirror`, :class:`fsc.solver.Restarts` (``adam``: the fields of its
+#: :class:`fsc.optim.Adam`, then its own), :class:`fsc.solver.EM`, :class:`fsc.solver.Greedy` and :class:`fsc.solver.methods.BPI`, which take
 #: their defaults from here (``steps``: the most steps of the method in one round of the portfolio).
 SOLVER_METHODS = {
-    "bpi": {"tries": 4, "steps": 200},
     "mirror": {"rate": 1.0, "steps": 2000},
     "adam": {"lr": 0.1, "beta1": 0.9, "beta2": 0.999, "eps": 1e-12, "relative_eps": True, "patience": 100, "steps": 300},
     "em": {"steps": 200},
     "greedy": {"tries": 20, "steps": 300},
+    "bpi": {"tries": 4, "steps": 10},
 }
 
 #: The defaults of :class:`fsc.solver.Shaped`: the weights of the negative rewards in the objectives climbed in

@@ -388,7 +388,7 @@ class BPI(Method):
 
 #: The methods by name, each with its default settings, in the order the portfolio runs them
 #: (:data:`fsc.choices.SOLVER_METHODS` holds their names and settings without torch).
-METHODS: dict[str, Method] = {"bpi": BPI(), "mirror": Mirror(), "adam": Restarts(), "em": EM(), "greedy": Greedy()}
+METHODS: dict[str, Method] = {"mirror": Mirror(), "adam": Restarts(), "em": EM(), "greedy": Greedy(), "bpi": BPI()}
 
 
 @attrs.frozen(kw_only=True)
