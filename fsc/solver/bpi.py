@@ -71,7 +71,7 @@ from fsc.model.pomdp import as_pomdp
 from fsc.objective import Look, Objective
 from fsc.optim import State, no_clock
 
-__all__ = ["NodeController", "node_controller", "ram_policy", "start_state", "step"]
+__all__ = ["NodeController", "Program", "Values", "escape", "evaluate_values", "node_controller", "ram_policy", "start_state", "step", "sweep"]
 
 #: Relative gains below this (of the reward scale) count as none; the LP's constraints hold to this too.
 TOLERANCE = 1e-9
