@@ -13,7 +13,7 @@ from pathlib import Path
 HELP = "find a good controller within a time limit: several methods, the best kept, its gap to an upper bound"
 
 
-#: What each setting of a method means, for ``--help``.
+#: What each setting of a method means, for ``--help`` (``"method.setting"``: that method's alone).
 MEANING = {
     "rate": "the first step size eta",
     "steps": "the most steps in one round",
@@ -26,6 +26,7 @@ MEANING = {
     "tries": "switches tried before a kick",
     "weights": "the weights of the negative rewards, in turn, before the true world",
     "beliefs": "the most beliefs sampled",
+    "bpi.tries": "the sets of backed-up nodes one escape tries",
 }
 
 
@@ -59,12 +60,12 @@ def solve_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-seconds", type=number, default=60.0, help="the time limit, for everything (default 60)")
     p.add_argument("--seed", type=seed_arg, default=0, help="seed of the random starts and kicks (default 0)")
     p.add_argument("--engine", default="auto", help=f"the evaluator's engine: auto (default) or one of {', '.join(ENGINES)}")
-    p.add_argument("--methods", default=None, help="comma-separated methods among pointbased, mirror, adam, em, greedy, run in that order (default all)")
+    p.add_argument("--methods", default=None, help="comma-separated methods among pointbased, mirror, adam, em, greedy, bpi, run in that order (default all)")
     p.add_argument("--rounds", type=positive_int, default=None, help="at most this many rounds per memory size (default: until the time limit)")
     p.add_argument("--patience", type=positive_int, default=None, help="rounds without progress after which a smaller size of the ladder gives way (default 3)")
     for option, (owner, name, default) in _setting_options().items():
         shown = ",".join(map(str, default)) if isinstance(default, tuple) else str(default).lower() if isinstance(default, bool) else default
-        where = "each method's steps on each shaped world" if (owner, name) == ("shaped", "steps") else MEANING[name]
+        where = "each method's steps on each shaped world" if (owner, name) == ("shaped", "steps") else MEANING.get(f"{owner}.{name}", MEANING[name])
         p.add_argument(option, type=_option_type(default), default=None, metavar="VALUE", help=f"{owner}: {where} (default {shown})")
     p.add_argument("--start", default=None, metavar="FILE", help="a policy file to start from (on --memory, or a smaller RAM)")
     p.add_argument("--out", default=None, metavar="DIR", help="write policy.npz and solution.json into DIR")

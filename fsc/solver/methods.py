@@ -7,6 +7,9 @@ Each method is a frozen settings value with a step rule (``init`` and ``update``
 invariant to the scale of the rewards and of the discount: a step is measured against the spread of the
 gradient it follows (or normalised coordinate by coordinate, as Adam does), never in absolute units.
 
+- :class:`BPI` (``bpi``): bounded policy iteration (Poupart and Boutilier 2003; :mod:`fsc.solver.bpi`): each
+  choice's rows by a linear program whose solution dominates its value at every state, and backed-up nodes
+  at the beliefs the controller meets when no program gains.
 - :class:`Restarts` (``adam``): a step on the logits, by default :class:`fsc.optim.Adam` with an epsilon
   relative to the gradient's scale, restarted around the best point when it stalls (a vanishing gradient
   at a symmetric or saturated point, or no progress for ``patience`` steps).
@@ -42,9 +45,10 @@ from fsc.model.memory import RAM
 from fsc.model.policy import Policy
 from fsc.objective import Look, Objective
 from fsc.optim import Adam, State, Step, checked, no_clock
+from fsc.solver import bpi
 from fsc.solver.pointbased import search_for
 
-__all__ = ["EM", "METHODS", "Budget", "Greedy", "Method", "Mirror", "PointBased", "Restarts", "Shaped", "configured", "settings"]
+__all__ = ["BPI", "EM", "METHODS", "Budget", "Greedy", "Method", "Mirror", "PointBased", "Restarts", "Shaped", "configured", "settings"]
 
 #: The relative change in value below which a step counts as no progress.
 TOLERANCE = 1e-12
@@ -388,9 +392,44 @@ class PointBased(Method):
         return policy if policy is not None and objective.value_of(policy) > objective.value_of(start) else start
 
 
+@attrs.frozen(kw_only=True)
+class BPI(Method):
+    """Bounded policy iteration (:mod:`fsc.solver.bpi`): a step is a sweep (every choice's linear program against
+    the same values, then an exact evaluation: the value never falls at any state), or, after a sweep that gains
+    nothing, an escape (backed-up nodes at the beliefs the controller meets, kept when the exact value rises).
+    It ends when an escape finds nothing, and returns its start on a memory whose next node depends on more than
+    the choice and the observation.  ``State.step`` counts the sweeps and the escapes.
+
+    Args:
+        tries: the sets of backed-up nodes one escape tries.
+        steps: the most sweeps and escapes in one round of the portfolio.
+    """
+
+    name: ClassVar[str] = "bpi"
+    tries: int = _count(SOLVER_METHODS["bpi"]["tries"])
+    steps: int = _count(SOLVER_METHODS["bpi"]["steps"])
+
+    def init(self, objective: Objective, start: Policy, *, rng: np.random.Generator | None = None, clock: Callable[[], float] = no_clock) -> State:
+        return bpi.start_state(objective, start, clock)
+
+    def update(self, objective: Objective, state: State, clock: Callable[[], float] = no_clock) -> State | None:
+        return bpi.step(objective, state, tries=self.tries, deadline=state.slots.get("deadline", math.inf), clock=clock)
+
+    def solve(self, objective: Objective, start: Policy, budget: Budget, rng: np.random.Generator) -> Policy:
+        """:meth:`Method.solve`, a sweep also stopping at the budget's deadline between two programs."""
+        state = self.init(objective, start, rng=rng)
+        state.slots["deadline"] = budget.deadline
+        while not budget.over(state.step):
+            new = self.update(objective, state)
+            if new is None:
+                break
+            state = new
+        return self.result(objective, start, state)
+
+
 #: The methods by name, each with its default settings, in the order the portfolio runs them
 #: (:data:`fsc.choices.SOLVER_METHODS` holds their names and settings without torch).
-METHODS: dict[str, Method] = {"pointbased": PointBased(), "mirror": Mirror(), "adam": Restarts(), "em": EM(), "greedy": Greedy()}
+METHODS: dict[str, Method] = {"pointbased": PointBased(), "mirror": Mirror(), "adam": Restarts(), "em": EM(), "greedy": Greedy(), "bpi": BPI()}
 
 
 @attrs.frozen(kw_only=True)
