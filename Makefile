@@ -24,14 +24,15 @@ $(STAMP): pyproject.toml | $(BIN)/python
 	touch $(STAMP)
 
 # The evaluator's compiled loops (fsc/engines/kernels.py, numba) are compiled
-# once here into numba's on-disk cache, so that the first `fsc train` does not
-# spend seconds compiling them: a short training (both step loops) and an
-# evaluation with its gradient.  Compiled again when kernels.py changes.
-$(VENV)/.kernels: $(STAMP) fsc/engines/kernels.py
-	rm -rf $(VENV)/warm-up
-	$(BIN)/fsc train --memory ram:2 --init uniform --max-steps 3 --rows-per-decade 5 --quiet --out $(VENV)/warm-up >/dev/null
-	$(BIN)/fsc evaluate --memory memento:3 --policy random --grad >/dev/null
-	rm -rf $(VENV)/warm-up
+# once here into numba's on-disk cache, for every shape of arguments the
+# commands pass (fsc/cli/warm.py: train by each optimiser, to a step count and
+# to a time as a sweep's points run, a sweep's pool worker, evaluate with and
+# without --grad, solve's methods; on the dense and choices engines), so that
+# no command compiles at first use; and the modules' bytecode.  Compiled again
+# when kernels.py changes.
+$(VENV)/.kernels: $(STAMP) fsc/engines/kernels.py fsc/cli/warm.py
+	$(BIN)/python -m fsc.cli.warm
+	$(BIN)/python -m compileall -q fsc tasks policies viz
 	touch $@
 
 # graphviz drawing needs the `dot` program.

@@ -1,14 +1,19 @@
 """Start-up time of the ``fsc`` command: what a user waits for before anything happens.
 
-Prints the seconds of ``fsc --help``, ``fsc pomdp FILE``, ``fsc closed-form ccp``, a first and a second
-``fsc train`` of two steps and ``fsc evaluate`` (kernels cached by then), beside ``python -c pass`` measured in the same run (so load on
-the machine shows in both).  Each command but ``train`` is timed ``--repeats`` times and the best is kept.
+Prints, beside ``python -c pass`` measured in the same run (so load on the machine shows in both), the seconds
+of ``fsc --help``, ``fsc pomdp FILE``, ``fsc closed-form ccp``, and of the commands of issue 49 on Tiger
+(``tiger.95.POMDP``, written here): ``fsc evaluate`` of RAM 2's uniform policy, ``fsc simulate`` of it for 10^4
+steps, ``fsc draw`` of a saved policy, ``fsc solve --memory ram:3 --max-seconds 10`` (which must reach the
+optimum 19.3714) and ``fsc train --memory ram:2 --init uniform --max-steps 100``.  Each is timed ``--repeats``
+times and the median kept; the ``beyond pass`` column is that median less ``python -c pass``'s, the figure the
+targets are set in.
 
 Each checkout starts with an empty numba cache (``NUMBA_CACHE_DIR`` pointing to a new folder: a fresh
 installation).  Where its Makefile compiles the kernels at set-up (the ``.kernels`` step of ``make setup``),
-those commands run first and are timed on their own line; then the first ``fsc train`` and a second one.
-``--repo A B`` times several checkouts in the same run, one column each (two versions under the same load);
-``python -c pass`` is the floor, and ``/ pass`` each time over it.
+those commands run first and are timed on their own line; then each command of issue 49 runs once (``first
+after make setup``) before its timed runs, whose median is its ``second`` run: the ratio says whether a command
+still compiled something at first use.  ``--repo A B`` times several checkouts in the same run, one column each
+(two versions under the same load).
 
     python benchmarks/bench_startup.py [--repo PATH ...] [--repeats 5]
 """
@@ -16,7 +21,10 @@ those commands run first and are timed on their own line; then the first ``fsc t
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -53,77 +61,132 @@ R: open-right : tiger-left : * : * 10
 R: open-right : tiger-right : * : * -100
 """
 
-TARGETS = {"fsc --help": 0.3, "fsc pomdp FILE": 0.6, "fsc closed-form ccp": 0.6}
+#: Seconds beyond ``python -c pass`` each command should take (issue 49 for the last five).
+TARGETS = {
+    "fsc --help": 0.3, "fsc pomdp FILE": 0.6, "fsc closed-form ccp": 0.6,
+    "evaluate tiger ram:2 uniform": 0.6, "simulate 1e4 steps": 0.8, "draw a saved policy": 1.0,
+    "solve tiger ram:3 10 s": 4.0, "train ram:2 100 steps": 1.5,
+}  # fmt: skip
+#: The commands of issue 49, each run once right after the warm-up (its first run) before its timed runs.
+ISSUE = ("evaluate tiger ram:2 uniform", "simulate 1e4 steps", "draw a saved policy", "solve tiger ram:3 10 s", "train ram:2 100 steps")
+#: The optimum ``fsc solve`` must reach on Tiger with RAM 3 (SARSOP's value, /work/shared/pomdp/SOURCES.md).
+TIGER_OPTIMUM = 19.3714
 
 
-def seconds(command: list[str], env: dict, repeats: int) -> float:
-    """The best wall time of ``repeats`` runs of ``command``, which must succeed.  They run in the folder of the
-    numba cache, so that ``python -m`` finds the package on ``PYTHONPATH``, not in the current directory."""
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
-        done = subprocess.run(command, env=env, cwd=Path(env["NUMBA_CACHE_DIR"]).parent, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        best = min(best, time.perf_counter() - start)
-        if done.returncode != 0:
-            raise SystemExit(f"{' '.join(command)} failed: {done.stderr.strip()}")
-    return best
+def run(command: list[str], env: dict) -> tuple[float, str]:
+    """The wall time and standard output of ``command``, which must succeed.  It runs in the folder of the numba
+    cache, so that ``python -m`` finds the package on ``PYTHONPATH``, not in the current directory."""
+    start = time.perf_counter()
+    done = subprocess.run(command, env=env, cwd=Path(env["NUMBA_CACHE_DIR"]).parent, capture_output=True, text=True)
+    seconds = time.perf_counter() - start
+    if done.returncode != 0:
+        raise SystemExit(f"{' '.join(command)} failed: {done.stderr.strip()}")
+    return seconds, done.stdout
+
+
+def seconds(commands: list[list[str]], env: dict, repeats: int) -> float:
+    """The median over ``repeats`` runs of the wall time of ``commands`` run in turn."""
+    return statistics.median(sum(run(command, env)[0] for command in commands) for _ in range(repeats))
 
 
 def warm_up_commands(repo: Path, work: Path) -> list[list[str]]:
-    """The commands ``make setup`` of ``repo`` runs to fill numba's cache (its ``.kernels`` recipe), as
-    ``python -m fsc.cli`` lines writing under ``work``; none when its Makefile has no such step."""
+    """The commands ``make setup`` of ``repo`` runs to fill numba's cache (its ``.kernels`` recipe: ``$(BIN)/fsc``
+    lines as ``python -m fsc.cli`` writing under ``work``, ``$(BIN)/python`` lines as they are); none when its
+    Makefile has no such step."""
     makefile = (repo / "Makefile").read_text() if (repo / "Makefile").is_file() else ""
     recipe = makefile.partition("$(VENV)/.kernels:")[2].split("\n\n")[0]
     found = []
     for line in recipe.splitlines()[1:]:
-        words = line.strip().replace("$(VENV)", str(work)).split()
+        words = [w for w in line.strip().replace("$(VENV)", str(work)).split() if not w.startswith(">")]
         if words[:1] == ["$(BIN)/fsc"]:
-            found.append([sys.executable, "-m", "fsc.cli", *[w for w in words[1:] if not w.startswith(">")]])
+            found.append([sys.executable, "-m", "fsc.cli", *words[1:]])
+        elif words[:1] == ["$(BIN)/python"]:  # its folders (compileall's) are the checkout's
+            found.append([sys.executable, *(str(repo / w) if (repo / w).is_dir() else w for w in words[1:])])
     return found
 
 
 def commands(repo: Path, work: Path) -> tuple[dict, dict[str, list[list[str]]]]:
     """The environment and the commands of each line of the table, for the checkout ``repo`` working in ``work``."""
     work.mkdir()
-    (work / "tiger.POMDP").write_text(TIGER)
+    tiger = work / "tiger.POMDP"
+    tiger.write_text(TIGER)
     env = {**os.environ, "PYTHONPATH": str(repo), "NUMBA_CACHE_DIR": str(work / "numba-cache"), "OMP_NUM_THREADS": "1"}
     fsc = [sys.executable, "-m", "fsc.cli"]
-    train = [*fsc, "train", "--mu", "0.1", "--memory", "ram:2", "--init", "uniform", "--max-steps", "2", "--quiet"]
+    train = [*fsc, "train", "--mu", "0.1", "--memory", "ram:2", "--init", "uniform", "--quiet"]
+    on_tiger = ["--pomdp", str(tiger), "--memory", "ram:2"]
+    policy = work / "policy.npz"
+    save = f"import fsc; fsc.Policy.random(fsc.RAM(2, arms=3, observations=2), generator=0).save({str(policy)!r})"
     return env, {
         "python -c pass": [[sys.executable, "-c", "pass"]],
         "fsc --help": [[*fsc, "--help"]],
-        "fsc pomdp FILE": [[*fsc, "pomdp", str(work / "tiger.POMDP")]],
+        "fsc pomdp FILE": [[*fsc, "pomdp", str(tiger)]],
         "fsc closed-form ccp": [[*fsc, "closed-form", "ccp", "--M", "4"]],
-        "make setup: compiling the kernels": warm_up_commands(repo, work),
-        "first fsc train after make setup": [[*train, "--out", str(work / "run1")]],
-        "second fsc train": [[*train, "--out", str(work / "run2")]],
-        "fsc evaluate": [[*fsc, "evaluate", "--pomdp", str(work / "tiger.POMDP"), "--memory", "ram:2"]],
+        "make setup: compiling the kernels": [*warm_up_commands(repo, work), [sys.executable, "-c", save]],
+        "evaluate tiger ram:2 uniform": [[*fsc, "evaluate", *on_tiger, "--policy", "uniform"]],
+        "simulate 1e4 steps": [[*fsc, "simulate", *on_tiger, "--policy", "uniform", "--steps", "10000"]],
+        "draw a saved policy": [[*fsc, "draw", "--pomdp", str(tiger), "--policy", str(policy), "--out", str(work / "graph.svg")]],
+        "solve tiger ram:3 10 s": [[*fsc, "solve", "--pomdp", str(tiger), "--memory", "ram:3", "--max-seconds", "10", "--json", "--quiet"]],
+        "train ram:2 100 steps": [[*train, "--max-steps", "100", "--out", str(work / "run"), "--checkpoint-seconds", "1e9"]],
     }
 
 
-#: The lines timed once: each changes the numba cache the next one finds.
-ONCE = ("make setup: compiling the kernels", "first fsc train after make setup", "second fsc train")
+def check_solve(command: list[str], env: dict) -> float:
+    """The value ``fsc solve`` reaches (it must be Tiger's optimum)."""
+    _, out = run(command, env)
+    value = json.loads(out.strip().splitlines()[-1])["value"]
+    if round(value, 4) < TIGER_OPTIMUM:
+        print(f"warning: fsc solve reached {value}, not {TIGER_OPTIMUM}", file=sys.stderr)
+    return value
+
+
+def time_line(name: str, lines: list[list[str]], env: dict, repeats: int) -> dict[str, float]:
+    """The seconds of one line of the table (and for a command of issue 49 its first run, and solve's value)."""
+    if not lines:
+        return {name: float("nan")}
+    if name == "make setup: compiling the kernels":
+        return {name: seconds(lines, env, 1)}
+    out = {}
+    if name in ISSUE:
+        out[f"{name} (first)"] = seconds(lines, env, 1)
+    if name.startswith("train"):  # a new run directory each time: a finished run is not resumed
+        times = []
+        for _ in range(repeats):
+            shutil.rmtree(lines[0][lines[0].index("--out") + 1], ignore_errors=True)
+            times.append(run(lines[0], env)[0])
+        out[name] = statistics.median(times)
+    else:
+        out[name] = seconds(lines, env, repeats)
+    if name.startswith("solve"):
+        out["solve's value"] = check_solve(lines[0], env)
+    return out
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repo", type=Path, nargs="+", default=[ROOT], help="the checkouts to time, one column each (default: this one)")
-    parser.add_argument("--repeats", type=int, default=5, help="runs of each command; the best is kept (default 5)")
+    parser.add_argument("--repeats", type=int, default=5, help="runs of each command; the median is kept (default 5)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         setups = [commands(repo.resolve(), Path(tmp) / f"repo{k}") for k, repo in enumerate(args.repo)]
         columns: list[dict[str, float]] = [{} for _ in setups]
         for name in setups[0][1]:  # command by command, every checkout in turn: the same load on each
             for column, (env, lines) in zip(columns, setups, strict=True):
-                repeats = 1 if name in ONCE else args.repeats
-                column[name] = sum(seconds(line, env, repeats) for line in lines[name]) if lines[name] else float("nan")
+                column |= time_line(name, lines[name], env, args.repeats)
     for k, repo in enumerate(args.repo):
         print(f"[{k}] {repo.resolve()}")
-    print(f"{'command':36s} " + " ".join(f"{f'[{k}] s':>8s} {'/ pass':>7s}" for k in range(len(columns))) + f" {'target':>7s}")
+    floor = [column["python -c pass"] for column in columns]
+    print(f"{'command':40s} " + " ".join(f"{f'[{k}] s':>8s} {'beyond':>7s}" for k in range(len(columns))) + f" {'target':>7s}")
     for name in columns[0]:
-        target = f"{TARGETS[name]:.1f}" if name in TARGETS else ""
-        cells = " ".join(f"{column[name]:8.3f} {column[name] / column['python -c pass']:7.1f}" for column in columns)
-        print(f"{name:36s} {cells} {target:>7s}")
+        if name == "solve's value":
+            print(f"{name:40s} " + " ".join(f"{column[name]:16.4f}" for column in columns))
+            continue
+        base = name.removesuffix(" (first)")
+        target = f"{TARGETS[base]:.1f}" if base in TARGETS and base == name else ""
+        cells = " ".join(f"{column[name]:8.3f} {column[name] - pass_:7.3f}" for column, pass_ in zip(columns, floor, strict=True))
+        print(f"{name:40s} {cells} {target:>7s}")
+    for name in ISSUE:
+        ratios = " ".join(f"{column[f'{name} (first)'] / column[name]:5.2f}" for column in columns)
+        print(f"first / second run: {name:30s} {ratios}")
     return 0
 
 

@@ -1,26 +1,41 @@
-"""Exact evaluation of a controller: stationary distribution, gain, metrics."""
+"""Exact evaluation of a controller: stationary distribution, gain, metrics.
+
+:func:`evaluate` hands back tensors (differentiable, through torch's autograd); :func:`evaluate_weights` the same
+numbers as floats and arrays from a policy's numpy logits, without importing torch (the commands that compute
+no gradient: ``fsc evaluate``, ``draw``).  torch is imported by the functions that make a tensor.
+"""
 
 from __future__ import annotations
 
 import functools
 import time
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import attrs
 import numpy as np
-import torch
 
 from fsc.checks import CONVENTIONS, check_reset, flag
-from fsc.engines import kernels
+from fsc.engines import small
 from fsc.engines.estimate import check_sizes
 from fsc.engines.registry import ENGINES, check_engine, choose_engine, registry_version
-from fsc.engines.sparse import Backend, stationary_residual
 from fsc.errors import InputError
+from fsc.lazy import module
 from fsc.model.architecture import MemoryArchitecture
-from fsc.model.policy import Policy, check_policy
+from fsc.model.policy import Policy, Weights, check_policy
 from fsc.model.pomdp import POMDP, Task, as_pomdp, paper_read, resolve_reset
 
-__all__ = ["CONVENTIONS", "Evaluation", "Evaluator", "Light", "Pass", "check_reset", "evaluate", "read_out", "resolve_reset"]
+if TYPE_CHECKING:
+    import torch
+
+    from fsc.engines.sparse import Backend
+
+#: The compiled loops (numba), loaded by the first evaluation that runs them: a tiny chain evaluated once by
+#: numpy (:mod:`fsc.engines.small`) never loads them.
+kernels = module("fsc.engines.kernels")
+
+__all__ = [
+    "CONVENTIONS", "Evaluation", "Evaluator", "Light", "Pass", "Values", "check_reset", "evaluate", "evaluate_weights", "read_out", "resolve_reset",
+]  # fmt: skip
 
 
 @attrs.frozen(kw_only=True, eq=False)
@@ -275,6 +290,8 @@ class Evaluator:
         metrics = {name: weight for name, weight in (metrics or {}).items() if weight}
         seed = gain + (value / r if value else 0.0)  # on the gain read out
         if metrics and self.derived_metrics:  # metrics read from the gain: their slope by autograd on one scalar
+            import torch
+
             with torch.enable_grad():  # also inside autograd's own backward pass
                 read = torch.tensor(run.gain, dtype=torch.float64, requires_grad=True)
                 derived = paper_read(self.world, read)
@@ -327,6 +344,8 @@ class _Factors:
         chain, (K, S, N, _) = evaluator.chain, evaluator.shape
         values = self.probs.reshape(-1)[chain.node_choice] * chain.weight
         p0 = (chain.initial_world[:, :, None] * self.init_probs).reshape(K, S * N)
+        from fsc.engines.sparse import stationary_residual
+
         return stationary_residual(chain, values, p, p0, evaluator.reset)
 
 
@@ -387,53 +406,64 @@ class Light:
 
 
 def _scalar(x: float) -> torch.Tensor:
+    import torch
+
     return torch.from_numpy(np.array(x, dtype=np.float64))  # 4x faster than torch.tensor(x)
 
 
 def _outputs(run: Pass | Light, evaluator: Evaluator) -> tuple[torch.Tensor, ...]:
-    """The gain, each metric and ``p_hat`` ``(K, S, N)`` of a forward pass, as tensors (what :class:`_Evaluate` outputs)."""
+    """The gain, each metric and ``p_hat`` ``(K, S, N)`` of a forward pass, as tensors (what :func:`_autograd`'s function outputs)."""
+    import torch
+
     return (_scalar(run.gain), *map(_scalar, run.metrics.values()), torch.from_numpy(run.p_hat.reshape(evaluator.shape[:3])))
 
 
-class _Evaluate(torch.autograd.Function):
-    """Autograd around :class:`Evaluator`: outputs the gain, each metric and ``p_hat``."""
+@functools.cache
+def _autograd() -> type:
+    """Autograd around :class:`Evaluator` (a ``torch.autograd.Function``, made when first asked: torch is
+    imported then): outputs the gain, each metric and ``p_hat``."""
+    import torch
 
-    @staticmethod
-    def forward(ctx, logits, init_logits, evaluator, box):
-        ctx.set_materialize_grads(False)
-        w_pi, w_0 = logits.detach().numpy(), init_logits.detach().numpy()
-        run = evaluator.forward_gradient(w_pi, w_0) if box["gradient"] else evaluator.forward_compiled(w_pi, w_0)
-        box["run"] = ctx.run = run
-        ctx.evaluator, ctx.gradient = evaluator, run.gradient
-        return _outputs(run, evaluator)
+    class _Evaluate(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, logits, init_logits, evaluator, box):
+            ctx.set_materialize_grads(False)
+            w_pi, w_0 = logits.detach().numpy(), init_logits.detach().numpy()
+            run = evaluator.forward_gradient(w_pi, w_0) if box["gradient"] else evaluator.forward_compiled(w_pi, w_0)
+            box["run"] = ctx.run = run
+            ctx.evaluator, ctx.gradient = evaluator, run.gradient
+            return _outputs(run, evaluator)
 
-    @staticmethod
-    def backward(ctx, grad_gain, *grads):
-        if ctx.gradient is not None and grads.count(None) == len(grads) and grad_gain is not None and not torch.is_grad_enabled() and grad_gain.item() == 1.0:
-            # gain.backward(): the forward pass's gradient, the same bits; handed out once, since the leaves
-            # may keep these arrays as their .grad and add to them in place.  (Grad mode is on only for
-            # create_graph=True: then the general path, which refuses a second derivative.)
-            (grad_logits, grad_init), ctx.gradient = ctx.gradient, None
+        @staticmethod
+        def backward(ctx, grad_gain, *grads):
+            if ctx.gradient is not None and grads.count(None) == len(grads) and grad_gain is not None and not torch.is_grad_enabled():
+                if grad_gain.item() == 1.0:
+                    # gain.backward(): the forward pass's gradient, the same bits; handed out once, since the leaves
+                    # may keep these arrays as their .grad and add to them in place.  (Grad mode is on only for
+                    # create_graph=True: then the general path, which refuses a second derivative.)
+                    (grad_logits, grad_init), ctx.gradient = ctx.gradient, None
+                    return torch.from_numpy(grad_logits), torch.from_numpy(grad_init), None, None
+            return _Evaluate.adjoint(ctx, grad_gain, *grads)
+
+        @staticmethod
+        @torch.autograd.function.once_differentiable
+        def adjoint(ctx, grad_gain, *grads):
+            """The backward pass for any weights of the outputs: one adjoint solve (:meth:`Evaluator.backward`)."""
+            evaluator, run = ctx.evaluator, ctx.run
+            grad_metrics, grad_distribution = grads[:-1], grads[-1]
+            grad_logits, grad_init = evaluator.backward(
+                run,
+                gain=_number(grad_gain),
+                metrics={name: _number(g) for name, g in zip(run.metrics, grad_metrics, strict=True)},
+                distribution=None if grad_distribution is None else grad_distribution.numpy(),
+            )
             return torch.from_numpy(grad_logits), torch.from_numpy(grad_init), None, None
-        return _Evaluate.adjoint(ctx, grad_gain, *grads)
 
-    @staticmethod
-    @torch.autograd.function.once_differentiable
-    def adjoint(ctx, grad_gain, *grads):
-        """The backward pass for any weights of the outputs: one adjoint solve (:meth:`Evaluator.backward`)."""
-        evaluator, run = ctx.evaluator, ctx.run
-        grad_metrics, grad_distribution = grads[:-1], grads[-1]
+    return _Evaluate
 
-        def number(g) -> float:
-            return 0.0 if g is None else float(g)
 
-        grad_logits, grad_init = evaluator.backward(
-            run,
-            gain=number(grad_gain),
-            metrics={name: number(g) for name, g in zip(run.metrics, grad_metrics, strict=True)},
-            distribution=None if grad_distribution is None else grad_distribution.numpy(),
-        )
-        return torch.from_numpy(grad_logits), torch.from_numpy(grad_init), None, None
+def _number(g) -> float:
+    return 0.0 if g is None else float(g)
 
 
 def evaluate(
@@ -480,6 +510,8 @@ def evaluate(
     reset = resolve_reset(world, reset, discount)
     evaluator = Evaluator.of(world, policy.architecture, reset, engine, convention)
     run, (gain, *outputs, distribution), gradients = _run(evaluator, policy, gradient)
+    import torch
+
     return Evaluation(
         gain=gain,
         metrics=dict(zip(run.metrics, outputs, strict=True)),
@@ -497,9 +529,11 @@ def evaluate(
 
 def _run(evaluator: Evaluator, policy: Policy, gradient: bool) -> tuple[Pass | Light, tuple[torch.Tensor, ...], dict[str, torch.Tensor]]:
     """The pass of :func:`evaluate`: the run, its outputs (:func:`_outputs`) and, with ``gradient``, the gain's gradient."""
+    import torch
+
     if not gradient:  # under autograd the gradient of the gain comes with the forward pass, in the same compiled call
         box: dict = {"gradient": torch.is_grad_enabled() and (policy.logits.requires_grad or policy.init_logits.requires_grad)}
-        outputs = _Evaluate.apply(policy.logits, policy.init_logits, evaluator, box)
+        outputs = _autograd().apply(policy.logits, policy.init_logits, evaluator, box)
         return box["run"], outputs, {}
     # outside autograd: the gain's gradient from the same pass, no graph
     run = evaluator.forward_gradient(policy.logits.detach().numpy(), policy.init_logits.detach().numpy())
@@ -507,3 +541,79 @@ def _run(evaluator: Evaluator, policy: Policy, gradient: bool) -> tuple[Pass | L
     if found is None:  # an engine without the compiled pass: its adjoint solve, as gain.backward() calls it
         found = evaluator.backward(run, gain=1.0, metrics=dict.fromkeys(run.metrics, 0.0))
     return run, _outputs(run, evaluator), {"grad_logits": torch.from_numpy(found[0]), "grad_init_logits": torch.from_numpy(found[1])}
+
+
+@attrs.frozen(kw_only=True, eq=False)
+class Values:
+    """The result of :func:`evaluate_weights`: :class:`Evaluation`'s numbers as floats and arrays, no graph.
+
+    Attributes:
+        gain, value, metrics, engine, convention, reset, seconds, info: as in :class:`Evaluation`.
+        distribution: ``p_hat[k, s, n]`` (each part sums to 1); part_weights: ``(K,)``.
+    """
+
+    gain: float
+    value: float | None
+    metrics: dict[str, float]
+    distribution: np.ndarray
+    part_weights: np.ndarray
+    engine: str
+    convention: str
+    reset: float
+    seconds: float
+    info: dict = attrs.field(factory=dict)
+    _run: Pass | small.NumpyPass = attrs.field(repr=False, alias="run")
+
+    @property
+    def residual(self) -> float:
+        """The engine's ``max |p - (1-r) P p - r p0|``, computed on first use."""
+        return self._run.residual
+
+    def occupancy(self) -> np.ndarray:
+        """Stationary mass of each memory node, ``(N,)``: the parts' distributions weighted and summed."""
+        return np.einsum("ksn,k->n", self.distribution, self.part_weights)
+
+
+def evaluate_weights(
+    world: POMDP | Task,
+    weights: Weights,
+    *,
+    reset: float | None = None,
+    discount: float | None = None,
+    engine: str = "auto",
+    convention: str = "native",
+) -> Values:
+    """:func:`evaluate` of a policy given by its numpy logits (:class:`fsc.model.policy.Weights`, e.g. from
+    :func:`fsc.model.policy.read_policy_file`), without torch: the same forward pass, the same numbers as floats.
+
+    ``engine="auto"`` on a tiny chain (:func:`fsc.engines.small.fits`) evaluates with numpy alone (engine
+    ``numpy``), loading no compiled kernel; the same numbers as the compiled engines to rounding.
+
+    Raises:
+        ValueError, TypeError: as :func:`evaluate`.
+    """
+    start = time.perf_counter()
+    reset = resolve_reset(world, reset, discount)
+    architecture, logits, init_logits = weights
+    check_engine(engine)
+    tiny = engine == "auto" and small.fits(as_pomdp(world), architecture, reset)  # numpy: no compiled kernels to load
+    evaluator = Evaluator.of(world, architecture, reset, "dense" if tiny else engine, convention)
+    if tiny:
+        run = small.forward(evaluator.chain, weights.probs(), weights.init_probs(), reset, evaluator.tables)
+        gain, metrics = evaluator._read_out(run.expected)
+    else:
+        run = evaluator.forward_compiled(np.ascontiguousarray(logits, dtype=np.float64), np.ascontiguousarray(init_logits, dtype=np.float64))
+        gain, metrics = run.gain, run.metrics
+    return Values(
+        gain=gain,
+        value=gain / reset if reset > 0 else None,
+        metrics=dict(metrics),
+        distribution=run.p_hat.reshape(evaluator.shape[:3]),
+        part_weights=evaluator.chain.part_weights.astype(np.float64),
+        engine=small.NAME if tiny else evaluator.engine,
+        convention=convention,
+        reset=reset,
+        seconds=time.perf_counter() - start,
+        info=run.info,
+        run=run,
+    )

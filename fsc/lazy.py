@@ -13,7 +13,7 @@ import sys
 import types
 from collections.abc import Mapping, Sequence
 
-__all__ = ["export"]
+__all__ = ["export", "module"]
 
 
 class _Package(types.ModuleType):
@@ -50,3 +50,21 @@ def export(package: str, names: Mapping[str, Sequence[str]], submodules: Sequenc
     module.__dict__["_submodules"] = frozenset(submodules)
     module.__class__ = _Package
     return list(exports)
+
+
+class _Module:
+    """A module imported on first use: each name looked up once, then kept (as fast as the module's own)."""
+
+    def __init__(self, name: str) -> None:
+        self.__dict__["_name"] = name
+
+    def __getattr__(self, name: str):
+        value = getattr(importlib.import_module(self.__dict__["_name"]), name)
+        self.__dict__[name] = value
+        return value
+
+
+def module(name: str) -> types.ModuleType:
+    """The module ``name``, imported when one of its names is first looked up (``kernels = module(
+    "fsc.engines.kernels")`` in a module whose functions use it: numba is loaded by the first that runs)."""
+    return _Module(name)  # type: ignore[return-value]

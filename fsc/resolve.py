@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import attrs
+import numpy as np
 
 import tasks
 from fsc.checks import one_of
@@ -32,7 +33,7 @@ from fsc.model.pomdp import POMDP, Task, as_pomdp
 
 if TYPE_CHECKING:
     from fsc.io.pomdp_file import Declared  # the reader: imported where a file is read
-    from fsc.model.policy import Policy  # torch: imported by resolve_policy, so that a world and a memory are resolved (and refused) without it
+    from fsc.model.policy import Policy, Weights  # imported by resolve_policy
 
 __all__ = [
     "MEMORY", "POLICY_FILE_SUFFIXES", "TWO_HYPOTHESIS", "WORLD_OPTIONS", "Option", "ResolvedWorld", "add_world_options", "is_policy_file",
@@ -265,7 +266,8 @@ def resolve_policy(
     eps0: float | None = None,
     eps1: float | None = None,
     option: str = "policy",
-) -> Policy:
+    arrays: bool = False,
+) -> Policy | Weights:
     """The policy ``policy`` is or names, on ``arch``.
 
     ``policy``: a :class:`fsc.Policy`; a policy file (``.npz``/``.json``, docs/formats.md); or a name of
@@ -273,21 +275,25 @@ def resolve_policy(
     (``random``, ``linear``, ``columns``, ``near-ccp``, ``near-star``, ``cycles``, ``near-necklace``).
     ``arch`` ``None`` takes a file's own architecture (checked against ``world`` when given); a name needs
     one.  ``convention="paper"`` takes the published code's start where it differs
-    (:func:`policies.initial_policy`).
+    (:func:`policies.initial_policy`).  ``arrays``: ``uniform`` or a file as :class:`fsc.model.policy.Weights`,
+    without torch (a command that computes no gradient); other names as a policy still.
 
     Raises:
         ValueError, TypeError: an unknown name; a missing or unreadable file; a policy for another
             architecture, or (``arch`` ``None``) for another world.
     """
-    from fsc.model.policy import Policy
+    from fsc.model.policy import Policy, Weights, read_policy_file
 
     if isinstance(policy, Policy):
         built, source = policy, f"the {option}"
     elif is_policy_file(policy):
-        built, source = Policy.load(Path(policy)), f"policy file {str(policy)!r}"  # missing, a FIFO, a directory: said as what it is
+        built, source = read_policy_file(Path(policy)), f"policy file {str(policy)!r}"  # missing, a FIFO, a directory: said as what it is
+        built = built if arrays else Policy(architecture=built.architecture, logits=built.logits, init_logits=built.init_logits)
     elif isinstance(policy, str) and policy:
         if arch is None:
             raise InputError(f"{option} {policy!r} names a policy: give the memory it is built on")
+        if arrays and policy == "uniform":
+            return Weights(arch, np.zeros((arch.num_nodes, arch.num_choices)), np.zeros(arch.num_nodes))
         import policies  # the explicit policies and the initialisations
 
         if policy not in policies.POLICY_NAMES:

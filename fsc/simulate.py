@@ -23,11 +23,10 @@ import time
 import attrs
 import numpy as np
 
-from fsc.checks import check_reset, integer
+from fsc.checks import CONVENTIONS, check_reset, integer
 from fsc.errors import InputError
-from fsc.evaluate import CONVENTIONS
 from fsc.limits import MAX_WALKERS, check_dense_world, check_simulate_steps
-from fsc.model.policy import Policy, check_policy
+from fsc.model.policy import Policy, Weights, check_policy
 from fsc.model.pomdp import POMDP, Task, as_pomdp, paper_read
 
 __all__ = ["Simulation", "simulate"]
@@ -101,13 +100,13 @@ class _Sampler:
     tables: list[np.ndarray]
 
     @classmethod
-    def of(cls, pomdp: POMDP, policy: Policy) -> _Sampler:
-        probs = policy.probs().detach().numpy()
+    def of(cls, pomdp: POMDP, policy: Policy | Weights) -> _Sampler:
+        probs, init_probs = _probabilities(policy)
         check_dense_world(pomdp.num_states, pomdp.num_actions, pomdp.num_observations, what="fsc.simulate")  # its tables are dense
         architecture = policy.architecture
         return cls(
             policy=np.cumsum(probs, axis=1),
-            init=np.cumsum(policy.init_probs().detach().numpy())[None, :],
+            init=np.cumsum(init_probs)[None, :],
             world=np.cumsum(pomdp.initial)[None, :],
             transition=np.cumsum(pomdp.transition, axis=2),
             observation=np.cumsum(pomdp.observation, axis=2),
@@ -119,6 +118,14 @@ class _Sampler:
     def starts(self, rng: np.random.Generator, count: int) -> tuple[np.ndarray, np.ndarray]:
         """World states and controller nodes that ``count`` new episodes start in."""
         return _sample(self.world, rng.random(count)), _sample(self.init, rng.random(count))
+
+
+def _probabilities(policy: Policy | Weights) -> tuple[np.ndarray, np.ndarray]:
+    """The choice probabilities ``(N, C)`` and initial-node probabilities ``(N,)`` of a policy: by torch's softmax
+    for a :class:`Policy`, by numpy's for its :class:`Weights` (no torch)."""
+    if isinstance(policy, Policy):
+        return policy.probs().detach().numpy(), policy.init_probs().detach().numpy()
+    return policy.probs(), policy.init_probs()
 
 
 def _rollouts(
@@ -185,7 +192,7 @@ def _estimates(
 
 def simulate(
     world: POMDP | Task,
-    policy: Policy,
+    policy: Policy | Weights,
     *,
     reset: float,
     steps: int = 1_000_000,
@@ -194,6 +201,9 @@ def simulate(
     convention: str = "native",
 ) -> Simulation:
     """Estimate gain and metrics of a controller by sampling it.
+
+    ``policy``: a :class:`fsc.Policy`, or its numpy logits (:class:`fsc.model.policy.Weights`), with which
+    nothing imports torch.
 
     Args:
         reset: reset probability ``r`` per step, in (0, 1].
@@ -204,7 +214,8 @@ def simulate(
             carried by the state it leads to, 0 in a reset state).
     """
     start = time.perf_counter()
-    check_policy(policy)
+    if not isinstance(policy, Weights):  # Weights: a policy's numpy logits, checked when made (no torch)
+        check_policy(policy)
     reset = check_reset(reset)
     if convention not in CONVENTIONS:
         raise InputError(f"convention must be one of {CONVENTIONS}, got {convention!r}")

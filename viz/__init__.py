@@ -6,28 +6,18 @@
   as SVG, PNG or DOT.
 - :func:`policy_heatmap`, :func:`q_curves`, :func:`q_vs_reset`,
   :func:`q_vs_memory`: matplotlib figures; :func:`save_figure` writes them.
+
+The names are imported when first used (:mod:`fsc.lazy`): ``fsc draw`` waits for neither matplotlib nor torch.
 """
 
-from .display import NodeDisplay, node_display
-from .graph import LAYOUTS, DisplayEdge, DisplayNode, MemoryGraph, format_probability, memory_graph
-from .output import FORMATS, render
-from .plots import median_curve, policy_heatmap, q_curves, q_vs_memory, q_vs_reset, save_figure
+from fsc.lazy import export
 
-__all__ = [
-    "FORMATS",
-    "LAYOUTS",
-    "DisplayEdge",
-    "DisplayNode",
-    "MemoryGraph",
-    "NodeDisplay",
-    "format_probability",
-    "median_curve",
-    "memory_graph",
-    "node_display",
-    "policy_heatmap",
-    "q_curves",
-    "q_vs_memory",
-    "q_vs_reset",
-    "render",
-    "save_figure",
-]
+__all__ = export(
+    __name__,
+    {
+        "viz.display": ("NodeDisplay", "node_display"),
+        "viz.graph": ("LAYOUTS", "DisplayEdge", "DisplayNode", "MemoryGraph", "format_probability", "memory_graph"),
+        "viz.output": ("FORMATS", "render"),
+        "viz.plots": ("median_curve", "policy_heatmap", "q_curves", "q_vs_memory", "q_vs_reset", "save_figure"),
+    },
+)

@@ -28,12 +28,10 @@ from collections.abc import Mapping
 import attrs
 import graphviz
 import numpy as np
-import torch
 
 from fsc.errors import InputError, InputTypeError
-from fsc.evaluate import Evaluation
 from fsc.model.architecture import MemoryArchitecture
-from fsc.model.policy import Policy, check_policy
+from fsc.model.policy import Policy, Weights, check_policy
 
 from .display import node_display
 
@@ -273,11 +271,16 @@ def _check_threshold(threshold: object) -> float:
 def _occupancy(occupancy, N: int) -> np.ndarray | None:
     if occupancy is None:
         return None
-    if isinstance(occupancy, Evaluation):
-        p = occupancy.distribution.detach()
-        weights = occupancy.part_weights.detach().to(p.dtype)
-        return (p.sum(dim=1) * weights[:, None]).sum(dim=0).numpy()
-    array = np.asarray(occupancy.detach().numpy() if isinstance(occupancy, torch.Tensor) else occupancy, dtype=np.float64)
+    if not isinstance(occupancy, np.ndarray):  # an evaluation (fsc.evaluate: imported when one is given)
+        from fsc.evaluate import Evaluation, Values
+
+        if isinstance(occupancy, Values):
+            return occupancy.occupancy()
+        if isinstance(occupancy, Evaluation):
+            p = occupancy.distribution.detach()
+            weights = occupancy.part_weights.detach().to(p.dtype)
+            return (p.sum(dim=1) * weights[:, None]).sum(dim=0).numpy()
+    array = np.asarray(occupancy.detach().numpy() if callable(getattr(occupancy, "detach", None)) else occupancy, dtype=np.float64)  # a tensor
     if array.shape != (N,):
         raise InputError(f"occupancy must have shape (N,) = ({N},), got {array.shape}")
     if not np.all(np.isfinite(array)) or (array < 0).any():
@@ -315,7 +318,7 @@ def _caption(architecture, display, threshold, title, hidden_warmup, several_sta
 
 
 def memory_graph(
-    policy: Policy,
+    policy: Policy | Weights,
     *,
     threshold: float = 1e-3,
     layout: str = "auto",
@@ -323,7 +326,8 @@ def memory_graph(
     occupancy=None,
     title: str | None = None,
 ) -> MemoryGraph:
-    """The memory transition diagram of ``policy`` on its architecture, as a :class:`MemoryGraph`.
+    """The memory transition diagram of ``policy`` (a :class:`fsc.Policy`, or its numpy logits
+    :class:`fsc.model.policy.Weights`, with which nothing imports torch) on its architecture, as a :class:`MemoryGraph`.
 
     Nodes are memory states (architecture nodes merged as :mod:`viz.display` says), edges the
     transitions of probability ``>= threshold``, labelled by condition and probability.  The column of
@@ -338,10 +342,10 @@ def memory_graph(
             (Memento) or ``free``.
         warmup: draw Memento's partial histories (the first ``m`` steps after a reset).
         occupancy: stationary mass per architecture node, shape ``(N,)``, or an
-            :class:`fsc.Evaluation`; nodes are shaded by it.
+            :class:`fsc.Evaluation` (or :class:`fsc.evaluate.Values`); nodes are shaded by it.
         title: first line of the caption (default: the architecture).
     """
-    architecture = check_policy(policy).architecture
+    architecture = (policy if isinstance(policy, Weights) else check_policy(policy)).architecture
     threshold = _check_threshold(threshold)
     if layout not in LAYOUTS:
         raise InputError(f"layout must be one of {LAYOUTS}, got {layout!r}")
@@ -355,9 +359,10 @@ def memory_graph(
     N = architecture.num_nodes
     mass = _occupancy(occupancy, N)
 
-    with torch.no_grad():
-        probs = policy.probs().detach().numpy()
-        init = policy.init_probs().detach().numpy()
+    if isinstance(policy, Weights):  # numpy logits: no torch
+        probs, init = policy.probs(), policy.init_probs()
+    else:
+        probs, init = policy.probs().detach().numpy(), policy.init_probs().detach().numpy()
     keep = (probs > 0) & (probs >= threshold)
     start = (init > 0) & (init >= threshold)
     if not start.any():  # every initial probability below the threshold: keep the likeliest

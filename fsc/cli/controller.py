@@ -14,8 +14,10 @@ from fsc.limits import check_necklace_work, check_simulate_steps, closed_form_M_
 
 # closed-form and necklace run without torch: the evaluator, the simulator and the options that resolve a
 # controller are imported by the commands that use them (fsc.cli.WITHOUT_TORCH).  evaluate, simulate and draw
-# import the evaluator, the simulator and viz (torch, numba) only once the world and the memory are built
-# (fsc.cli.TORCH_AFTER_INPUT): a file declaring more than the machine can hold is refused without them.
+# import the evaluator, the simulator and viz (numba) only once the world and the memory are built
+# (fsc.cli.TORCH_AFTER_INPUT): a file declaring more than the machine can hold is refused without them.  They
+# import torch only for a gradient (evaluate --grad) or a named policy other than uniform: a policy file and
+# uniform are numpy arrays (fsc.model.policy.Weights), evaluated by fsc.evaluate.evaluate_weights.
 
 #: ``viz.FORMATS``, the formats ``fsc draw`` writes, named here so that a bad one is refused before viz (torch)
 #: is imported (tests/fsc/test_startup.py checks that the two agree).
@@ -25,11 +27,14 @@ DRAW_FORMATS = ("svg", "png", "dot")
 def cmd_evaluate(args) -> int:
     from fsc.cli.options import resolve_controller, world_record
 
-    controller = resolve_controller(args)
-    from fsc.evaluate import evaluate
+    controller = resolve_controller(args, arrays=not args.grad)  # without --grad, no torch (uniform or a policy file)
+    from fsc.evaluate import evaluate, evaluate_weights
 
     start = time.perf_counter()
-    result = evaluate(controller.world, controller.policy, reset=controller.reset, engine=args.engine, convention=args.convention, gradient=args.grad)
+    if args.grad:
+        result = evaluate(controller.world, controller.policy, reset=controller.reset, engine=args.engine, convention=args.convention, gradient=True)
+    else:
+        result = evaluate_weights(controller.world, controller.policy, reset=controller.reset, engine=args.engine, convention=args.convention)
     record = world_record(result)
     if args.grad:  # the gain's gradient in the same pass, outside autograd
         record["grad_norm"] = math.sqrt(float((result.grad_logits**2).sum()) + float((result.grad_init_logits**2).sum()))
@@ -51,7 +56,7 @@ def cmd_simulate(args) -> int:
     from fsc.cli.options import resolve_controller
     from fsc.io.trajectory import metric_key
 
-    controller = resolve_controller(args, allow_zero=False, joint_chain=False)
+    controller = resolve_controller(args, allow_zero=False, joint_chain=False, arrays=True)
     check_simulate_steps(args.steps, args.walkers, controller.reset, prefix="--")
     from fsc.simulate import simulate
 
@@ -162,13 +167,14 @@ def cmd_draw(args) -> int:
         raise InputError(f"--format must be one of {DRAW_FORMATS} (or given by the suffix of --out), got {fmt!r}")
     if out.exists() and out.is_dir():
         raise InputError(f"--out must be a file path, got the directory {args.out!r}")
-    controller = resolve_controller(args)
-    import viz
-    from fsc.evaluate import evaluate
+    controller = resolve_controller(args, arrays=True)
+    from fsc.evaluate import evaluate_weights
+    from viz.graph import memory_graph
+    from viz.output import render
 
-    result = evaluate(controller.world, controller.policy, reset=controller.reset, convention=args.convention)
-    built = viz.memory_graph(controller.policy, threshold=args.threshold, occupancy=result, title=args.title)
-    viz.render(built, out, format=fmt)
+    result = evaluate_weights(controller.world, controller.policy, reset=controller.reset, convention=args.convention)
+    built = memory_graph(controller.policy, threshold=args.threshold, occupancy=result.occupancy(), title=args.title)
+    render(built, out, format=fmt)
     record = {
         "out": str(out),
         "format": fmt,

@@ -13,6 +13,7 @@ from fsc.console import import_torch, number
 from fsc.io.trajectory import metric_key
 from fsc.limits import check_dense_world, seed_arg
 from fsc.model.architecture import MemoryArchitecture
+from fsc.model.policy import Weights
 from fsc.model.pomdp import POMDP, Task, resolve_reset
 from fsc.resolve import add_world_options, is_policy_file, resolve_memory, resolve_policy, resolve_world, resolve_world_and_memory, world_arguments
 from policies import POLICY_NAMES
@@ -50,14 +51,14 @@ class Controller:
     Attributes:
         world: the world (a ``fsc.POMDP`` or a task).
         reset: the reset probability ``r`` (``--reset``, ``--discount``, the file's discount, or 1e-3).
-        policy: the policy; its architecture is the memory.
+        policy: the policy (its arrays with ``resolve_controller(arrays=True)``); its architecture is the memory.
         text: how a command's output names memory and world: ``{"memory": ..., "pomdp": FILE}``,
             ``{"memory": ..., "mu": mu}`` or ``{"memory": ..., "world": NAME}``.
     """
 
     world: POMDP | Task
     reset: float
-    policy: Policy
+    policy: Policy | Weights
     text: dict
 
     @property
@@ -65,7 +66,7 @@ class Controller:
         return self.policy.architecture
 
 
-def resolve_controller(args: argparse.Namespace, *, allow_zero: bool = True, joint_chain: bool = True) -> Controller:
+def resolve_controller(args: argparse.Namespace, *, allow_zero: bool = True, joint_chain: bool = True, arrays: bool = False) -> Controller:
     """The world, reset, memory and policy that ``args`` name; ``args`` is left as it is.
 
     ``--memory`` left out: a policy file's own architecture, a policy name's :data:`DEFAULT_MEMORY`; given
@@ -75,6 +76,8 @@ def resolve_controller(args: argparse.Namespace, *, allow_zero: bool = True, joi
 
     The world, the reset and the memory come first, without torch (where a size nobody can afford is
     refused, :mod:`fsc.limits`); then torch is imported (:func:`fsc.console.import_torch`) and the policy built.
+    ``arrays``: the policy as :class:`fsc.model.policy.Weights` (numpy), built without torch when it is
+    ``uniform`` or a file (a command that computes no gradient).
     """
     memory = DEFAULT_MEMORY if args.memory is None and not is_policy_file(args.policy) else args.memory
     if memory is None or not joint_chain:  # a policy file's own memory (read with torch), or no joint chain to hold
@@ -85,19 +88,23 @@ def resolve_controller(args: argparse.Namespace, *, allow_zero: bool = True, joi
     else:  # a world and memory no engine can hold: refused from the file's declared sizes, before its tables
         world, arch = resolve_world_and_memory(memory, **world_arguments(args), option="--", memory_option="--memory")
     reset = resolve_reset(world.world, args.reset, args.discount, allow_zero=allow_zero, default=1e-3)
-    import_torch()
+    numpy = arrays and (args.policy == "uniform" or is_policy_file(args.policy))
+    if not numpy:
+        import_torch()
     policy = resolve_policy(
         args.policy, arch, world=world.world, mu=world.mu, reset=reset, seed=args.seed, convention=args.convention,
-        eps=args.eps, eps0=args.eps0, eps1=args.eps1, option="--policy",
+        eps=args.eps, eps0=args.eps0, eps1=args.eps1, option="--policy", arrays=numpy,
     )  # fmt: skip
+    if arrays and not numpy:  # a named policy built with torch, handed on as its arrays
+        policy = Weights(policy.architecture, policy.logits.detach().numpy(), policy.init_logits.detach().numpy())
     text = {"memory": repr(policy.architecture) if memory is None else memory, **world.text}
     return Controller(world=world.world, reset=reset, policy=policy, text=text)
 
 
 def world_record(result) -> dict:
     """``q`` where the world defines it, then ``gain`` and ``value``, then the world's other metrics."""
-    record = {"q": float(result.metrics["q"].detach())} if "q" in result.metrics else {}
-    record["gain"] = float(result.gain.detach())
-    record["value"] = None if result.value is None else float(result.value.detach())
-    record |= {metric_key(name): float(value.detach()) for name, value in result.metrics.items() if name != "q"}
+    record = {"q": float(result.metrics["q"])} if "q" in result.metrics else {}  # float: of a number or a 0-d tensor
+    record["gain"] = float(result.gain)
+    record["value"] = None if result.value is None else float(result.value)
+    record |= {metric_key(name): float(value) for name, value in result.metrics.items() if name != "q"}
     return record

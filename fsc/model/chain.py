@@ -25,16 +25,19 @@ from __future__ import annotations
 
 import collections
 import functools
+from typing import TYPE_CHECKING
 
 import attrs
 import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.csgraph as csgraph
-import torch
 
 from fsc.errors import InputError
 from fsc.model.architecture import MemoryArchitecture, readonly, successor_classes  # successor_classes: exported here as it was
 from fsc.model.pomdp import POMDP
+
+if TYPE_CHECKING:  # torch: imported by the few tensor views below, so that the evaluator runs without it
+    import torch
 
 __all__ = [
     "AfterChoice", "ChainFrame", "JointChain", "KernelTables", "RecentTables", "check_plays", "chain_frame", "joint_chain", "require_after_choice",
@@ -149,15 +152,21 @@ class JointChain(ChainFrame):
 
     @functools.cached_property
     def _torch_node_choice(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        import torch
+
         C = self.architecture.num_choices
         return torch.from_numpy(self.node_choice.copy()), torch.from_numpy(self.weight.copy()), torch.tensor(C)
 
     @functools.cached_property
     def _torch_tables(self) -> dict[str, torch.Tensor]:
+        import torch
+
         return {"initial_world": torch.from_numpy(self.initial_world.copy()), "padding": torch.from_numpy(self.padding.copy())}
 
     @functools.cached_property
     def _dense_index(self) -> torch.Tensor:
+        import torch
+
         X = self.size
         return torch.from_numpy((self.parts.astype(np.int64) * X + self.rows) * X + self.cols)
 
@@ -209,6 +218,8 @@ class JointChain(ChainFrame):
 
     def dense(self, probs: torch.Tensor) -> torch.Tensor:
         """``P`` as a dense ``(K, X, X)`` tensor (``P[k, x2, x]``)."""
+        import torch
+
         K, X = self.num_parts, self.size
         flat = torch.zeros(K * X * X, dtype=torch.float64)
         flat = flat.index_add(0, self._dense_index, self.values(probs))

@@ -10,10 +10,10 @@ import math
 import os
 import zipfile
 from pathlib import Path
+from typing import TYPE_CHECKING, NamedTuple
 
 import attrs
 import numpy as np
-import torch
 
 from fsc.checks import integer, is_real, nonnegative
 from fsc.errors import InputError, InputTypeError, quoted
@@ -21,26 +21,75 @@ from fsc.files import NpzArchive, atomic_write, check_regular_file, read_limited
 from fsc.limits import MAX_JSON_POLICY_BYTES, MAX_NPZ_BYTES, MAX_NPZ_INFLATED
 from fsc.model.architecture import MemoryArchitecture
 
-__all__ = ["Policy"]
+if TYPE_CHECKING:  # torch: imported where a tensor is made, so that a policy file is read without it (read_policy_file)
+    import torch
+
+__all__ = ["Policy", "Weights", "read_policy_file"]
+
+
+class Weights(NamedTuple):
+    """A policy's architecture and logits as numpy arrays, checked as a :class:`Policy` checks them: what the
+    commands that compute no gradient read and evaluate without torch (:func:`read_policy_file`)."""
+
+    architecture: MemoryArchitecture
+    logits: np.ndarray
+    init_logits: np.ndarray
+
+    def probs(self) -> np.ndarray:
+        """``probs[n, c]``, shape ``(N, C)`` (numpy's softmax over the allowed choices)."""
+        return _softmax(self.logits, self.architecture.allowed)
+
+    def init_probs(self) -> np.ndarray:
+        """Initial-node distribution, shape ``(N,)``; zero outside the reset nodes."""
+        return _softmax(self.init_logits[None, :], self.architecture.reset_mask[None, :])[0]
+
+
+def _softmax(logits: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """Softmax of each row over its ``mask``ed entries (zero elsewhere); every row has a finite logit there."""
+    z = np.where(mask, logits, -np.inf)
+    e = np.exp(z - z.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
 
 
 def _as_logits(name: str, value, shape: tuple[int, ...]) -> torch.Tensor:
+    import torch
+
     if isinstance(value, torch.Tensor):
         if value.is_complex():
             raise InputTypeError(f"{name} must be real numbers, got a complex tensor")
         tensor = value if value.dtype == torch.float64 else value.to(torch.float64)
-    else:
-        if np.iscomplexobj(value) or (isinstance(value, np.ndarray) and value.dtype.kind not in "biuf"):
-            raise InputTypeError(f"{name} must be an array of real numbers, got {np.asarray(value).dtype} values")
-        try:
-            tensor = torch.as_tensor(np.asarray(value, dtype=np.float64))
-        except (TypeError, ValueError) as error:
-            raise InputTypeError(f"{name} must be an array of real numbers, got {type(value).__name__}") from error
-    if tuple(tensor.shape) != shape:
-        raise InputError(f"{name} must have shape {shape}, got {tuple(tensor.shape)}")
-    if not tensor.detach().numpy().max(initial=-math.inf) < math.inf:  # NaN propagates through max
+        _check_logits(name, tuple(tensor.shape), tensor.detach().numpy(), shape)
+        return tensor
+    return torch.from_numpy(_logit_array(name, value, shape))
+
+
+def _logit_array(name: str, value, shape: tuple[int, ...]) -> np.ndarray:
+    """``value`` (not a tensor) as float64 logits of shape ``shape``, checked as :func:`_as_logits` checks them."""
+    if np.iscomplexobj(value) or (isinstance(value, np.ndarray) and value.dtype.kind not in "biuf"):
+        raise InputTypeError(f"{name} must be an array of real numbers, got {np.asarray(value).dtype} values")
+    try:
+        array = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError) as error:
+        raise InputTypeError(f"{name} must be an array of real numbers, got {type(value).__name__}") from error
+    _check_logits(name, array.shape, array, shape)
+    return array
+
+
+def _check_logits(name: str, got: tuple[int, ...], array: np.ndarray, shape: tuple[int, ...]) -> None:
+    if got != shape:
+        raise InputError(f"{name} must have shape {shape}, got {got}")
+    if not array.max(initial=-math.inf) < math.inf:  # NaN propagates through max
         raise InputError(f"{name} must not contain NaN or +inf")
-    return tensor
+
+
+def _check_alive(arch: MemoryArchitecture, logits: np.ndarray, init_logits: np.ndarray) -> None:
+    """Every node has a finite logit on an allowed choice, and some reset node a finite initial logit."""
+    alive = (np.isfinite(logits) & arch.allowed).any(axis=1)
+    if not alive.all():
+        n = int(np.flatnonzero(~alive)[0])
+        raise InputError(f"node {arch.node_labels[n]!r} has no allowed choice with a finite logit")
+    if not (np.isfinite(init_logits) & arch.reset_mask).any():
+        raise InputError("init_logits must give a finite logit to at least one reset node")
 
 
 @attrs.frozen(kw_only=True, eq=False)
@@ -75,12 +124,7 @@ class Policy:
         N, C = arch.num_nodes, arch.num_choices
         logits = _as_logits("logits", self.logits, (N, C))
         init_logits = _as_logits("init_logits", self.init_logits, (N,))
-        alive = (np.isfinite(logits.detach().numpy()) & arch.allowed).any(axis=1)
-        if not alive.all():
-            n = int(np.flatnonzero(~alive)[0])
-            raise InputError(f"node {arch.node_labels[n]!r} has no allowed choice with a finite logit")
-        if not (np.isfinite(init_logits.detach().numpy()) & arch.reset_mask).any():
-            raise InputError("init_logits must give a finite logit to at least one reset node")
+        _check_alive(arch, logits.detach().numpy(), init_logits.detach().numpy())
         object.__setattr__(self, "logits", logits)
         object.__setattr__(self, "init_logits", init_logits)
 
@@ -89,6 +133,8 @@ class Policy:
     @classmethod
     def uniform(cls, architecture: MemoryArchitecture) -> Policy:
         """Every allowed choice and every reset node equally likely."""
+        import torch
+
         N, C = architecture.num_nodes, architecture.num_choices
         return cls(architecture=architecture, logits=torch.zeros(N, C, dtype=torch.float64), init_logits=torch.zeros(N, dtype=torch.float64))
 
@@ -99,6 +145,8 @@ class Policy:
         Args:
             generator: a ``torch.Generator`` or an integer seed.
         """
+        import torch
+
         if generator is not None and not isinstance(generator, torch.Generator):  # an int seed
             generator = torch.Generator().manual_seed(integer("generator (a torch.Generator or an int seed)", generator))
         std = nonnegative("std", std)
@@ -165,11 +213,15 @@ class Policy:
 
     def probs(self) -> torch.Tensor:
         """``probs[n, c]``, shape ``(N, C)``; differentiable in ``logits``."""
+        import torch
+
         mask = torch.from_numpy(self.architecture.allowed.copy())
         return torch.softmax(self.logits.masked_fill(~mask, -math.inf), dim=1)
 
     def init_probs(self) -> torch.Tensor:
         """Initial-node distribution, shape ``(N,)``; zero outside the reset nodes."""
+        import torch
+
         mask = torch.from_numpy(self.architecture.reset_mask.copy())
         return torch.softmax(self.init_logits.masked_fill(~mask, -math.inf), dim=0)
 
@@ -211,50 +263,64 @@ class Policy:
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> Policy:
-        """Read a policy written by :meth:`save`.
-
-        Any unreadable file (missing, a FIFO, a device or a directory, too large, empty, truncated, not a zip,
-        a key missing, arrays of another shape than the architecture's or of complex numbers, absurd numbers,
-        JSON nested too deep) raises ``ValueError`` naming the file; nothing larger than the file's own
-        architecture needs is allocated. ``init_logits`` on the nodes a reset never starts in are set to ``-inf``
-        (they are ignored; docs/formats.md).
-        """
-        path = Path(path)
-        try:
-            return cls._load(path)
-        except (OSError, EOFError, KeyError, IndexError, OverflowError, RecursionError, zipfile.BadZipFile,
-                json.JSONDecodeError, UnicodeDecodeError) as error:
-            raise InputError(f"cannot read the policy file {quoted(path)}: {type(error).__name__}: {_first_line(error)}") from None
-        except (ValueError, TypeError) as error:
-            if isinstance(error, InputError) and quoted(path) in str(error):
-                raise
-            raise InputError(f"cannot read the policy file {quoted(path)}: {_first_line(error)}") from None
-
-    @classmethod
-    def _load(cls, path: Path) -> Policy:
-        check_regular_file(path, "policy file")  # what it is (missing, a directory, a FIFO) before its name's suffix
-        if path.suffix == ".npz":
-            with NpzArchive(path, "policy file", max_bytes=MAX_NPZ_BYTES, max_inflated=MAX_NPZ_INFLATED) as data:
-                data.check_shape("architecture", (), kinds="U", max_nbytes=4 * MAX_JSON_POLICY_BYTES)
-                architecture = _architecture(json.loads(str(data["architecture"])))
-                N, C = architecture.num_nodes, architecture.num_choices
-                data.check_shape("logits", (N, C))  # before the tables are allocated
-                data.check_shape("init_logits", (N,))
-                logits, init_logits = data["logits"], data["init_logits"]
-        elif path.suffix == ".json":
-            doc = json.loads(read_limited(path, "policy file", MAX_JSON_POLICY_BYTES))
-            if not isinstance(doc, dict) or not {"architecture", "logits", "init_logits"} <= doc.keys():
-                raise InputError(f"{quoted(path)} is not a policy file (needs architecture, logits, init_logits)")
-            architecture = _architecture(doc["architecture"])
-            logits = _from_json_floats("logits", doc["logits"])
-            init_logits = _from_json_floats("init_logits", doc["init_logits"])
-        else:
-            raise InputError(f"policy files end in .npz or .json, got {quoted(path)}")
-        init_logits = _reset_only(architecture, _as_logits("init_logits", init_logits, (architecture.num_nodes,)).numpy())
+        """Read a policy written by :meth:`save` (:func:`read_policy_file`, whose errors it raises)."""
+        architecture, logits, init_logits = read_policy_file(path)
         return cls(architecture=architecture, logits=logits, init_logits=init_logits)
 
 
+def read_policy_file(path: str | os.PathLike) -> Weights:
+    """The architecture, logits ``(N, C)`` and initial logits ``(N,)`` of a policy file, as :meth:`Policy.load`
+    reads them and checked as a :class:`Policy` checks them, without torch (the commands that compute no gradient).
+
+    Any unreadable file (missing, a FIFO, a device or a directory, too large, empty, truncated, not a zip,
+    a key missing, arrays of another shape than the architecture's or of complex numbers, absurd numbers,
+    JSON nested too deep) raises ``ValueError`` naming the file; nothing larger than the file's own
+    architecture needs is allocated. ``init_logits`` on the nodes a reset never starts in are set to ``-inf``
+    (they are ignored; docs/formats.md).
+    """
+    path = Path(path)
+    try:
+        architecture, logits, init_logits = _read(path)
+        N, C = architecture.num_nodes, architecture.num_choices
+        logits = _logit_array("logits", logits, (N, C))
+        init_logits = _logit_array("init_logits", init_logits, (N,))
+        _check_alive(architecture, logits, init_logits)
+        return Weights(architecture, logits, init_logits)
+    except (OSError, EOFError, KeyError, IndexError, OverflowError, RecursionError, zipfile.BadZipFile,
+            json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise InputError(f"cannot read the policy file {quoted(path)}: {type(error).__name__}: {_first_line(error)}") from None
+    except (ValueError, TypeError) as error:
+        if isinstance(error, InputError) and quoted(path) in str(error):
+            raise
+        raise InputError(f"cannot read the policy file {quoted(path)}: {_first_line(error)}") from None
+
+
+def _read(path: Path) -> tuple[MemoryArchitecture, np.ndarray, np.ndarray]:
+    check_regular_file(path, "policy file")  # what it is (missing, a directory, a FIFO) before its name's suffix
+    if path.suffix == ".npz":
+        with NpzArchive(path, "policy file", max_bytes=MAX_NPZ_BYTES, max_inflated=MAX_NPZ_INFLATED) as data:
+            data.check_shape("architecture", (), kinds="U", max_nbytes=4 * MAX_JSON_POLICY_BYTES)
+            architecture = _architecture(json.loads(str(data["architecture"])))
+            N, C = architecture.num_nodes, architecture.num_choices
+            data.check_shape("logits", (N, C))  # before the tables are allocated
+            data.check_shape("init_logits", (N,))
+            logits, init_logits = data["logits"], data["init_logits"]
+    elif path.suffix == ".json":
+        doc = json.loads(read_limited(path, "policy file", MAX_JSON_POLICY_BYTES))
+        if not isinstance(doc, dict) or not {"architecture", "logits", "init_logits"} <= doc.keys():
+            raise InputError(f"{quoted(path)} is not a policy file (needs architecture, logits, init_logits)")
+        architecture = _architecture(doc["architecture"])
+        logits = _from_json_floats("logits", doc["logits"])
+        init_logits = _from_json_floats("init_logits", doc["init_logits"])
+    else:
+        raise InputError(f"policy files end in .npz or .json, got {quoted(path)}")
+    init_logits = _reset_only(architecture, _logit_array("init_logits", init_logits, (architecture.num_nodes,)))
+    return architecture, logits, init_logits
+
+
 def _as_probs(name: str, value, shape: tuple[int, ...]) -> np.ndarray:
+    import torch
+
     array = np.asarray(value.detach().numpy() if isinstance(value, torch.Tensor) else value, dtype=np.float64)
     if array.shape != shape:
         raise InputError(f"{name} must have shape {shape}, got {array.shape}")

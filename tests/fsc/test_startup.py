@@ -46,6 +46,55 @@ def test_the_commands_without_torch_import_none_of_it(argv, tmp_path):
     assert heavy_after(argv) == (0, [])
 
 
+#: The commands that compute no gradient, on Tiger with ``uniform`` or a saved policy (``POLICY``): they import
+#: no torch, and on a chain this small (fsc.engines.small) no numba either; nor matplotlib (draw: graphviz only).
+NO_GRADIENT = {
+    "evaluate": ["evaluate", "--pomdp", "FILE", "--memory", "ram:2", "--policy", "uniform"],
+    "evaluate a policy file": ["evaluate", "--pomdp", "FILE", "--policy", "POLICY", "--json"],
+    "simulate": ["simulate", "--pomdp", "FILE", "--memory", "ram:2", "--policy", "uniform", "--steps", "1000"],
+    "simulate a policy file": ["simulate", "--pomdp", "FILE", "--policy", "POLICY", "--steps", "1000"],
+    "draw": ["draw", "--pomdp", "FILE", "--policy", "POLICY", "--out", "OUT/graph.dot"],
+}
+
+
+def _tiger_and_policy(tmp_path) -> tuple[Path, Path]:
+    write_pomdp(tasks.Tiger(), tmp_path / "tiger.POMDP")
+    fsc.Policy.random(fsc.RAM(2, arms=3, observations=2), generator=1).save(tmp_path / "policy.npz")
+    return tmp_path / "tiger.POMDP", tmp_path / "policy.npz"
+
+
+def _argv(argv: list[str], tmp_path) -> list[str]:
+    named = {"FILE": "tiger.POMDP", "POLICY": "policy.npz"}
+    return [str(tmp_path / named[word]) if word in named else word.replace("OUT", str(tmp_path)) for word in argv]
+
+
+@pytest.mark.parametrize("command", sorted(NO_GRADIENT))
+def test_the_commands_without_a_gradient_import_no_torch(command, tmp_path):
+    _tiger_and_policy(tmp_path)
+    status, heavy = heavy_after(_argv(NO_GRADIENT[command], tmp_path))
+    assert (status, set(heavy) - {"scipy"}) == (0, set())  # scipy: the joint chain's tables (not simulate's)
+
+
+def test_evaluate_imports_torch_for_a_gradient_only_and_numba_for_a_compiled_engine(tmp_path):
+    """The check above sees torch when it is imported: ``--grad`` imports it; a named compiled engine loads numba
+    (its kernels) but still no torch."""
+    _tiger_and_policy(tmp_path)
+    evaluate = _argv(NO_GRADIENT["evaluate a policy file"], tmp_path)
+    assert heavy_after([*evaluate, "--grad"]) == (0, ["torch", "numba", "scipy"])
+    assert heavy_after([*evaluate, "--engine", "choices"]) == (0, ["numba", "scipy"])
+
+
+def test_a_policy_file_evaluated_without_torch_gives_the_numbers_of_fsc_evaluate(tmp_path):
+    """``fsc evaluate`` of a saved policy (numpy arrays, the numpy path) and ``fsc.evaluate`` of the policy loaded
+    with torch (the compiled engine auto chooses) agree to rounding."""
+    _, path = _tiger_and_policy(tmp_path)
+    record = json.loads(fresh(f"from fsc.cli import main\nmain({_argv(NO_GRADIENT['evaluate a policy file'], tmp_path)!r})"))
+    expected = fsc.evaluate(tasks.Tiger(), fsc.Policy.load(path), reset=0.05)
+    assert record["engine"] == "numpy" and expected.engine != "numpy"
+    assert record["gain"] == pytest.approx(float(expected.gain), rel=1e-12)
+    assert record["value"] == pytest.approx(float(expected.value), rel=1e-12)
+
+
 #: A 98-byte file declaring 30 actions and 12,000 observations: ``ram:1`` on it has 360,001 nodes, whose table of
 #: next nodes (129.6 billion entries) is over fsc.limits.MAX_TABLE_ENTRIES.
 HUGE_MEMORY = "discount: 0.9\nvalues: reward\nstates: 3\nactions: 30\nobservations: 12000\nT: * identity\nO: * uniform\n"
@@ -182,8 +231,8 @@ def test_the_train_help_is_the_trainers():
 @pytest.mark.parametrize(
     "argv",
     [
-        ["evaluate", "--memory", "ram:2"],
-        ["simulate", "--memory", "ram:2", "--steps", "1000"],
+        ["evaluate", "--memory", "ram:2", "--grad"],
+        ["simulate", "--memory", "ram:2", "--policy", "random", "--steps", "1000"],
         ["draw", "--memory", "ram:2", "--policy", "ccp", "--out", "OUT/graph.dot"],
         ["train", "--memory", "ram:2", "--init", "random", "--max-steps", "1", "--out", "OUT/run", "--quiet"],
         ["solve", "--memory", "ram:1", "--rounds", "1", "--methods", "adam", "--quiet"],
@@ -191,7 +240,8 @@ def test_the_train_help_is_the_trainers():
     ids=lambda argv: argv[0],
 )
 def test_a_command_that_computes_runs_in_float64(argv, capsys, tmp_path):
-    """Those that import torch themselves once their world and memory are built (fsc.cli.TORCH_AFTER_INPUT) too."""
+    """Those that import torch themselves once their world and memory are built (fsc.cli.TORCH_AFTER_INPUT) too
+    (evaluate for a gradient, simulate and draw for a policy built with torch: without, they import none)."""
     import torch
 
     previous = torch.get_default_dtype()
