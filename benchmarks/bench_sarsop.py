@@ -11,7 +11,7 @@ user + system).
 
 Rows go to one JSON cache (``--cache``), written atomically under a lock after each row, so that a run stopped
 half-way resumes and the SARSOP and fsc sides may run at the same time; a row already there is not run again
-(``--again`` runs it anew).  Run it niced:
+(``--again`` runs it anew; a row whose process the wall-clock guard killed runs again).  Run it niced:
 
     nice -n 10 python benchmarks/bench_sarsop.py sarsop /work/shared/pomdp --pomdpsol /work/shared/tools/sarsop/pomdpsol \\
         --budgets 10 60 --cache out/bench-sarsop.json
@@ -50,8 +50,8 @@ ROW = re.compile(r"^\s*([\d.eE+-]+)\s+(\d+)\s+(\d+)\s+(-?[\d.eE+-]+)\s+(-?[\d.eE
 
 
 def key(row: dict) -> tuple:
-    """What makes a row: the tool, the file, the budget, the memory and seed (fsc and PAYNT)."""
-    return (row["tool"], row["file"], float(row["budget"]), row.get("memory"), row.get("seed"))
+    """What makes a row: the tool, the file, the budget, the memory and seed (fsc and PAYNT), fsc's workers."""
+    return (row["tool"], row["file"], float(row["budget"]), row.get("memory"), row.get("seed"), row.get("workers"))
 
 
 def load(cache: Path) -> list[dict]:
@@ -123,7 +123,7 @@ def run_sarsop(pomdpsol: str, path: Path, budget: float, memory_mb: int | None) 
     with tempfile.TemporaryDirectory() as folder:
         argv = [pomdpsol, str(path), "--timeout", f"{budget:g}", "-o", str(Path(folder) / "out.policy")]
         argv += ["--memory", str(memory_mb)] if memory_mb else []
-        log, cpu, wall, killed = run_child(argv, folder, wall=6 * budget + 900)
+        log, cpu, wall, killed = run_child(argv, folder, wall=30 * budget + 1800)  # a guard against a hang: it counts CPU seconds
     return {**parse_sarsop(log), "cpu_seconds": cpu, "wall_seconds": wall, **({"killed": True} if killed else {})}
 
 
@@ -134,12 +134,12 @@ def run_fsc(path: Path, memory: str, budget: float, seed: int, workers: int) -> 
     argv = [sys.executable, "-m", "fsc", "solve", "--pomdp", str(path), "--memory", memory, "--max-seconds", f"{budget:g}",
             "--seed", str(seed), "--workers", str(workers), "--json", "--quiet"]  # fmt: skip
     env = {**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
-    log, cpu, wall, killed = run_child(argv, str(ROOT), wall=4 * budget + 600, env=env)
+    log, cpu, wall, killed = run_child(argv, str(ROOT), wall=10 * budget + 900, env=env)
     records = [json.loads(line) for line in log.splitlines() if line.startswith("{")]
     if not records:
         return {"value": None, "error": (log.strip().splitlines() or ["no output"])[-1][:300], "cpu_seconds": cpu, "wall_seconds": wall}
     record = records[-1]
-    kept = {name: record.get(name) for name in ("value", "upper_bound", "method", "seconds", "evaluations", "workers")}
+    kept = {name: record.get(name) for name in ("value", "upper_bound", "method", "seconds", "evaluations")}
     return {**kept, "cpu_seconds": cpu, "wall_seconds": wall, **({"killed": True} if killed else {})}
 
 
@@ -171,7 +171,7 @@ def files_of(folder: Path, names: str | None) -> list[Path]:
 
 def run_side(args: argparse.Namespace) -> None:
     """Every (file, budget[, memory]) case of the side not yet in the cache, one at a time."""
-    cache, done = Path(args.cache), {key(r) for r in load(Path(args.cache))}
+    cache, done = Path(args.cache), {key(r) for r in load(Path(args.cache)) if not r.get("killed")}  # a killed row runs again
     if args.side == "sarsop" and (args.pomdpsol is None or not os.access(args.pomdpsol, os.X_OK)):
         raise SystemExit(f"bench_sarsop: SARSOP's pomdpsol is absent ({args.pomdpsol!r}); the report's SARSOP columns say so")
     memories = [None] if args.side == "sarsop" else args.memory
@@ -180,6 +180,7 @@ def run_side(args: argparse.Namespace) -> None:
             for memory in memories:
                 row = {"tool": args.side, "file": path.name, "budget": float(budget)}
                 row |= {} if memory is None else {"memory": memory, "seed": args.seed}
+                row |= {"workers": args.workers} if args.side == "fsc" else {}
                 if key(row) in done and not args.again:
                     continue
                 if args.side == "sarsop":
@@ -207,22 +208,24 @@ def cell(row: dict | None, name: str = "value") -> str:
 
 def table(rows: list[dict], sarsop_present: bool) -> str:
     """The markdown table: file x budget -> SARSOP lower, upper (CPU s), fsc per memory (CPU s), PAYNT per memory."""
-    memories = sorted({r["memory"] for r in rows if r["tool"] == "fsc"}, key=lambda m: (len(m), m))
+    memories = sorted({(r["memory"], r.get("workers", 1)) for r in rows if r["tool"] == "fsc"}, key=lambda m: (len(m[0]), m))
     paynts = sorted({r["memory"] for r in rows if r["tool"] == "paynt"}, key=lambda m: (len(m), m))
-    head = ["file", "budget (s)", "SARSOP lower (CPU s)", "SARSOP upper"] + [f"fsc {m} (CPU s)" for m in memories]
+    head = ["file", "budget (s)", "SARSOP lower (CPU s)", "SARSOP upper"]
+    head += [f"fsc {m}" + (f", {w} workers" if w != 1 else "") + " (CPU s)" for m, w in memories]
     head += [f"PAYNT {m}" for m in paynts]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for name in sorted({r["file"] for r in rows}, key=str.lower):
         for budget in sorted({float(r["budget"]) for r in rows if r["file"] == name}):
 
-            def find(tool: str, memory: str | None = None, name=name, budget=budget) -> dict | None:
-                match = [r for r in rows if (r["tool"], r["file"], float(r["budget"]), r.get("memory")) == (tool, name, budget, memory)]
+            def find(tool: str, memory: str | None = None, workers: int | None = None, name=name, budget=budget) -> dict | None:
+                match = [r for r in rows if (r["tool"], r["file"], float(r["budget"]), r.get("memory")) == (tool, name, budget, memory)
+                         and (workers is None or r.get("workers", 1) == workers)]  # fmt: skip
                 return match[-1] if match else None
 
             sarsop = find("sarsop")
             lower = cell(sarsop, "lower") if sarsop is not None else "" if sarsop_present else "absent"
             upper = "" if sarsop is None else "failed" if sarsop.get("upper") is None else f"{sarsop['upper']:.5g}"
-            cells = [name, f"{budget:g}", lower, upper] + [cell(find("fsc", m)) for m in memories] + [cell(find("paynt", m), "value") for m in paynts]
+            cells = [name, f"{budget:g}", lower, upper] + [cell(find("fsc", m, w)) for m, w in memories] + [cell(find("paynt", m), "value") for m in paynts]
             lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -250,11 +253,12 @@ def plot(rows: list[dict], out: Path) -> None:
             ax.plot([r["cpu_seconds"] for r in sarsop], [r["lower"] for r in sarsop], "o-", color="C0", ms=4, label="SARSOP lower")
             ax.plot([r["cpu_seconds"] for r in sarsop], [r["upper"] for r in sarsop], "v--", color="C0", ms=4, lw=0.8, label="SARSOP upper")
         for index, (tool, marker) in enumerate((("fsc", "s-"), ("paynt", "^:"))):
-            for number, memory in enumerate(sorted({r["memory"] for r in mine if r["tool"] == tool})):
-                found = sorted((r for r in mine if (r["tool"], r.get("memory")) == (tool, memory) and r.get("value") is not None), key=lambda r: r["budget"])
+            for number, (memory, workers) in enumerate(sorted({(r["memory"], r.get("workers", 1)) for r in mine if r["tool"] == tool})):
+                found = sorted((r for r in mine if (r["tool"], r.get("memory"), r.get("workers", 1)) == (tool, memory, workers) and r.get("value") is not None),
+                               key=lambda r: r["budget"])  # fmt: skip
                 if found:
-                    color = f"C{1 + 3 * index + number}"
-                    ax.plot([r["cpu_seconds"] for r in found], [r["value"] for r in found], marker, color=color, ms=4, label=f"{tool} {memory}")
+                    label = f"{tool} {memory}" + (f" x{workers}" if workers != 1 else "")
+                    ax.plot([r["cpu_seconds"] for r in found], [r["value"] for r in found], marker, color=f"C{1 + 3 * index + number}", ms=4, label=label)
         ax.set_xscale("log")
         ax.set_title(name, fontsize=9)
         ax.set_xlabel("CPU seconds", fontsize=8)
