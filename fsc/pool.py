@@ -16,7 +16,7 @@ from concurrent.futures import Executor, ProcessPoolExecutor
 
 from fsc.errors import InputError
 
-__all__ = ["cpu_count", "dask_client", "executor", "slots"]
+__all__ = ["abandon", "cpu_count", "dask_client", "executor", "slots"]
 
 
 def cpu_count() -> int:
@@ -67,3 +67,11 @@ def executor(
         yield pool
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
+
+
+def abandon(pool: Executor) -> None:
+    """Give up what ``pool`` still runs: its pending work cancelled and, for a local pool, its processes ended at
+    once (:class:`~concurrent.futures.ProcessPoolExecutor` offers no way to stop work that has begun)."""
+    for process in list((getattr(pool, "_processes", None) or {}).values()):
+        process.terminate()
+    pool.shutdown(wait=False, cancel_futures=True)

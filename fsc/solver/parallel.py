@@ -31,7 +31,7 @@ import numpy as np
 
 from fsc.errors import InputError, InputTypeError
 from fsc.objective import Objective
-from fsc.pool import dask_client, executor, slots
+from fsc.pool import abandon, dask_client, executor, slots
 from fsc.solver.solution import Solution
 
 __all__ = ["check_scheduler", "compiled_here", "restart_seed", "solve_parallel"]
@@ -137,25 +137,36 @@ def solve_parallel(solver, world, arch, *, reset: float, start, progress: Callab
     client = None if solver.scheduler is None else dask_client(solver.scheduler, option="scheduler")
     count = solver.rounds if solver.rounds is not None else slots(client) if client is not None else solver.workers
     best = _Best(arch, progress)
-    here = client is None and solver.workers == 1 or count == 1
-    if here:
+    if client is None and (solver.workers == 1 or count == 1):
         for index in range(count):
             best.keep(_restart(solver, index, world, arch, reset, start, deadline, best.relay(index)))
-        return _merged(best.outcome, best.outcomes, solver.seed, time.monotonic() - clock)
-    Objective(world=world, architecture=arch, reset=reset, engine=solver.engine, target="return")  # refused here, before any process starts
+    else:
+        Objective(world=world, architecture=arch, reset=reset, engine=solver.engine, target="return")  # refused here, before any process starts
+        _on_pool(solver, client, count, best, (world, arch, reset, start, deadline))
+    return _merged(best.outcome, best.outcomes, solver.seed, time.monotonic() - clock)
+
+
+def _on_pool(solver, client, count: int, best: _Best, task: tuple) -> None:
+    """Restarts ``0 .. count - 1`` on the cluster of ``client``, or on a local pool and this process, into ``best``.
+
+    A restart still running a little after the deadline (5% of the budget and half a second) is abandoned:
+    its process has not even started in time on a loaded machine.
+    """
+    deadline = task[-1]
     first = 0 if client is not None else 1  # a local pool leaves restart 0 to this process
-    processes = None if client is not None else min(solver.workers, count) - 1
-    with executor(client, processes, start="spawn") as pool:
-        futures = {pool.submit(_restart, solver, index, world, arch, reset, start, deadline): index for index in range(first, count)}
+    with executor(client, None if client is not None else min(solver.workers, count) - 1, start="spawn") as pool:
+        futures = {pool.submit(_restart, solver, index, *task): index for index in range(first, count)}
         if client is None:
-            best.keep(_restart(solver, 0, world, arch, reset, start, deadline, best.relay(0)))
+            best.keep(_restart(solver, 0, *task, best.relay(0)))
             for future in sorted(futures, key=futures.get):  # what no process has begun, run here
                 if future.cancel():
                     index = futures.pop(future)
-                    best.keep(_restart(solver, index, world, arch, reset, start, deadline, best.relay(index)))
-        for future in as_completed(futures):
-            best.keep(future.result())
-    return _merged(best.outcome, best.outcomes, solver.seed, time.monotonic() - clock)
+                    best.keep(_restart(solver, index, *task, best.relay(index)))
+        try:
+            for future in as_completed(futures, timeout=max(0.0, deadline + 0.05 * solver.seconds + 0.5 - time.time())):
+                best.keep(future.result())
+        except TimeoutError:
+            abandon(pool)
 
 
 def _better(outcome: dict, than: dict) -> bool:
