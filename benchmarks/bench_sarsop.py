@@ -203,7 +203,10 @@ def cell(row: dict | None, name: str = "value") -> str:
         return "absent"
     if row.get(name) is None:
         return "failed"
-    return f"{row[name]:.5g} ({row['cpu_seconds']:.0f})" if row.get("cpu_seconds") is not None else f"{row[name]:.5g}"
+    notes = [f"{row['cpu_seconds']:.0f}"] if row.get("cpu_seconds") is not None else []
+    notes += ["converged"] if "precision reached" in row.get("stopped", "") else []
+    notes += ["killed by the wall-clock guard"] if row.get("killed") else []
+    return f"{row[name]:.5g}" + (f" ({', '.join(notes)})" if notes else "")
 
 
 def table(rows: list[dict], sarsop_present: bool) -> str:
@@ -237,6 +240,7 @@ def plot(rows: list[dict], out: Path) -> None:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    import matplotlib.ticker
 
     names = sorted({r["file"] for r in rows}, key=str.lower)
     columns = min(4, len(names))
@@ -260,10 +264,12 @@ def plot(rows: list[dict], out: Path) -> None:
                     label = f"{tool} {memory}" + (f" x{workers}" if workers != 1 else "")
                     ax.plot([r["cpu_seconds"] for r in found], [r["value"] for r in found], marker, color=f"C{1 + 3 * index + number}", ms=4, label=label)
         ax.set_xscale("log")
+        ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
         ax.set_title(name, fontsize=9)
         ax.set_xlabel("CPU seconds", fontsize=8)
         ax.tick_params(labelsize=7)
-    axes.flat[0].legend(fontsize=6)
+    handles = {label: handle for ax in axes.flat for handle, label in zip(*ax.get_legend_handles_labels(), strict=True)}
+    fig.legend(handles.values(), handles.keys(), loc="lower right", fontsize=7)
     fig.tight_layout()
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out, dpi=110)
