@@ -242,7 +242,9 @@ def plot(rows: list[dict], out: Path) -> None:
     import matplotlib.pyplot as plt
     import matplotlib.ticker
 
-    names = sorted({r["file"] for r in rows}, key=str.lower)
+    names = sorted({r["file"] for r in rows if r.get("lower", r.get("value")) is not None}, key=str.lower)  # files with something to draw
+    if not names:
+        return
     columns = min(4, len(names))
     fig, axes = plt.subplots(-(-len(names) // columns), columns, figsize=(3.4 * columns, 2.8 * -(-len(names) // columns)), squeeze=False)
     for ax in axes.flat[len(names) :]:
