@@ -20,7 +20,7 @@ PACKAGES = ("fsc", "policies", "tasks", "viz")
 
 #: Layer of each module (package.module), lowest first; a subpackage's modules share its layer.
 LAYERS = {
-    0: {"fsc.errors", "fsc.checks", "fsc.choices", "fsc.limits", "fsc.files", "fsc.console", "fsc.provenance", "fsc.lazy"},
+    0: {"fsc.errors", "fsc.checks", "fsc.choices", "fsc.limits", "fsc.files", "fsc.console", "fsc.provenance", "fsc.lazy", "fsc.pool"},
     1: {"fsc.model.*", "tasks.*"},
     2: {"fsc.engines.*"},
     3: {"fsc.evaluate", "fsc.simulate", "fsc.objective", "fsc.optim", "fsc.bounds", "fsc.testing", "fsc.storm", "fsc.io.*", "fsc.solver.*"},

@@ -53,7 +53,7 @@ def _option_type(default: object):
 def solve_options(p: argparse.ArgumentParser) -> None:
     from fsc.console import number, positive_int
     from fsc.engines.registry import ENGINES
-    from fsc.limits import seed_arg
+    from fsc.limits import seed_arg, workers_arg
     from fsc.resolve import add_world_options
 
     add_world_options(p, memory="ram:2", memory_default="ram:2", memory_note="; ram:M is grown through smaller sizes")
@@ -67,6 +67,10 @@ def solve_options(p: argparse.ArgumentParser) -> None:
         shown = ",".join(map(str, default)) if isinstance(default, tuple) else str(default).lower() if isinstance(default, bool) else default
         where = "each method's steps on each shaped world" if (owner, name) == ("shaped", "steps") else MEANING.get(f"{owner}.{name}", MEANING[name])
         p.add_argument(option, type=_option_type(default), default=None, metavar="VALUE", help=f"{owner}: {where} (default {shown})")
+    p.add_argument("--workers", type=workers_arg, default=None, metavar="N", help="restarts on N processes, the best kept (default: this machine's cores)")
+    p.add_argument("--restarts", type=positive_int, default=None, metavar="K",
+                   help="independent runs of the whole portfolio, each with its own seed, shared by the workers (default: one per worker; one with --rounds)")
+    p.add_argument("--scheduler", default=None, metavar="ADDRESS", help="run the restarts on the Dask cluster of this scheduler (tcp://host:8786) instead")
     p.add_argument("--start", default=None, metavar="FILE", help="a policy file to start from (on --memory, or a smaller RAM)")
     p.add_argument("--out", default=None, metavar="DIR", help="write policy.npz and solution.json into DIR")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
@@ -222,6 +226,8 @@ def _solver(args: argparse.Namespace):
         InputError: an unknown method, a setting of a method not run, or a bad value (the classes' checks).
     """
     from fsc.errors import InputError, InputTypeError
+    from fsc.limits import MAX_WORKERS
+    from fsc.pool import cpu_count
     from fsc.solver import METHODS, Portfolio, Shaped, configured
 
     names = tuple(args.methods.split(",")) if args.methods is not None else tuple(METHODS)
@@ -241,8 +247,11 @@ def _solver(args: argparse.Namespace):
             given.setdefault(owner, {})[name] = value
     methods = tuple(configured(METHODS[name], **given.get(name, {})) for name in names)
     patience = {} if args.patience is None else {"patience": args.patience}
+    if args.scheduler is not None and args.workers is not None:
+        raise InputError("give --workers or --scheduler, not both")
+    spread = {"scheduler": args.scheduler} if args.scheduler is not None else {"workers": args.workers or min(cpu_count(), MAX_WORKERS)}
     return Portfolio(seconds=args.max_seconds, seed=args.seed, rounds=args.rounds, engine=args.engine, methods=methods,
-                     shaped=configured(Shaped(), **given.get("shaped", {})), **patience)  # fmt: skip
+                     shaped=configured(Shaped(), **given.get("shaped", {})), restarts=args.restarts, **patience, **spread)  # fmt: skip
 
 
 def _write(out: Path, policy, document: dict) -> None:

@@ -37,7 +37,7 @@ from fsc.model.pomdp import POMDP, Task, as_pomdp
 from fsc.objective import Objective
 from fsc.solver.graph import Model, PolicyGraph, as_policy, backup, closed_graph, compress, fits
 
-__all__ = ["Search", "blind_values", "model", "perseus_stage", "qmdp_values", "search_for", "trajectories"]
+__all__ = ["Search", "blind_values", "forget", "model", "perseus_stage", "qmdp_values", "search_for", "trajectories"]
 
 #: Uniform actions among the QMDP policy's and the value policy's, when they sample beliefs.
 EXPLORE = 0.1
@@ -227,6 +227,11 @@ class Search:
 
 
 _SEARCHES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def forget(world) -> None:
+    """Drop the searches kept with ``world``: a solve starts its own (its seed, not an earlier solve's, decides)."""
+    _SEARCHES.pop(as_pomdp(world), None)
 
 
 def search_for(objective: Objective, beliefs: int, rng: np.random.Generator) -> Search:

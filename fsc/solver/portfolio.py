@@ -28,7 +28,7 @@ from fsc.checks import integer, positive, value_scale
 from fsc.engines.registry import check_engine
 from fsc.errors import InputError, InputTypeError
 from fsc.evaluate import evaluate, resolve_reset
-from fsc.limits import Deadline, TimeUp
+from fsc.limits import MAX_WORKERS, Deadline, TimeUp
 from fsc.model.architecture import MemoryArchitecture
 from fsc.model.memory import RAM, parse_memory
 from fsc.model.policy import Policy
@@ -36,6 +36,8 @@ from fsc.model.pomdp import POMDP, Task, as_pomdp
 from fsc.objective import Objective
 from fsc.solver.bound import upper_bound
 from fsc.solver.methods import METHODS, Budget, Method, Shaped
+from fsc.solver.parallel import check_scheduler, solve_parallel
+from fsc.solver.pointbased import forget
 from fsc.solver.solution import Solution
 from fsc.solver.starts import can_embed, random_start, split
 
@@ -82,6 +84,12 @@ class Portfolio:
         engine: the evaluator's engine (``auto`` picks one that fits).
         methods: the methods of a round, in order (:mod:`fsc.solver.methods`; names give their defaults).
         shaped: the continuation run after a round that ends in a flat region.
+        workers: ``None``: the rounds in this process, one after another; N: independent restarts on N
+            processes, the best kept (:mod:`fsc.solver.parallel`; with ``rounds``, the same result for any N).
+        scheduler: the address of a Dask scheduler whose cluster runs the restarts instead (``tcp://host:8786``).
+        restarts: how many independent runs of the whole portfolio (each its ``rounds``, its own seed) the
+            workers share; ``None``: one per worker (per thread of the cluster) with a time limit alone, one with
+            ``rounds`` (then ``workers`` only take the restarts asked for, so the result is the same for any N).
     """
 
     seconds: float = 60.0
@@ -91,6 +99,9 @@ class Portfolio:
     engine: str = "auto"
     methods: tuple[Method, ...] = attrs.field(default=tuple(METHODS.values()), converter=_methods)
     shaped: Shaped = attrs.field(factory=Shaped)
+    workers: int | None = None
+    scheduler: str | None = None
+    restarts: int | None = None
 
     def __attrs_post_init__(self) -> None:
         object.__setattr__(self, "seconds", positive("seconds", self.seconds))
@@ -100,6 +111,9 @@ class Portfolio:
         check_engine(self.engine)
         if not isinstance(self.shaped, Shaped):
             raise InputTypeError(f"shaped must be a fsc.solver.Shaped, got {self.shaped!r}")
+        object.__setattr__(self, "workers", integer("workers", self.workers, 1, MAX_WORKERS, optional=True))
+        check_scheduler(self.scheduler, self.workers)
+        object.__setattr__(self, "restarts", integer("restarts", self.restarts, 1, MAX_WORKERS, optional=True))
 
     def solve(self, world: POMDP | Task, memory: object = "ram:2", *, reset: float | None = None, discount: float | None = None,
               start: Policy | Solution | None = None, progress: Callable[[dict], None] | None = None,
@@ -123,10 +137,13 @@ class Portfolio:
         clock = time.monotonic()
         arch = _architecture(world, memory)
         r = resolve_reset(world, reset, discount, allow_zero=False, default=1e-3)
-        start = _start(start, arch, np.random.default_rng([self.seed, 1 << 20]))
+        given, start = start, _start(start, arch, np.random.default_rng([self.seed, 1 << 20]))
         pomdp = as_pomdp(world)
         value_scale(float(np.abs(pomdp.expected_step(pomdp.reward_table)).max(initial=0.0)) / r, r)  # rewards whose values would overflow, refused first
+        if self.workers is not None or self.scheduler is not None or self.restarts is not None:  # each restart splits the start its own way
+            return solve_parallel(self, world, arch, reset=r, start=given, progress=progress, deadline=deadline)
         final = Objective(world=world, architecture=arch, reset=r, engine=self.engine, target="return")  # refused here if it cannot be evaluated
+        forget(world)  # the point-based search is this solve's, from its seed
         if deadline.expired():
             deadline.note("set-up")
         bound = upper_bound(world, 1 - r, seconds=min(0.1 * self.seconds, 10.0), deadline=deadline)

@@ -14,7 +14,7 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Iterator, Sequence
-from concurrent.futures import FIRST_COMPLETED, Executor, Future, ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Executor, Future, wait
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +25,8 @@ from fsc.errors import InputError, InputTypeError, quoted
 from fsc.files import temporary_target, write_text
 from fsc.io.rundir import check_owned_directory
 from fsc.limits import MAX_WORKERS
+from fsc.pool import dask_client
+from fsc.pool import executor as pool_executor
 from fsc.sweep.spec import Point, Sweep
 from fsc.sweep.worker import init_pool_worker, is_finished, run_point
 
@@ -112,7 +114,7 @@ def run_sweep(
     start = time.monotonic()
     pending = [point for point in sweep.points if not is_finished(out / "runs" / point.name, point.stop())]
     skipped = len(sweep.points) - len(pending)
-    client = _dask_client(scheduler) if scheduler is not None and pending else None  # before writing anything
+    client = dask_client(scheduler) if scheduler is not None and pending else None  # before writing anything
     _write_sweep_record(sweep, out)
     records: dict[str, dict] = {}
     if pending:
@@ -134,20 +136,12 @@ def run_sweep(
 @contextlib.contextmanager
 def _executor(executor: Executor | None, client, workers: int | None) -> Iterator[Executor]:
     """Where the points run: on ``executor``, else on the Dask ``client``'s executor (the client closed
-    afterwards), else on a local pool of ``workers`` processes (shut down afterwards)."""
+    afterwards), else on a local pool of ``workers`` processes (shut down afterwards): :func:`fsc.pool.executor`."""
     if executor is not None:
         yield executor
-    elif client is not None:
-        try:
-            yield client.get_executor(pure=False)
-        finally:
-            client.close()
     else:
-        pool = ProcessPoolExecutor(max_workers=workers or _cpu_count(), initializer=init_pool_worker, initargs=(os.getpid(),))
-        try:
+        with pool_executor(client, workers, initializer=init_pool_worker, initargs=(os.getpid(),)) as pool:
             yield pool
-        finally:
-            pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _record_failures(sweep: Sweep, records: dict[str, dict], out: Path) -> tuple[dict, ...]:
@@ -204,25 +198,6 @@ def _run_points(executor: Executor, points: list[Point], out: Path, quiet: bool,
     finally:
         bar.close()
     return records
-
-
-def _cpu_count() -> int:
-    """CPUs this process may use (its affinity mask where the system has one)."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # pragma: no cover - macOS, Windows
-        return os.cpu_count() or 1
-
-
-def _dask_client(address: str):
-    try:
-        from distributed import Client
-    except ImportError:
-        raise InputError(f"--scheduler {address!r} needs dask.distributed: pip install 'fsc[cluster]'") from None
-    try:
-        return Client(address, timeout="20s")
-    except (OSError, TimeoutError) as error:
-        raise InputError(f"cannot reach the Dask scheduler at {address!r}: {error}") from None
 
 
 def _write_sweep_record(sweep: Sweep, out: Path) -> None:

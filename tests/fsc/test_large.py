@@ -149,7 +149,8 @@ def test_the_world_sizes_estimates_are_those_of_the_parts():
     assert sizes.placed_states is None and sizes.placed == sizes.parts * sizes.states_per_part
     K, X = sizes.parts, sizes.joint_states
     build = cost.CHAIN_BYTES_PER_CELL * sizes.states_per_part * sizes.allowed_pairs * sizes.observations  # one world state's table of the build
-    assert ENGINES["dense"].estimate(sizes).bytes == 8 * (12 * K * X + 4 * arch.num_nodes * arch.num_choices) + 100 * sizes.chain_nonzeros + build + 8 * K * X * X
+    tables = 8 * (12 * K * X + 4 * arch.num_nodes * arch.num_choices) + 100 * sizes.chain_nonzeros
+    assert ENGINES["dense"].estimate(sizes).bytes == tables + build + 8 * K * X * X
 
 
 @pytest.mark.parametrize("memory", ["ram:1", "ram:2"])
