@@ -14,6 +14,16 @@ Rows are appended to ``OUT/rows.jsonl`` as they finish; a rerun skips the cases 
 
     nice python benchmarks/bench_solve.py [FOLDER] --files tiger.95,network --memory 1,2,4,8 --seconds 30 --out OUT
     python benchmarks/bench_solve.py --report OUT        # the table (markdown) and OUT/solve.png
+
+Mode ``graphs``: the point-based part alone (docs/solving.md, "Belief-guided starts"), per file at its own
+discount, seed 0: Perseus (``fsc.solver.pointbased.Search(model(world, 1 - discount), beliefs, default_rng(seed))``,
+``advance()`` until settled or ``--cpu-seconds`` of CPU, its set-up included), its bound at the start, stages,
+beliefs and CPU seconds; the closed policy graph's exact value and nodes (``graph()``); and for each ``ram:K`` the
+graph that fits it (``graph(K)``: compressed, ``fsc.solver.graph.compress``) as value (nodes), each checked against
+``fsc.evaluate`` of its policy on ``ram:K`` (``fsc.solver.graph.as_policy``; the largest difference is printed
+below the table).  SARSOP's 60 s lower bound is read from ``FOLDER/SOURCES.md`` when it lists the file:
+
+    nice python benchmarks/bench_solve.py graphs /work/shared/pomdp tiger-grid.POMDP hallway.POMDP --cpu-seconds 40
 """
 
 from __future__ import annotations
@@ -25,6 +35,7 @@ import re
 import resource
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -84,10 +95,75 @@ def done_cases(rows: Path) -> set:
     return {(r["file"], r["memory"], r["method"]) for r in map(json.loads, rows.read_text().splitlines()) if r}
 
 
+def sarsop_lower(folder: Path, name: str) -> str:
+    """SARSOP's 60 s lower bound for ``name`` from ``folder/SOURCES.md`` ("(optimal)" when it meets the upper), or ""."""
+    sources = folder / "SOURCES.md"
+    text = sources.read_text() if sources.exists() else ""
+    found = re.search(rf"^\|\s*{re.escape(name)}\s*\|[^|\n]*\|\s*(-?[\d.]+)\s*/\s*(-?[\d.]+)", text, re.M)
+    if found is None:
+        return ""
+    return found[1] + (" (optimal)" if float(found[1]) == float(found[2]) else "")
+
+
+def graph_row(path: Path, sizes: list[int], cpu_seconds: float, beliefs: int, seed: int) -> tuple[str, float, str]:
+    """One file's row of the table, the largest |graph value - fsc.evaluate| over its sizes, and where."""
+    from fsc.solver.graph import as_policy
+    from fsc.solver.pointbased import Search, model
+
+    world = fsc.read_pomdp(path)
+    if world.discount is None:
+        raise SystemExit(f"{path.name} declares no discount: the table is at each world's own")
+    start = time.process_time()
+    search = Search(model(world, 1.0 - world.discount), beliefs, np.random.default_rng(seed))
+    while not search.done and time.process_time() - start < cpu_seconds:
+        search.advance()
+    seconds = time.process_time() - start
+    settled, cpu = ", settled" if search.done else "", f"{seconds:.1f}" if seconds < 10 else f"{seconds:.0f}"
+    full = search.graph()
+    name = path.name.rsplit(".", 1)[0]
+    cells = [name, sarsop_lower(path.parent, name), f"{search.bound:.4f} ({search.stages}, {len(search.beliefs)}, {cpu} s{settled})",
+             f"{full.value:.4f} ({full.size})"]  # fmt: skip
+    worst, at = 0.0, ""
+    for K in sizes:
+        graph = search.graph(K)
+        arch = fsc.RAM(K, arms=world.num_actions, observations=world.num_observations)
+        exact = float(fsc.evaluate(world, as_policy(graph, arch)).value)
+        if abs(exact - graph.value) >= worst:
+            worst, at = abs(exact - graph.value), f"ram:{K}"
+        cells.append(f"{graph.value:.4f} ({graph.size})")
+    return "| " + " | ".join(cells) + " |", worst, at
+
+
+def graphs(argv: list[str]) -> None:
+    """The mode ``graphs``: the table of docs/solving.md's point-based part, one row per file as it finishes."""
+    p = argparse.ArgumentParser(prog="bench_solve.py graphs", description="the point-based part alone: Perseus, its policy graph, compressed per ram:K")
+    p.add_argument("folder", help="the folder of the files (and of SOURCES.md, for SARSOP's 60 s lower bound)")
+    p.add_argument("files", nargs="+", help="file names in the folder (tiger-grid.POMDP ...)")
+    p.add_argument("--cpu-seconds", type=float, default=40.0, help="CPU limit of Perseus per file (default 40)")
+    p.add_argument("--beliefs", type=int, default=1000)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--memory", default="1,2,4,8,16,32", help="the sizes K of ram:K")
+    args = p.parse_args(argv)
+    torch.set_default_dtype(torch.float64)
+    sizes = [int(m) for m in args.memory.split(",")]
+    print("| file | SARSOP 60 s lower | Perseus at the start (stages, beliefs, CPU s) | policy graph (nodes) | "
+          + " | ".join(f"ram:{K}" for K in sizes) + " |")  # fmt: skip
+    print("|---|---|---|---|" + "---|" * len(sizes), flush=True)
+    checks = []
+    for name in args.files:
+        row, worst, at = graph_row(Path(args.folder) / name, sizes, args.cpu_seconds, args.beliefs, args.seed)
+        print(row, flush=True)
+        checks.append(f"{name} {worst:.1e} ({at})")
+    print("\nlargest |graph value - fsc.evaluate on ram:K|: " + ", ".join(checks))
+
+
 def main() -> None:
+    if sys.argv[1:2] == ["graphs"]:
+        graphs(sys.argv[2:])
+        return
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("folder", nargs="?", help="a folder of classic .POMDP files (Cassandra's collection); not needed with --report")
-    p.add_argument("--files", default=None, help="comma-separated names without .POMDP (default every file)")
+    p.add_argument("--files", default=None, help="comma-separated names without .POMDP, or file names (default every .POMDP file)")
     p.add_argument("--memory", default="1,2,4,8")
     p.add_argument("--methods", default=",".join(METHOD_NAMES))
     p.add_argument("--seconds", type=float, default=30.0)
@@ -108,11 +184,15 @@ def main() -> None:
     (out / "policies").mkdir(parents=True, exist_ok=True)
     rows = out / "rows.jsonl"
     folder = Path(args.folder)
-    files = sorted(folder.glob("*.POMDP")) if args.files is None else [folder / f"{name}.POMDP" for name in args.files.split(",")]
+    files = (
+        sorted(folder.glob("*.POMDP"))
+        if args.files is None
+        else [folder / (name if (folder / name).is_file() else f"{name}.POMDP") for name in args.files.split(",")]
+    )
     memories = [int(m) for m in args.memory.split(",")]
     done = done_cases(rows)
     for path in files:
-        name = path.name.removesuffix(".POMDP")
+        name = path.name.rsplit(".", 1)[0]
         world = fsc.read_pomdp(path)
         for method in args.methods.split(","):
             previous = None
