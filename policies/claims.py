@@ -325,7 +325,7 @@ def compare_integrators(published: Sequence[Mapping], flow: Sequence[Mapping], r
     seed with ``seed``, ``q_published``, ``q_flow``, ``stop_published``, ``t_published``, ``stop_flow``,
     ``t_flow``, ``parted`` (the first shipped ``t`` from which the two curves stay more than :data:`APART`
     apart, or None) and ``q_flow_at_published_end`` (the true flow's q where the published run stopped, when
-    that is earlier, or None). Returns the flow's records, each with ``published`` (its numbers and verdict),
+    it stopped short of its horizon in t, or None). Returns the flow's records, each with ``published`` (its numbers and verdict),
     ``same_verdict`` (the same :func:`verdict_kind`) and ``evidence`` (the seeds of its groups that end apart,
     for a verdict that changes; else None), and the count ``{"apart", "differ", "runs", "groups"}``.
     """

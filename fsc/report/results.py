@@ -518,7 +518,7 @@ def _against_published(sweep: Sweep, rows: Sequence[dict], curves: dict, out: Pa
                 "q_flow_at_published_end": None}  # fmt: skip
         if point.name in curves and point.name in old_curves:
             seed["parted"] = _parted(curves[point.name], old_curves[point.name], APART)
-            if seed["t_published"] * 1.01 < seed["t_flow"]:  # the published run stopped short (max_steps): the flow there
+            if seed["stop_published"] != "until_t" and seed["t_published"] < seed["t_flow"]:  # stopped short (max_steps): the flow there
                 seed["q_flow_at_published_end"] = float(_log_interp(np.array([seed["t_published"]]), *curves[point.name])[0])
         runs.setdefault((a["memory"], a["reset"], a.get("init", "random")), []).append(seed)
         table.append([point.name, *(_cell(seed[k]) for k in ("q_published", "q_flow")), repr(abs(seed["q_flow"] - seed["q_published"])),
