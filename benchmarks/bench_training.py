@@ -335,9 +335,10 @@ def bdf_check(args) -> None:
               f"{seconds:>7.0f}", flush=True)  # fmt: skip
         if args.json:
             Path(args.json).write_text(json.dumps(found, indent=1) + "\n")
-        if args.curves:  # BDF's q at the rows a shipping keeps of the run's curve
-            keep = log_spaced(t, args.points)
-            curves[name] = (t[keep], np.array([exact(ti) for ti in t[keep]]))
+        if args.curves:  # BDF's q at the rows a shipping keeps of the run's curve (up to --until-t)
+            keep = log_spaced(rows["t"], args.points)
+            kept = rows["t"][keep][rows["t"][keep] <= t[-1]]
+            curves[name] = (kept, np.array([exact(ti) for ti in kept]))
             write_trajectories(args.curves, curves)
     if found:
         print(f"largest |dq| over {len(found)} runs: {max(r['max_dq'] for r in found):.2e}")

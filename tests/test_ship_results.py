@@ -414,3 +414,16 @@ def test_the_true_flow_claims_regenerate_side_by_side_from_results_alone(tmp_pat
     assert len(claims) == 14 and all(c["published"]["verdict"] and c["verdict"] for c in claims)
     provenance = json.loads((FLOW / "provenance.json").read_text())
     assert provenance["done"] == provenance["points"] == 284 and provenance["compared_with"]["runs"] == 284
+
+
+def test_the_report_says_what_depends_on_the_integrator(tmp_path):
+    """fsc report's section draws the overlay from results/ and sets each claim's two verdicts side by side."""
+    from fsc.report import paper
+
+    (tmp_path / "figures").mkdir()
+    section = paper.section_integrator(tmp_path, lambda message: None)
+    claims = json.loads((FLOW / "claims.json").read_text())
+    assert section.numbers["verdicts"] == {c["claim"]: [c["published"]["verdict"], c["verdict"]] for c in claims}
+    assert section.numbers["runs apart"] == json.loads((FLOW / "provenance.json").read_text())["compared_with"]["differ"]
+    assert section.numbers["bdf largest |dq|"] <= 1e-4 and (tmp_path / "figures" / "integrators.png").stat().st_size > 1000
+    assert "figures/integrators.png" in section.body and "What depends on the integrator" in section.title

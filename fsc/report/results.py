@@ -484,7 +484,7 @@ def _claims_files(sweep: Sweep, rows: Sequence[dict], curves: dict, out: Path, *
     claims = _claims(sweep, rows, curves)
     if claims is None:
         return None
-    compared = _against_published(sweep, rows, curves, out)
+    compared = _against_published(sweep, rows, curves, out, claims)
     count = None
     if compared is not None:
         claims, count, table = compared
@@ -493,9 +493,10 @@ def _claims_files(sweep: Sweep, rows: Sequence[dict], curves: dict, out: Path, *
     return claims if records else count
 
 
-def _against_published(sweep: Sweep, rows: Sequence[dict], curves: dict, out: Path):
-    """``(claims side by side, count, rows of runs-compared.csv)`` of a re-run by another integrator against the
-    published folder shipped beside ``out``; None when it is not a re-run or that folder is not there."""
+def _against_published(sweep: Sweep, rows: Sequence[dict], curves: dict, out: Path, claims: list[dict]):
+    """``(claims side by side, count, rows of runs-compared.csv)`` of a re-run by another integrator (its
+    ``claims``) against the published folder shipped beside ``out``; None when it is not a re-run or that folder
+    is not there."""
     from policies.claims import APART, compare_integrators
 
     name = COMPARED_WITH.get(sweep.name)
@@ -523,8 +524,8 @@ def _against_published(sweep: Sweep, rows: Sequence[dict], curves: dict, out: Pa
         runs.setdefault((a["memory"], a["reset"], a.get("init", "random")), []).append(seed)
         table.append([point.name, *(_cell(seed[k]) for k in ("q_published", "q_flow")), repr(abs(seed["q_flow"] - seed["q_published"])),
                       *(_cell(seed[k]) for k in ("stop_published", "t_published", "stop_flow", "t_flow", "parted", "q_flow_at_published_end"))])  # fmt: skip
-    claims, count = compare_integrators(before, _claims(sweep, rows, curves), runs)
-    return claims, {"folder": name, **count}, table
+    records, count = compare_integrators(before, claims, runs)
+    return records, {"folder": name, **count}, table
 
 
 def _log_interp(t_query: np.ndarray, t: np.ndarray, q: np.ndarray) -> np.ndarray:
@@ -557,7 +558,7 @@ def draw_figure(sweep: Sweep, folder: str | os.PathLike) -> None:
 
 
 def draw_integrators(folder: str | os.PathLike, path: str | os.PathLike, runs: int = 3) -> list[str]:
-    """For the ``runs`` runs of BDF's sample (``folder/bdf.csv.gz``) whose final q differ most between the two
+    """For the ``runs`` runs of BDF's sample (``folder/bdf.csv.gz``) whose curves differ most between the two
     integrators, q(t) of the published rule (the sibling folder :data:`COMPARED_WITH` names), of the true flow
     (``folder``) and of BDF, one panel each, at ``path``. Returns the runs drawn (none when a file is missing)."""
     import matplotlib.pyplot as plt
@@ -567,10 +568,15 @@ def draw_integrators(folder: str | os.PathLike, path: str | os.PathLike, runs: i
     other = folder.parent / COMPARED_WITH.get(provenance.get("spec"), "")
     if not (folder / BDF_CURVES).is_file() or not (other / "summary.csv").is_file():
         return []
-    rows, flow = read_shipped(folder)
-    old_rows, published = read_shipped(other)
+    _, flow = read_shipped(folder)
+    _, published = read_shipped(other)
     bdf = {name: (np.array(t), np.array(q)) for name, (t, q) in _read_curves(folder / BDF_CURVES).items() if name in flow and name in published}
-    chosen = sorted(bdf, key=lambda name: -abs(float(rows[name]["q"]) - float(old_rows[name]["q"])))[:runs]
+    def apart(name: str) -> float:  # the largest distance of the published curve to the flow's, at the flow's rows
+        t, q = flow[name]
+        inside = t <= published[name][0][-1]
+        return float(np.abs(q[inside] - _log_interp(t[inside], *published[name])).max())
+
+    chosen = sorted(bdf, key=lambda name: -apart(name))[:runs]
     if not chosen:
         return []
     figure, axes = plt.subplots(1, len(chosen), figsize=(5.2 * len(chosen), 4.0), squeeze=False)
