@@ -333,6 +333,11 @@ def bdf_check(args) -> None:
                       "final_dq": float(dq[-1]), "seconds": seconds, **counts})  # fmt: skip
         print(f"{name:<52} {size:>6} {t[-1]:>9.3g} {len(t):>6} {dq[worst]:>9.2e} {t[worst]:>9.3g} {dq[-1]:>10.2e} {counts['steps']:>9} "
               f"{seconds:>7.0f}", flush=True)  # fmt: skip
+        for tolerance in args.tolerance or ():  # the same run again at another tolerance, against the same BDF solution
+            t_tol, q_tol, steps, *_ = curve(world, policy, reset, float(t[-1]), optimizer="rosenbrock", tolerance=tolerance)
+            close = np.array([abs(qi - exact(ti)) for ti, qi in zip(t_tol, q_tol, strict=True) if ti <= t[-1]])
+            found[-1].setdefault("tolerances", {})[repr(tolerance)] = {"steps": steps, "rows": len(close), "max_dq": float(close.max())}
+            print(f"  the Rosenbrock integrator at tolerance {tolerance:g}: {steps} steps, max |dq| {close.max():.2e} at the {len(close)} logged t", flush=True)
         if args.json:
             Path(args.json).write_text(json.dumps(found, indent=1) + "\n")
         if args.curves:  # BDF's q at the rows a shipping keeps of the run's curve (up to --until-t)
@@ -584,6 +589,7 @@ def main(argv: list[str] | None = None) -> None:
     mode.add_argument("--sweep", default="sweeps/fig4-rosenbrock", help="the sweep directory (fsc sweep examples/sweeps/fig4-rosenbrock.json)")
     mode.add_argument("--point", action="append", help="a run of the sweep, by its name (repeatable; default: the sample BDF_SAMPLE)")
     mode.add_argument("--json", help="also write each run's figures here")
+    mode.add_argument("--tolerance", type=float, action="append", help="also run each run again at this Rosenbrock tolerance (repeatable)")
     mode.add_argument("--curves", help="also write BDF's q at the rows a shipping keeps (--points) as DIR/trajectories.csv.gz")
     mode = add_mode(sub, full_grid, "Rosenbrock sweeps of the whole grids against the shipped runs")
     mode.add_argument("--fig2", help="the Rosenbrock sweep directory of Figure 2")
