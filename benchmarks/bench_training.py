@@ -16,6 +16,10 @@ torch thread, the published start of seed 0 unless said otherwise:
   grids (steps, evaluations, seconds, max |dq| between the curves); ``--refined`` adds the published rule at
   max_dgrad / 10, ``--reference`` scipy's BDF at 1e-10, ``--shipped`` runs the Rosenbrock integrator alone to
   where each shipped run of ``results/`` ended and compares with it;
+- ``bdf-check``: runs of a Rosenbrock sweep (``BDF_SAMPLE`` of ``fig4-rosenbrock.json`` by default) integrated
+  again by scipy's BDF at a relative 1e-10 from their initial policy and compared at every logged t; ``--tolerance``
+  also runs each again at smaller tolerances against the same BDF solution, ``--curves`` writes BDF's q at the
+  rows a shipping keeps (``results/fig4-flow/bdf.csv.gz``);
 - ``full-grid``: reads Rosenbrock sweeps of the whole grids (``examples/sweeps/fig2-rosenbrock.json``,
   ``fig4-rosenbrock.json``, run by ``fsc sweep``) and compares them with the shipped runs, per group;
 - ``published-rate``: the published method's value and gradient (power method with autograd, re-stated from the
