@@ -16,6 +16,10 @@ torch thread, the published start of seed 0 unless said otherwise:
   grids (steps, evaluations, seconds, max |dq| between the curves); ``--refined`` adds the published rule at
   max_dgrad / 10, ``--reference`` scipy's BDF at 1e-10, ``--shipped`` runs the Rosenbrock integrator alone to
   where each shipped run of ``results/`` ended and compares with it;
+- ``bdf-check``: runs of a Rosenbrock sweep (``BDF_SAMPLE`` of ``fig4-rosenbrock.json`` by default) integrated
+  again by scipy's BDF at a relative 1e-10 from their initial policy and compared at every logged t; ``--tolerance``
+  also runs each again at smaller tolerances against the same BDF solution, ``--curves`` writes BDF's q at the
+  rows a shipping keeps (``results/fig4-flow/bdf.csv.gz``);
 - ``full-grid``: reads Rosenbrock sweeps of the whole grids (``examples/sweeps/fig2-rosenbrock.json``,
   ``fig4-rosenbrock.json``, run by ``fsc sweep``) and compares them with the shipped runs, per group;
 - ``published-rate``: the published method's value and gradient (power method with autograd, re-stated from the
@@ -179,8 +183,10 @@ def gap(t_new, q_new, t_ref, q_ref) -> float:
     return float(np.abs(q_new[inside] - np.interp(t_new[inside], t_ref, q_ref)).max())
 
 
-def bdf_reference(world, policy, reset: float, until_t: float):
-    """``t -> q`` of the flow by scipy's BDF at a relative 1e-10 on the finite logits (the Jacobian by differences)."""
+def bdf_reference(world, policy, reset: float, until_t: float, *, method: str = "BDF", rtol: float = 1e-10, solution: dict | None = None):
+    """``t -> q`` of the flow by scipy's ``method`` (BDF or Radau) at a relative ``rtol`` (absolute ``rtol / 100``)
+    on the finite logits, the Jacobian by differences of gradients; ``solution``, if given, receives scipy's counts
+    (``nfev``, ``njev``, ``nlu``, ``steps``)."""
     import torch
     from scipy.integrate import solve_ivp
 
@@ -211,8 +217,12 @@ def bdf_reference(world, policy, reset: float, until_t: float):
         return (H + H.T) / 2
 
     y0 = np.concatenate([logits[mask], init_logits[init_mask]])
-    solution = solve_ivp(field, (0.0, until_t), y0, method="BDF", rtol=1e-10, atol=1e-12, jac=jacobian, dense_output=True)
-    return lambda t: float(point(solution.sol(t)).metrics["q"])
+    found = solve_ivp(field, (0.0, until_t), y0, method=method, rtol=rtol, atol=rtol / 100, jac=jacobian, dense_output=True)
+    if not found.success:
+        raise RuntimeError(f"{method} failed: {found.message}")
+    if solution is not None:
+        solution.update(nfev=int(found.nfev), njev=int(found.njev), nlu=int(found.nlu), steps=len(found.t) - 1)
+    return lambda t: float(point(found.sol(t)).metrics["q"])
 
 
 def distance(t, q, exact) -> float:
@@ -276,6 +286,71 @@ def rosenbrock(args) -> None:
     steps_pub, steps_ros, evals_pub, evals_ros, s_pub, s_ros = totals
     print(f"{'total':<28} {steps_pub:>10.0f} {steps_ros:>9.0f} {steps_pub / steps_ros:>7.1f} {evals_pub:>10.0f} {evals_ros:>9.0f} {s_pub:>7.2f} "
           f"{s_ros:>6.2f} {s_pub / s_ros:>10.1f}")  # fmt: skip
+
+
+# ---------------------------------------------------------------- bdf-check
+
+#: The sample of runs of the Rosenbrock grid of Figure 4 (``fig4-rosenbrock.json``) that ``bdf-check`` integrates
+#: again by BDF: every family (RAM 8, 20, 16, Memento 3, 4), both resets, every kind of start, several seeds, the
+#: cheapest first; RAM 64 last (40,960 logits: its dense Jacobian, 13 GB, is skipped below ``--largest``).
+BDF_SAMPLE = (
+    "memory=memento-3/reset=0.001/init=cycles/seed=0", "memory=memento-3/reset=0.001/init=random/seed=2",
+    "memory=memento-4/reset=0.001/init=near-necklace/seed=0", "memory=memento-4/reset=0.001/init=random/seed=4",
+    "memory=memento-3/reset=1e-05/init=random/seed=6", "memory=memento-4/reset=1e-05/init=random/seed=8",
+    "memory=ram-8/reset=0.001/init=random/seed=1", "memory=ram-8/reset=0.001/init=linear/seed=3",
+    "memory=ram-8/reset=0.001/init=columns/seed=0", "memory=ram-16/reset=1e-05/init=random/seed=7",
+    "memory=ram-20/reset=0.001/init=near-ccp/seed=0", "memory=ram-20/reset=0.001/init=random/seed=0",
+    "memory=ram-64/reset=1e-05/init=random/seed=9",
+)  # fmt: skip
+
+
+def bdf_check(args) -> None:
+    """Runs of a Rosenbrock sweep integrated again by scipy's BDF (or Radau) at a relative 1e-10, from the run's own
+    initial policy to its final t (or ``--until-t``), compared at every logged t."""
+    from fsc import Policy
+    from fsc.report.results import log_spaced, write_trajectories
+    from fsc.train import read_trajectory
+    from tasks import TwoHypothesis
+
+    print(f"{args.method} at rtol {args.rtol:g} against the runs of {args.sweep}" + (f", up to t = {args.until_t:g}" if args.until_t else ""))
+    print(f"{'run':<52} {'logits':>6} {'to t':>9} {'rows':>6} {'max |dq|':>9} {'at t':>9} {'final |dq|':>10} {'bdf steps':>9} {'bdf s':>7}")
+    found, curves = [], {}
+    for name in args.point or BDF_SAMPLE:
+        folder = Path(args.sweep) / "runs" / name
+        arguments = json.loads((folder / "run.json").read_text())["arguments"]
+        policy = Policy.load(folder / "initial_policy.npz")
+        rows = read_trajectory(folder, ["t", "q"])
+        end = min(rows["t"][-1], args.until_t or math.inf)
+        inside = rows["t"] <= end
+        t, q = rows["t"][inside], rows["q"][inside]
+        world, reset = TwoHypothesis(arguments["mu"]), arguments["reset"]
+        size = int(np.isfinite(policy.logits.numpy()).sum() + np.isfinite(policy.init_logits.numpy()).sum())
+        if size > args.largest:
+            print(f"{name:<52} {size:>6} skipped: more than --largest {args.largest} logits (a dense Jacobian of {8 * size**2 / 1e9:.1f} GB)", flush=True)
+            continue
+        counts, began = {}, time.perf_counter()
+        exact = bdf_reference(world, policy, reset, float(t[-1]), method=args.method, rtol=args.rtol, solution=counts)
+        seconds = time.perf_counter() - began
+        dq = np.array([abs(qi - exact(ti)) for ti, qi in zip(t, q, strict=True)])
+        worst = int(dq.argmax())
+        found.append({"run": name, "logits": size, "t": float(t[-1]), "rows": len(t), "max_dq": float(dq[worst]), "at_t": float(t[worst]),
+                      "final_dq": float(dq[-1]), "seconds": seconds, **counts})  # fmt: skip
+        print(f"{name:<52} {size:>6} {t[-1]:>9.3g} {len(t):>6} {dq[worst]:>9.2e} {t[worst]:>9.3g} {dq[-1]:>10.2e} {counts['steps']:>9} "
+              f"{seconds:>7.0f}", flush=True)  # fmt: skip
+        for tolerance in args.tolerance or ():  # the same run again at another tolerance, against the same BDF solution
+            t_tol, q_tol, steps, *_ = curve(world, policy, reset, float(t[-1]), optimizer="rosenbrock", tolerance=tolerance)
+            close = np.array([abs(qi - exact(ti)) for ti, qi in zip(t_tol, q_tol, strict=True) if ti <= t[-1]])
+            found[-1].setdefault("tolerances", {})[repr(tolerance)] = {"steps": steps, "rows": len(close), "max_dq": float(close.max())}
+            print(f"  the Rosenbrock integrator at tolerance {tolerance:g}: {steps} steps, max |dq| {close.max():.2e} at the {len(close)} logged t", flush=True)
+        if args.json:
+            Path(args.json).write_text(json.dumps(found, indent=1) + "\n")
+        if args.curves:  # BDF's q at the rows a shipping keeps of the run's curve (up to --until-t)
+            keep = log_spaced(rows["t"], args.points)
+            kept = rows["t"][keep][rows["t"][keep] <= t[-1]]
+            curves[name] = (kept, np.array([exact(ti) for ti in kept]))
+            write_trajectories(args.curves, curves)
+    if found:
+        print(f"largest |dq| over {len(found)} runs: {max(r['max_dq'] for r in found):.2e}")
 
 
 # ---------------------------------------------------------------- full-grid
@@ -513,6 +588,13 @@ def main(argv: list[str] | None = None) -> None:
     mode = add_mode(sub, rosenbrock, "the Rosenbrock integrator against the published step rule", until_t=1e6, refined=False, reference=False, shipped=False)
     mode.add_argument("--tolerance", type=float, default=None, help="the Rosenbrock tolerance (default: its own)")
     mode.add_argument("--only", action="append", help="run only the points whose name contains this (repeatable)")
+    mode = add_mode(sub, bdf_check, "runs of a Rosenbrock sweep against scipy's BDF at 1e-10, at every logged t", method="BDF", rtol=1e-10,
+                    until_t=0.0, largest=20000, points=200)  # fmt: skip
+    mode.add_argument("--sweep", default="sweeps/fig4-rosenbrock", help="the sweep directory (fsc sweep examples/sweeps/fig4-rosenbrock.json)")
+    mode.add_argument("--point", action="append", help="a run of the sweep, by its name (repeatable; default: the sample BDF_SAMPLE)")
+    mode.add_argument("--json", help="also write each run's figures here")
+    mode.add_argument("--tolerance", type=float, action="append", help="also run each run again at this Rosenbrock tolerance (repeatable)")
+    mode.add_argument("--curves", help="also write BDF's q at the rows a shipping keeps (--points) as DIR/trajectories.csv.gz")
     mode = add_mode(sub, full_grid, "Rosenbrock sweeps of the whole grids against the shipped runs")
     mode.add_argument("--fig2", help="the Rosenbrock sweep directory of Figure 2")
     mode.add_argument("--fig4", help="the Rosenbrock sweep directory of Figure 4")

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-__all__ = ["FIGURE4_CLAIMS", "SIGNIFICANCE", "TOLERANCE", "check_figure2", "check_figure4"]
+__all__ = ["APART", "FIGURE4_CLAIMS", "SIGNIFICANCE", "TOLERANCE", "check_figure2", "check_figure4", "compare_integrators", "verdict_kind"]
 
 Group = tuple[str, float, str]  # (memory, reset, init)
 
@@ -27,6 +27,10 @@ TOLERANCE = 1e-4
 #: Level of the one-sided Mann-Whitney U test under which a step from one group of seeds to the next counts as
 #: significant.
 SIGNIFICANCE = 0.05
+
+#: Two runs of one point by two integrators end elsewhere when their final q differ by more than this (absolute):
+#: ten times the largest distance of a true-flow curve to BDF allowed (1e-4), far above the flow's last steps.
+APART = 1e-3
 
 #: How each kind of claim is tested, as the claims files state it.
 TESTS = {
@@ -281,3 +285,60 @@ def check_figure2(
     unconverged = "at the horizon, still moving (until_t)" if set(counts) == {"until_t"} else "by the stops listed"
     verdict = f"does not hold: {len(above)} runs have not reached the CCP, stopped {unconverged}"
     return [*records, {**common, "claim": above_claim, "test": test_above, "numbers": numbers, "verdict": verdict}]
+
+
+def verdict_kind(verdict: str) -> str:
+    """A verdict without its numbers: ``holds``, ``holds on the medians, not significantly``, ``does not hold``
+    (whichever part fails), ``waiting`` or ``not run yet``."""
+    for kind in ("holds on the medians, not significantly", "does not hold", "waiting", "not run yet"):
+        if verdict.startswith(kind):
+            return kind
+    return verdict
+
+
+def _run_line(run: Mapping) -> str:
+    """One seed of a group run by two integrators: final q of each, where the curves part, where each stopped."""
+    line = f"seed {run['seed']}: {run['q_published']:.4g} published, {run['q_flow']:.4g} on the true flow"
+    if run.get("parted") is not None:
+        line += f", apart by more than {APART:g} from t = {run['parted']:.2g} on"
+    line += f"; stopped on {run['stop_published']} at t = {run['t_published']:.2g} (published), {run['stop_flow']} at t = {run['t_flow']:.2g}"
+    if run.get("q_flow_at_published_end") is not None:
+        line += f" (true flow at t = {run['t_published']:.2g}: {run['q_flow_at_published_end']:.4g})"
+    return line
+
+
+def _evidence(compared: Sequence[Group], runs: Mapping[Group, Sequence[Mapping]]) -> str:
+    """The seeds of the compared groups whose final q differ by more than :data:`APART` between the integrators."""
+    parts = []
+    for group in compared:
+        seeds = runs.get(group, ())
+        apart = sorted((r for r in seeds if abs(r["q_flow"] - r["q_published"]) > APART), key=lambda r: -abs(r["q_flow"] - r["q_published"]))
+        head = f"{group[0]} r={group[1]:g} {group[2]}: {len(apart)} of {len(seeds)} seeds end more than {APART:g} apart"
+        parts.append(head + ("" if not apart else " (largest first): " + "; ".join(_run_line(r) for r in apart)))
+    return ". ".join(parts)
+
+
+def compare_integrators(published: Sequence[Mapping], flow: Sequence[Mapping], runs: Mapping[Group, Sequence[Mapping]]) -> tuple[list[dict], dict]:
+    """Figure 4's claims on the published rule's runs and on the true flow's, side by side.
+
+    ``published``, ``flow``: the records of :func:`check_figure4` on each; ``runs``: per group, one mapping per
+    seed with ``seed``, ``q_published``, ``q_flow``, ``stop_published``, ``t_published``, ``stop_flow``,
+    ``t_flow``, ``parted`` (the first shipped ``t`` from which the two curves stay more than :data:`APART`
+    apart, or None) and ``q_flow_at_published_end`` (the true flow's q where the published run stopped, when
+    it stopped short of its horizon in t, or None). Returns the flow's records, each with ``published`` (its numbers and verdict),
+    ``same_verdict`` (the same :func:`verdict_kind`) and ``evidence`` (the seeds of its groups that end apart,
+    for a verdict that changes; else None), and the count ``{"apart", "differ", "runs", "groups"}``.
+    """
+    compared = {(c["panel"], c["claim"]): groups for c, (_, _, groups, _) in zip(flow, FIGURE4_CLAIMS, strict=True)}
+    before = {(c["panel"], c["claim"]): c for c in published}
+    records = []
+    for claim in flow:
+        key = (claim["panel"], claim["claim"])
+        old = before[key]
+        same = verdict_kind(old["verdict"]) == verdict_kind(claim["verdict"])
+        records.append({**claim, "published": {"numbers": old["numbers"], "verdict": old["verdict"]}, "same_verdict": same,
+                        "evidence": None if same else _evidence(compared[key], runs)})  # fmt: skip
+    every = [r for seeds in runs.values() for r in seeds]
+    groups = {f"{g[0]} r={g[1]:g} {g[2]}": [sum(abs(r["q_flow"] - r["q_published"]) > APART for r in seeds), len(seeds)] for g, seeds in runs.items()}
+    differ = sum(abs(r["q_flow"] - r["q_published"]) > APART for r in every)
+    return records, {"apart": APART, "differ": differ, "runs": len(every), "groups": groups}

@@ -144,13 +144,13 @@ def test_every_policy_file_under_results_follows_the_format_doc():
 
 
 def test_the_shipped_trajectories_are_compressed_csv_of_every_run():
-    """results/fig2 and results/fig4 ship their curves as trajectories.csv.gz (docs/formats.md): gzip with no time
-    or file name in its header, decompressing to run,t,q with every run of summary.csv, in its order, and no
-    other; each curve starts at t = 0 and ends at or before its run's final t. Written again from the rows it
-    holds, it is the same file to the byte; no plain trajectories.csv is left beside it."""
+    """results/fig2, results/fig4 and results/fig4-flow ship their curves as trajectories.csv.gz (docs/formats.md):
+    gzip with no time or file name in its header, decompressing to run,t,q with every run of summary.csv, in its
+    order, and no other; each curve starts at t = 0 and ends on its run's final t and q. Written again from the
+    rows it holds, it is the same file to the byte; no plain trajectories.csv is left beside it."""
     from fsc.report.results import read_shipped, write_trajectories
 
-    for figure in ("fig2", "fig4"):
+    for figure in ("fig2", "fig4", "fig4-flow"):
         path = RESULTS / figure / "trajectories.csv.gz"
         data = path.read_bytes()
         assert data[:4] == b"\x1f\x8b\x08\x00" and data[4:8] == b"\0\0\0\0", path  # deflate, no file name, modification time 0
@@ -161,10 +161,11 @@ def test_the_shipped_trajectories_are_compressed_csv_of_every_run():
         curves: dict[str, list] = {}
         for row in csv.DictReader(io.StringIO(text)):
             curves.setdefault(row["run"], []).append((float(row["t"]), float(row["q"])))
-        assert list(curves) == list(rows) and len(rows) == {"fig2": 210, "fig4": 284}[figure], path
-        for run, curve in curves.items():
+        assert list(curves) == list(rows) and len(rows) == {"fig2": 210, "fig4": 284, "fig4-flow": 284}[figure], path
+        for run, curve in curves.items():  # each ends on its run's final row
             t, q = np.array(curve).T
-            assert t[0] == 0 and np.all(np.diff(t) >= 0) and t[-1] <= float(rows[run]["t"]) and np.all((q > 0) & (q < 1)), run
+            assert t[0] == 0 and np.all(np.diff(t) >= 0) and np.all((q > 0) & (q < 1)), run
+            assert (t[-1], q[-1]) == (float(rows[run]["t"]), float(rows[run]["q"])), run
         _, read = read_shipped(RESULTS / figure)
         assert write_trajectories(Path(tempfile.mkdtemp()), read).read_bytes() == data, path
     assert not list(RESULTS.rglob("trajectories.csv"))
@@ -179,7 +180,7 @@ def test_results_stay_under_20_mb():
 def _shipped_policies() -> list[tuple[Path, float, float, str, float]]:
     """(file, mu, reset, convention, the shipped q) of every policy shipped with a q beside it."""
     cases = []
-    for figure in ("fig2", "fig4"):
+    for figure in ("fig2", "fig4", "fig4-flow"):
         folder = RESULTS / figure
         with open(folder / "summary.csv", newline="") as f:
             rows = {r["run"].replace("/", "__"): r for r in csv.DictReader(f)}
@@ -338,3 +339,94 @@ def test_the_memento_table_says_where_the_necklace_optimum_sits():
         if row["family_found"].startswith("none"):
             assert f"{float(row['distance_to_necklace']):.2g}" in row["family_found"]
     assert {(r["m"], r["reset"]): r["necklace_on_bound"] for r in rows}[("4", "0.001")] == "eps1"
+
+
+def test_the_integrators_side_by_side_on_hand_made_numbers():
+    """compare_integrators: a verdict that changes kind carries the seeds that end apart (by more than APART),
+    where their curves part and where each run stopped; one that keeps its kind carries none; the count."""
+    from policies.claims import APART, check_figure4, compare_integrators
+
+    ram, memento = ("ram:16", 1e-5, "random"), ("memento:3", 1e-5, "random")
+    published = check_figure4({ram: [0.3, 0.31, 0.32, 0.33, 0.34], memento: [0.1, 0.11, 0.12, 0.13, 0.14]})
+    flow = check_figure4({ram: [0.135, 0.31, 0.32, 0.33, 0.34], memento: [0.1, 0.11, 0.12, 0.13, 0.14]})  # p = 2/252: still holds
+    # U = 18 of 25: the 39 of the 252 splits with U >= 18 give p = 0.15, not significant; the medians stay in order
+    moved = check_figure4({ram: [0.105, 0.115, 0.32, 0.33, 0.34], memento: [0.1, 0.11, 0.12, 0.13, 0.14]})
+    runs = {ram: [{"seed": 0, "q_published": 0.3, "q_flow": 0.105, "stop_published": "max_steps", "t_published": 2e8, "stop_flow": "until_t",
+                   "t_flow": 1e9, "parted": 3e5, "q_flow_at_published_end": 0.106},
+                  {"seed": 1, "q_published": 0.31, "q_flow": 0.115, "stop_published": "until_t", "t_published": 1e9, "stop_flow": "until_t",
+                   "t_flow": 1e9, "parted": 4e4, "q_flow_at_published_end": None},
+                  *({"seed": s, "q_published": q, "q_flow": q + APART / 2, "stop_published": "until_t", "t_published": 1e9, "stop_flow": "until_t",
+                     "t_flow": 1e9, "parted": None, "q_flow_at_published_end": None} for s, q in ((2, 0.32), (3, 0.33), (4, 0.34)))]}  # fmt: skip
+    same, count = compare_integrators(published, flow, runs)
+    e = next(c for c in same if c["panel"] == "E")
+    assert e["same_verdict"] and e["evidence"] is None and e["published"]["verdict"] == "holds"
+    assert count == {"apart": 1e-3, "differ": 2, "runs": 5, "groups": {"ram:16 r=1e-05 random": [2, 5]}}
+    records, _ = compare_integrators(published, moved, runs)
+    e = next(c for c in records if c["panel"] == "E")
+    assert e["verdict"].startswith("holds on the medians, not significantly") and not e["same_verdict"]
+    assert e["evidence"].startswith("ram:16 r=1e-05 random: 2 of 5 seeds end more than 0.001 apart (largest first): seed 0: 0.3 published, "
+                                    "0.105 on the true flow, apart by more than 0.001 from t = 3e+05 on; stopped on max_steps at t = 2e+08 "
+                                    "(published), until_t at t = 1e+09 (true flow at t = 2e+08: 0.106); seed 1")  # fmt: skip
+    assert e["evidence"].endswith("memento:3 r=1e-05 random: 0 of 0 seeds end more than 0.001 apart")
+    assert all(c["same_verdict"] for c in records if c["panel"] != "E")
+
+
+FLOW = RESULTS / "fig4-flow"
+
+
+def test_the_bdf_check_follows_from_the_shipped_files():
+    """results/fig4-flow/bdf.csv.gz holds scipy's BDF (rtol 1e-10) at the rows of the shipped curves of the sampled
+    runs (to the t each was compared up to): read from the files alone, each curve's distance to BDF at those rows
+    is within what bdf-check.json says of every logged t, and every run ends within 1e-5 of BDF's final q."""
+    from fsc.report.results import read_shipped
+
+    checked = json.loads((FLOW / "bdf-check.json").read_text())
+    _, curves = read_shipped(FLOW)
+    bdf: dict[str, tuple[list, list]] = {}
+    with gzip.open(FLOW / "bdf.csv.gz", "rt", newline="") as f:
+        for row in csv.DictReader(f):
+            bdf.setdefault(row["run"], ([], []))[0].append(float(row["t"]))
+            bdf[row["run"]][1].append(float(row["q"]))
+    assert len(checked) >= 8 and {r["run"] for r in checked} == set(bdf)
+    assert len({r["run"].split("/")[0] for r in checked}) >= 3 and len({r["run"].split("/")[1] for r in checked}) == 2
+    for record in checked:
+        t, q = curves[record["run"]]
+        t_bdf, q_bdf = map(np.array, bdf[record["run"]])
+        assert np.array_equal(t[t <= t_bdf[-1]], t_bdf), record["run"]
+        assert np.abs(q[: len(t_bdf)] - q_bdf).max() <= record["max_dq"] + 1e-12, record["run"]
+        if t_bdf[-1] == t[-1]:
+            assert abs(q[-1] - q_bdf[-1]) <= 1e-5 and record["final_dq"] <= 1e-5, record["run"]
+
+
+def test_the_true_flow_claims_regenerate_side_by_side_from_results_alone(tmp_path):
+    """claims.json, claims.md and runs-compared.csv of results/fig4-flow come back byte for byte from its
+    summary.csv and curves and those of results/fig4 beside it; each claim has both verdicts."""
+    import shutil
+
+    from fsc.report.results import write_claims
+    from fsc.sweep import load_spec
+
+    for name in ("fig4", "fig4-flow"):
+        shutil.copytree(RESULTS / name, tmp_path / name, ignore=shutil.ignore_patterns("policies", "*.png"))
+    for name in ("claims.json", "claims.md", "runs-compared.csv"):
+        (tmp_path / "fig4-flow" / name).unlink()
+    claims = write_claims(load_spec(ROOT / "examples" / "sweeps" / "fig4-rosenbrock.json"), tmp_path / "fig4-flow")
+    for name in ("claims.json", "claims.md", "runs-compared.csv"):
+        assert (tmp_path / "fig4-flow" / name).read_bytes() == (FLOW / name).read_bytes(), name
+    assert len(claims) == 14 and all(c["published"]["verdict"] and c["verdict"] for c in claims)
+    provenance = json.loads((FLOW / "provenance.json").read_text())
+    assert provenance["done"] == provenance["points"] == 284 and provenance["compared_with"]["runs"] == 284
+
+
+def test_the_report_says_what_depends_on_the_integrator(tmp_path):
+    """fsc report's section draws the overlay from results/ and sets each claim's two verdicts side by side."""
+    from fsc.report import paper
+
+    (tmp_path / "figures").mkdir()
+    section = paper.section_integrator(tmp_path, lambda message: None)
+    claims = json.loads((FLOW / "claims.json").read_text())
+    assert section.numbers["verdicts"] == {c["claim"]: [c["published"]["verdict"], c["verdict"]] for c in claims}
+    assert section.numbers["runs apart"] == json.loads((FLOW / "provenance.json").read_text())["compared_with"]["differ"]
+    largest = max(r["max_dq"] for r in json.loads((FLOW / "bdf-check.json").read_text()))
+    assert section.numbers["bdf largest |dq|"] == largest and (tmp_path / "figures" / "integrators.png").stat().st_size > 1000
+    assert "figures/integrators.png" in section.body and "What depends on the integrator" in section.title

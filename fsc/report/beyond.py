@@ -123,3 +123,59 @@ def _memento(numbers: dict) -> list[str]:
         start = text.find("## results/memento/")
         body.append(page.markdown(text[start : text.find("## results/ram8/")] if start >= 0 else text[:1500]))
     return body
+
+
+def integrator_section(out: Path, log: Callable[[str], None]) -> Section:
+    """What depends on the integrator: Figure 4's claims on the published rule's runs and on the true flow's
+    (``results/fig4-flow``, :mod:`fsc.report.results`), the check against BDF and the three curves overlaid."""
+    from fsc.report.results import BDF_CHECK, draw_integrators
+
+    title = "What depends on the integrator: Figure 4 on the true gradient flow"
+    folder = page.SHIPPED / "fig4-flow"
+    commands = (
+        "fsc sweep examples/sweeps/fig4-rosenbrock.json --out sweeps/fig4-rosenbrock --workers 1",
+        "python examples/ship_results.py examples/sweeps/fig4-rosenbrock.json sweeps/fig4-rosenbrock results/fig4-flow --no-policies ram:64",
+        "python benchmarks/bench_training.py bdf-check --sweep sweeps/fig4-rosenbrock --json results/fig4-flow/bdf-check.json",
+    )
+    if not (folder / "claims.json").is_file() or not (folder / "provenance.json").is_file():
+        return Section(title, "<p>No results/fig4-flow shipped with this copy; the commands below make it.</p>", commands)
+    claims = json.loads((folder / "claims.json").read_text())
+    provenance = json.loads((folder / "provenance.json").read_text())
+    compared = provenance.get("compared_with") or {}
+    bdf = json.loads((folder / BDF_CHECK).read_text()) if (folder / BDF_CHECK).is_file() else []
+    worst = max(bdf, key=lambda r: r["max_dq"], default=None)
+    body = [
+        "<p>The published step rule follows the gradient flow only as closely as its step allows: in Figure 4's transients its "
+        "curves are 1e-2 to 4e-2 off the flow (docs/model.md). The same grid (examples/sweeps/fig4-rosenbrock.json: the same "
+        "points, starts, seeds and horizons) integrated by the Rosenbrock integrator at its tolerance 1e-5: "
+        f"{provenance['done']} of {provenance['points']} runs, {provenance['run_seconds_of_finished_runs'] / 3600:.2f} hours of run time.",
+        _bdf_sentence(bdf, worst) + "</p>",
+        f"<p>Runs whose final q differ by more than {compared.get('apart', 1e-3):g} between the two integrators: "
+        f"<b>{compared.get('differ', '?')} of {compared.get('runs', '?')}</b>. Each claim of Figure 4 on both (the tests of results/fig4/claims.md; "
+        "the numbers and the run-level evidence in results/fig4-flow/claims.md):</p>",
+        table(["panel", "the paper says", "published rule", "true flow", "same verdict"],
+              [[c["panel"], c["claim"], c["published"]["verdict"], c["verdict"], "yes" if c["same_verdict"] else "no"]
+               for c in claims if "published" in c]),  # fmt: skip
+    ]
+    drawn = draw_integrators(folder, out / "figures" / "integrators.png")
+    if drawn:
+        body.append(page.figure("figures/integrators.png", "the published curve, the true flow and BDF's"))
+    log(f"  integrator: {compared.get('differ')} of {compared.get('runs')} runs apart; {len(drawn)} curves overlaid")
+    numbers = {"runs apart": compared.get("differ"), "bdf largest |dq|": worst and worst["max_dq"],
+               "verdicts": {c["claim"]: [c["published"]["verdict"], c["verdict"]] for c in claims if "published" in c}}  # fmt: skip
+    return Section(title, "".join(body), commands, numbers)
+
+
+def _bdf_sentence(bdf: list[dict], worst: dict | None) -> str:
+    """What the check against BDF (``bdf-check.json``) found, in a sentence."""
+    if worst is None:
+        return ""
+    within = sum(r["max_dq"] <= 1e-4 for r in bdf)
+    text = (f" A sample of {len(bdf)} of its runs integrated again by scipy's BDF at a relative 1e-10 (results/fig4-flow/bdf-check.json): "
+            f"{within} within 1e-4 in q at every logged t; the largest distance {page.number(worst['max_dq'], 2)} "
+            f"({html.escape(worst['run'])}, at t = {page.number(worst['at_t'], 2)}); the final q within "
+            f"{page.number(max(r['final_dq'] for r in bdf), 2)} of BDF's on every one.")
+    tighter = [(r["run"], tol, x["max_dq"]) for r in bdf for tol, x in r.get("tolerances", {}).items()]
+    if tighter:
+        text += " At a smaller tolerance: " + "; ".join(f"{html.escape(run)} at {float(tol):g}: {page.number(dq, 2)}" for run, tol, dq in tighter) + "."
+    return text

@@ -227,6 +227,11 @@ def section_beyond_the_paper(out: Path, log: Callable[[str], None]) -> Section:
     return beyond.section(out, log)
 
 
+def section_integrator(out: Path, log: Callable[[str], None]) -> Section:
+    """What depends on the integrator: Figure 4's claims on the published rule and on the true flow."""
+    return beyond.integrator_section(out, log)
+
+
 def _shipped_section(name: str, title: str, out: Path, log: Callable[[str], None]) -> Section:
     """A full-size figure drawn from ``results/name`` (:mod:`fsc.report.results`), with its claims checked."""
     import csv
@@ -339,5 +344,6 @@ SECTIONS: list[Callable[[Path, Callable[[str], None]], Section]] = [
     section_training,
     section_figure2_full_size,
     section_full_size,
+    section_integrator,
     section_beyond_the_paper,
 ]

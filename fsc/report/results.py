@@ -16,11 +16,14 @@ A shipped sweep is a folder of small files made from sweep directories (nothing 
   rows are stored), the finished runs and the median, quartiles, minimum and maximum of their final q;
 - ``figure.png``: Figure 4's panels (q against t, seeds faint, medians bold, reference lines dashed), or for
   the spec named ``fig2`` Figure 2 (final q against r and against M, the CCP's closed form as lines);
-- ``claims.json``, ``claims.md`` (specs ``fig4`` and ``fig2``): the paper's claims about training, checked
-  (:mod:`policies.claims`);
+- ``claims.json``, ``claims.md`` (the specs of Figures 4 and 2, :data:`FIGURE_OF`): the paper's claims about
+  training, checked (:mod:`policies.claims`); for a re-run by another integrator (:data:`COMPARED_WITH`), each
+  claim also on the published rule's runs shipped beside it, side by side, and ``runs-compared.csv``: per run,
+  the final q of both and where their curves part;
 - ``policies/NAME.npz``: the final policy of each finished run, NAME the run's name with ``/`` replaced by
   ``__`` (:func:`policy_file`), in the policy file format (docs/formats.md: ``-inf`` initial logits outside
-  the reset nodes), compressed; a point finished elsewhere and shipped without its run directory has none;
+  the reset nodes), compressed; a point finished elsewhere and shipped without its run directory has none,
+  nor a run of a memory :func:`ship` is told to ship without (``without_policies``: size);
 - ``provenance.json``: the spec, the commit of the shipping, the machine, the counts, the runs' time.
 
 :func:`ship` keeps, for a point its sweep directories have not finished, what the folder already held, so
@@ -53,13 +56,28 @@ from fsc.report import page
 from fsc.sweep.spec import NOT_NAMING, STOP_ARGUMENTS, Point, Sweep, cap_not_reached, load_spec
 
 __all__ = [
-    "FIGURE4_PANELS", "FULL_SIZE", "SPECS", "complete", "draw_figure", "lacking", "log_spaced", "policy_file", "read_shipped", "ship",
-    "trajectories_file", "write_claims", "write_policy", "write_trajectories",
+    "COMPARED_WITH", "FIGURE4_PANELS", "FIGURE_OF", "FULL_SIZE", "RUNS_COMPARED", "SPECS", "complete", "draw_figure", "lacking", "log_spaced",
+    "draw_integrators", "end_on_final_rows", "policy_file", "read_shipped", "ship", "trajectories_file", "write_claims", "write_policy", "write_trajectories",
 ]  # fmt: skip
 
 #: The published set-ups, one sweep spec each, and the folder of ``results/`` each is shipped to.
 SPECS = page.SHIPPED.parent / "examples" / "sweeps"
 FULL_SIZE = ("fig4", "fig2")
+
+#: The published figure each full-size spec draws (its panels, its claims): the specs of the re-runs by the
+#: Rosenbrock integrator (the true flow, docs/model.md) draw theirs too.
+FIGURE_OF = {"fig4": "fig4", "fig2": "fig2", "fig4-rosenbrock": "fig4", "fig2-rosenbrock": "fig2"}
+
+#: A re-run by another integrator -> the published spec whose shipped folder (a sibling of its own, of the
+#: same name) holds the published rule's runs of the same points, which its claims are set against.
+COMPARED_WITH = {"fig4-rosenbrock": "fig4"}
+
+#: Per run of a re-run by another integrator, against the published rule's run of the same point.
+RUNS_COMPARED = "runs-compared.csv"
+
+#: In a re-run by another integrator: a sample of its runs integrated again by scipy's BDF at a relative 1e-10
+#: (``benchmarks/bench_training.py bdf-check``), its figures per run and BDF's q at the rows its curves keep.
+BDF_CHECK, BDF_CURVES = "bdf-check.json", "bdf.csv.gz"
 
 #: The curves of a shipped folder, and the plain CSV that folders shipped before hold instead (read, never written).
 TRAJECTORIES, PLAIN_TRAJECTORIES = "trajectories.csv.gz", "trajectories.csv"
@@ -254,12 +272,14 @@ def ship(
     commit: str | None = None,
     commands: Sequence[str] = (),
     wall: float | None = None,
+    without_policies: Sequence[str] = (),
 ) -> dict:
     """Write the shipped folder ``out`` of ``sweep`` from the sweep directories ``sweeps`` (see the module).
 
     Per point, the sources are the sweep directories in order, then what ``out`` already held: the first
     that finished it (with the point's stop conditions) wins; else the one furthest in ``t``; the fields and
-    the curve of a point always come from one source. Returns the provenance record (also
+    the curve of a point always come from one source. ``without_policies``: memories (``ram:64``) whose runs'
+    final policies are not shipped (any shipped before are removed). Returns the provenance record (also
     ``out/provenance.json``). Each file is replaced whole, ``summary.csv`` and ``provenance.json`` last.
     """
     points = integer("points", points, 2)
@@ -272,23 +292,45 @@ def ship(
         row = {"run": point.name, **{k: point.arguments.get(k) for k in keys}}
         row.update({k: fields.get(k) for k in _RUN_FIELDS})
         rows.append(row)
-        policies[point.name] = fields.get("policy") if fields["status"] == "done" else False
+        shipped = fields["status"] == "done" and point.arguments.get("memory") not in without_policies
+        policies[point.name] = fields.get("policy") if shipped else False
         if curve is not None:
             keep = log_spaced(curve[0], points)
-            curves[point.name] = (curve[0][keep], curve[1][keep])
+            curves[point.name] = _ended(curve[0][keep], curve[1][keep], row)
 
     out.mkdir(parents=True, exist_ok=True)
     _write_policies(out, policies)
     write_trajectories(out, curves)
     write_text(out / "groups.csv", _csv(_groups_table(sweep, rows)))
     _draw(sweep, rows, curves, out / "figure.png")
-    claims = _claims(sweep, rows, curves)
-    if claims is not None:
-        _write_claims(out, claims)
+    compared = _claims_files(sweep, rows, curves, out)
     provenance = _provenance(sweep, rows, commit=commit, commands=commands, wall=wall)
+    provenance["policies"] = sum(policy_file(out, p.name).is_file() for p in sweep.points)
+    if compared is not None:
+        provenance["compared_with"] = compared
     write_text(out / "summary.csv", _csv([list(rows[0])] + [[_cell(v) for v in r.values()] for r in rows]))
     write_text(out / "provenance.json", json.dumps(provenance, indent=1) + "\n")
     return provenance
+
+
+def _ended(t: np.ndarray, q: np.ndarray, row: dict) -> tuple[np.ndarray, np.ndarray]:
+    """The curve ``(t, q)`` of a run ending on its final state: a finished run whose curve stops before its final
+    ``t`` (a thinned trajectory of a run made before thinning kept the final step) gets the row (``t``, ``q``) of
+    its ``summary.csv`` row, the numbers its ``result.json`` holds and its final policy re-evaluates to."""
+    if row.get("status") != "done" or row.get("t") in (None, "") or not len(t) or t[-1] >= float(row["t"]):
+        return t, q
+    return np.append(t, float(row["t"])), np.append(q, float(row["q"]))
+
+
+def end_on_final_rows(folder: str | os.PathLike) -> int:
+    """Give each curve of the shipped ``folder`` that stops before its run's final ``t`` the run's final row
+    (:func:`_ended`), rewriting ``trajectories.csv.gz`` only; returns how many curves it extended."""
+    rows, curves = read_shipped(folder)
+    ended = {name: _ended(t, q, rows.get(name, {})) for name, (t, q) in curves.items()}
+    extended = sum(len(ended[name][0]) > len(t) for name, (t, _) in curves.items())
+    if extended:
+        write_trajectories(folder, ended)
+    return extended
 
 
 def _best_source(point: Point, sweeps: Sequence[str | os.PathLike], row: dict | None, curve) -> tuple[dict, tuple[np.ndarray, np.ndarray] | None]:
@@ -369,9 +411,10 @@ def _horizon(points: Sequence[Point], rows: Sequence[dict]) -> tuple[str, str]:
 
 def _claims(sweep: Sweep, rows: Sequence[dict], curves: dict) -> list[dict] | None:
     """The paper's claims about training checked on the rows of ``sweep`` (:mod:`policies.claims`), for the
-    specs ``fig4`` and ``fig2``; None for any other."""
+    specs of Figures 4 and 2 (:data:`FIGURE_OF`); None for any other."""
     pairs = list(zip(sweep.points, rows, strict=True))
-    if sweep.name == "fig4":
+    figure = FIGURE_OF.get(sweep.name)
+    if figure == "fig4":
         from policies.claims import check_figure4
 
         named: dict[tuple, list] = {}
@@ -382,7 +425,7 @@ def _claims(sweep: Sweep, rows: Sequence[dict], curves: dict) -> list[dict] | No
         seeds = {k: [curves[p.name] for p, r in v if r["status"] == "done" and p.name in curves] for k, v in named.items()}
         horizons = {k: _horizon([p for p, _ in v], [r for _, r in v]) for k, v in named.items()}
         return check_figure4({k: v for k, v in groups.items() if v}, expected={k: len(v) for k, v in named.items()}, horizons=horizons, curves=seeds)
-    if sweep.name == "fig2":
+    if figure == "fig2":
         from policies.claims import check_figure2
 
         finished = [(p.arguments, r) for p, r in pairs if r["status"] == "done"]
@@ -393,7 +436,7 @@ def _claims(sweep: Sweep, rows: Sequence[dict], curves: dict) -> list[dict] | No
     return None
 
 
-def _write_claims(out: Path, claims: list[dict]) -> None:
+def _write_claims(out: Path, claims: list[dict], compared: dict | None = None) -> None:
     from policies.claims import SIGNIFICANCE, TOLERANCE
 
     write_text(out / "claims.json", json.dumps(claims, indent=1) + "\n")
@@ -407,7 +450,103 @@ def _write_claims(out: Path, claims: list[dict]) -> None:
         "|---|---|---|---|---|---|---|",
     ]
     lines += [f"| {c['panel']} | {c['claim']} | {c['family']} | {c['test']} | {c['numbers'] or '-'} | {c['verdict']} | {c['horizon'] or '-'} |" for c in claims]
+    if compared is not None:
+        lines += _side_by_side(claims, compared)
     write_text(out / "claims.md", "\n".join(lines) + "\n")
+
+
+def _side_by_side(claims: list[dict], compared: dict) -> list[str]:
+    """The lines of claims.md that set each claim on the true flow beside the published rule's, and the runs apart."""
+    name, apart = compared["folder"], compared["apart"]
+    groups = "; ".join(f"{group} {n} of {of}" for group, (n, of) in compared["groups"].items() if n)
+    lines = [
+        "", f"## The published rule (results/{name}) and the true flow (this folder), side by side", "",
+        f"The same claims, families, tests and tolerance on the published rule's runs of the same points (results/{name}, checked "
+        f"again here by the same code) and on these runs of the Rosenbrock integrator. Same verdict: the verdicts agree but for "
+        f"their numbers. Runs whose final q differ by more than {apart:g} between the two integrators: "
+        f"**{compared['differ']} of {compared['runs']}** ({groups or 'none'}); each run in {RUNS_COMPARED}.", "",
+        "| panel | the paper says | published rule: numbers | published rule: verdict | true flow: numbers | true flow: verdict | same verdict |",
+        "|---|---|---|---|---|---|---|",
+    ]  # fmt: skip
+    lines += [f"| {c['panel']} | {c['claim']} | {c['published']['numbers'] or '-'} | {c['published']['verdict']} | {c['numbers'] or '-'} | "
+              f"{c['verdict']} | {'yes' if c['same_verdict'] else '**no**'} |" for c in claims]  # fmt: skip
+    changed = [c for c in claims if not c["same_verdict"]]
+    lines += ["", "### Where a verdict changes", ""]
+    lines += [f"- **{c['panel']}: {c['claim']}.** Published rule: {c['published']['verdict']}; true flow: {c['verdict']}. {c['evidence']}." for c in changed]
+    return lines if changed else [*lines, "No verdict changes."]
+
+
+def _claims_files(sweep: Sweep, rows: Sequence[dict], curves: dict, out: Path, *, records: bool = False):
+    """Check the claims on ``rows`` and write ``claims.json`` and ``claims.md`` in ``out`` (nothing for a spec
+    without claims); for a re-run by another integrator whose published folder is shipped beside ``out``, side
+    by side with the published rule's runs, and ``runs-compared.csv``. Returns the claims with ``records``, else
+    the count of runs apart (or None)."""
+    claims = _claims(sweep, rows, curves)
+    if claims is None:
+        return None
+    compared = _against_published(sweep, rows, curves, out, claims)
+    count = None
+    if compared is not None:
+        claims, count, table = compared
+        write_text(out / RUNS_COMPARED, _csv(table))
+    _write_claims(out, claims, count)
+    return claims if records else count
+
+
+def _against_published(sweep: Sweep, rows: Sequence[dict], curves: dict, out: Path, claims: list[dict]):
+    """``(claims side by side, count, rows of runs-compared.csv)`` of a re-run by another integrator (its
+    ``claims``) against the published folder shipped beside ``out``; None when it is not a re-run or that folder
+    is not there."""
+    from policies.claims import APART, compare_integrators
+
+    name = COMPARED_WITH.get(sweep.name)
+    other = out.parent / name if name else None
+    if other is None or not (other / "summary.csv").is_file() or not (SPECS / f"{name}.json").is_file():
+        return None
+    published = load_spec(SPECS / f"{name}.json")
+    old_rows, old_curves = read_shipped(other)
+    old = [old_rows.get(p.name, {"status": "absent"}) for p in published.points]
+    before = _claims(published, old, old_curves)
+    table = [["run", "q_published", "q_flow", "abs_dq", "stop_published", "t_published", "stop_flow", "t_flow", "parted_t", "q_flow_at_published_end"]]
+    runs: dict[tuple, list[dict]] = {}
+    for point, row in zip(sweep.points, rows, strict=True):
+        mine = old_rows.get(point.name)
+        if row["status"] != "done" or mine is None or mine["status"] != "done":
+            continue
+        a = point.arguments
+        seed = {"seed": a.get("seed"), "q_published": float(mine["q"]), "q_flow": float(row["q"]), "stop_published": mine["stop"],
+                "t_published": float(mine["t"]), "stop_flow": row["stop"], "t_flow": float(row["t"]), "parted": None,
+                "q_flow_at_published_end": None}  # fmt: skip
+        if point.name in curves and point.name in old_curves:
+            seed["parted"] = _parted(curves[point.name], old_curves[point.name], APART)
+            if seed["stop_published"] != "until_t" and seed["t_published"] < seed["t_flow"]:  # stopped short (max_steps): the flow there
+                seed["q_flow_at_published_end"] = float(_log_interp(np.array([seed["t_published"]]), *curves[point.name])[0])
+        runs.setdefault((a["memory"], a["reset"], a.get("init", "random")), []).append(seed)
+        table.append([point.name, *(_cell(seed[k]) for k in ("q_published", "q_flow")), repr(abs(seed["q_flow"] - seed["q_published"])),
+                      *(_cell(seed[k]) for k in ("stop_published", "t_published", "stop_flow", "t_flow", "parted", "q_flow_at_published_end"))])  # fmt: skip
+    records, count = compare_integrators(before, claims, runs)
+    return records, {"folder": name, **count}, table
+
+
+def _log_interp(t_query: np.ndarray, t: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """``q(t)`` at ``t_query``, linear in ``log t`` between rows (a row at ``t = 0`` holds until the first positive one)."""
+    positive = t > 0
+    if positive.sum() < 2:
+        return np.interp(t_query, t, q)
+    inside = np.interp(np.log(np.maximum(t_query, t[positive][0])), np.log(t[positive]), q[positive])
+    return np.where(t_query < t[positive][0], np.interp(t_query, t, q), inside)
+
+
+def _parted(curve: tuple[np.ndarray, np.ndarray], other: tuple[np.ndarray, np.ndarray], apart: float) -> float | None:
+    """The first row ``t`` of ``curve`` from which it stays more than ``apart`` from ``other`` (interpolated in
+    log t) to the end of their common span; None when they end within ``apart``."""
+    t, q = curve
+    inside = t <= min(t[-1], other[0][-1])
+    far = np.abs(q[inside] - _log_interp(t[inside], *other)) > apart
+    if not far.size or not far[-1]:
+        return None
+    near = np.flatnonzero(~far)
+    return float(t[inside][near[-1] + 1 if near.size else 0])
 
 
 def draw_figure(sweep: Sweep, folder: str | os.PathLike) -> None:
@@ -418,24 +557,57 @@ def draw_figure(sweep: Sweep, folder: str | os.PathLike) -> None:
     _draw(sweep, rows, curves, Path(folder) / "figure.png")
 
 
+def draw_integrators(folder: str | os.PathLike, path: str | os.PathLike, runs: int = 3) -> list[str]:
+    """For the ``runs`` runs of BDF's sample (``folder/bdf.csv.gz``) whose curves differ most between the two
+    integrators, q(t) of the published rule (the sibling folder :data:`COMPARED_WITH` names), of the true flow
+    (``folder``) and of BDF, one panel each, at ``path``. Returns the runs drawn (none when a file is missing)."""
+    import matplotlib.pyplot as plt
+
+    folder = Path(folder)
+    provenance = _json(folder / "provenance.json") if (folder / "provenance.json").is_file() else {}
+    other = folder.parent / COMPARED_WITH.get(provenance.get("spec"), "")
+    if not (folder / BDF_CURVES).is_file() or not (other / "summary.csv").is_file():
+        return []
+    _, flow = read_shipped(folder)
+    _, published = read_shipped(other)
+    bdf = {name: (np.array(t), np.array(q)) for name, (t, q) in _read_curves(folder / BDF_CURVES).items() if name in flow and name in published}
+    def apart(name: str) -> float:  # the largest distance of the published curve to the flow's, at the flow's rows
+        t, q = flow[name]
+        inside = t <= published[name][0][-1]
+        return float(np.abs(q[inside] - _log_interp(t[inside], *published[name])).max())
+
+    chosen = sorted(bdf, key=lambda name: -apart(name))[:runs]
+    if not chosen:
+        return []
+    figure, axes = plt.subplots(1, len(chosen), figsize=(5.2 * len(chosen), 4.0), squeeze=False)
+    for ax, name in zip(axes.flat, chosen, strict=True):
+        ax.semilogx(*published[name], color="tab:orange", lw=1.6, label="published step rule (results/fig4)")
+        ax.semilogx(*flow[name], color="tab:blue", lw=1.2, label="Rosenbrock, tolerance 1e-5 (true flow)")
+        ax.semilogx(*bdf[name], "k.", ms=3, label="scipy BDF, rtol 1e-10")
+        ax.set(xlabel="t (flow on the gain per step)", ylabel="q, paper convention", title=name.replace("/", " "))
+        ax.title.set_fontsize(8)
+    axes.flat[0].legend(fontsize=7)
+    figure.suptitle("The same runs by three integrators: where the published rule parts from the flow", fontsize=10)
+    figure.tight_layout()
+    _save(figure, Path(path))
+    return chosen
+
+
 def _draw(sweep: Sweep, rows: list[dict], curves: dict, path: Path) -> None:
     """The figure of ``sweep`` at ``path``: Figure 2's layout for the spec ``fig2``, else q against t."""
-    draw = _draw_figure2 if sweep.name == "fig2" else _draw_q_curves
+    draw = _draw_figure2 if FIGURE_OF.get(sweep.name) == "fig2" else _draw_q_curves
     draw(sweep, rows, curves, path)
 
 
 def write_claims(sweep: Sweep, folder: str | os.PathLike) -> list[dict] | None:
     """Check the paper's claims again on the shipped ``folder`` of ``sweep`` (its ``summary.csv`` and
-    ``trajectories.csv.gz``) and rewrite its ``claims.json`` and ``claims.md``; nothing else changes. Returns the
-    claims (None for a spec with no claims)."""
+    ``trajectories.csv.gz``) and rewrite its ``claims.json`` and ``claims.md`` (and, for a re-run by another
+    integrator, ``runs-compared.csv``); nothing else changes. Returns the claims (None for a spec with no claims)."""
     shipped, curves = read_shipped(folder)
     missing = [p.name for p in sweep.points if p.name not in shipped]
     if missing:
         raise InputError(f"{str(folder)!r} is not a shipping of the spec {sweep.name!r}: no row for {missing[0]!r}")
-    claims = _claims(sweep, [shipped[p.name] for p in sweep.points], curves)
-    if claims is not None:
-        _write_claims(Path(folder), claims)
-    return claims
+    return _claims_files(sweep, [shipped[p.name] for p in sweep.points], curves, Path(folder), records=True)
 
 
 def complete(
@@ -520,7 +692,7 @@ def _draw_q_curves(sweep: Sweep, rows: list[dict], curves: dict, path: Path) -> 
     if not finished:
         return
     # Figure 4's panels that have a finished run, then a panel for each other (memory, reset).
-    panels = FIGURE4_PANELS if sweep.name == "fig4" else ()
+    panels = FIGURE4_PANELS if FIGURE_OF.get(sweep.name) == "fig4" else ()
     layout = [(f"{label}: {' and '.join(m for m, _ in pairs)}, r = {pairs[0][1]:g}", pairs) for label, pairs in panels if set(pairs) & set(finished)]
     placed = {pair for _, pairs in panels for pair in pairs}
     layout += [(f"{memory}, r = {reset:g}", ((memory, reset),)) for memory, reset in finished if (memory, reset) not in placed]
@@ -542,7 +714,8 @@ def _draw_q_curves(sweep: Sweep, rows: list[dict], curves: dict, path: Path) -> 
         ax.set_ylabel(f"q, {convention} convention (docs/model.md)", fontsize=8)
     for ax in list(axes.flat)[len(layout) :]:
         ax.remove()
-    figure.suptitle(f"Figure 4 at full size: q(t) of each seed (faint) and their median (bold); dashed: reference policies, "
+    integrator = {"rosenbrock": " on the true flow (the Rosenbrock integrator)"}.get(first.get("optimizer"), "")
+    figure.suptitle(f"Figure 4 at full size{integrator}: q(t) of each seed (faint) and their median (bold); dashed: reference policies, "
                     f"exact, in the {convention} convention at the panel's r", fontsize=10)  # fmt: skip
     figure.tight_layout()
     _save(figure, path)

@@ -149,17 +149,31 @@ class Progress:
 
 
 class Thinning:
-    """Which accepted steps become trajectory rows: every one, or with ``rows_per_decade = N`` step 0 and
-    the first step in each interval ``[10^(k/N), 10^((k+1)/N))`` of ``t``.  The rule reads ``t`` only, so
-    a resumed run keeps the rows an uninterrupted one keeps; its state is the bucket of the last row."""
+    """Which accepted steps become trajectory rows: every one, or with ``rows_per_decade = N`` step 0, the
+    first step in each interval ``[10^(k/N), 10^((k+1)/N))`` of ``t``, and the run's final step (the record
+    that carries a stop), so that a thinned trajectory ends on the run's final state as ``result.json`` and
+    ``policy.npz`` do.  The rule reads ``t`` only; a run resumed after it finished drops that final row
+    unless the rule keeps it (the run goes on past it), so a resumed run keeps the rows an uninterrupted one
+    keeps.  Its state is the bucket of the last row."""
 
     def __init__(self, rows_per_decade: int | None, trajectory: Trajectory) -> None:
         self.per_decade = rows_per_decade
+        if rows_per_decade is not None and self._ends_off_the_rule(trajectory):
+            for column in trajectory.columns.values():  # the previous session's final row: not a row of the rule
+                del column[-1]
+            trajectory.trim()
         last = trajectory.last("t")
         self.bucket = -math.inf if last is None or rows_per_decade is None else self._bucket(last)
 
     def _bucket(self, t: float) -> float:
         return math.floor(self.per_decade * math.log10(t)) if t > 0 else -math.inf
+
+    def _ends_off_the_rule(self, trajectory: Trajectory) -> bool:
+        """The last row is one the rule does not keep (a final row): not step 0, in the bucket of the row before."""
+        if len(trajectory) < 2 or trajectory.last("step") == 0:
+            return False
+        t = trajectory.columns["t"]
+        return self._bucket(t[-1]) <= self._bucket(t[-2])
 
     def due(self) -> float:
         """With thinning, a time below that of the next row: the flow need not stop before it.  A hair below
@@ -168,14 +182,15 @@ class Thinning:
             return 0.0
         return 10.0 ** ((self.bucket + 1) / self.per_decade) * (1 - 1e-9)
 
-    def __call__(self, t: float, step: int) -> bool:
+    def __call__(self, t: float, step: int, stop: str | None = None) -> bool:
+        """Whether the step at ``t`` becomes a row; ``stop``: why the run ends there (``None``: it goes on)."""
         if self.per_decade is None:
             return True
         bucket = self._bucket(t)
         if step == 0 or bucket > self.bucket:
             self.bucket = max(bucket, self.bucket)
             return True
-        return False
+        return stop is not None
 
 
 class DeferredInterrupt:
@@ -245,7 +260,7 @@ def train_loop(records: Iterator[Record], run: Run, config) -> TrainingResult:
                 last_step = record.skipped["step"][-1]
             whole = record
             if record.step > last_step:
-                if run.keep(record.t, record.step):
+                if run.keep(record.t, record.step, record.stop):
                     trajectory.append(trajectory_row(record))
                 last_step = record.step
             progress.update(record)

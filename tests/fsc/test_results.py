@@ -366,3 +366,26 @@ def test_bad_trajectories_are_refused_naming_the_file_and_line(tmp_path):
     (folder / "trajectories.csv.gz").write_text("run,t,q\nx,1.0,0.5\n")  # not compressed
     with pytest.raises(InputError, match=r"trajectories\.csv\.gz', line 1: cannot be read as gzip-compressed CSV text \(Not a gzipped file"):
         read_shipped(folder)
+
+
+def test_a_memory_shipped_without_policies_and_curves_end_on_the_final_row(tmp_path):
+    """ship(without_policies=...) leaves out (and removes) the final policies of those memories, and counts the
+    shipped ones in provenance.json; a curve that stops before its run's final t (a run thinned before the final
+    step was kept) gets the run's final t and q, and end_on_final_rows does the same to a shipped folder."""
+    from fsc.report.results import end_on_final_rows, policy_file, write_trajectories
+
+    doc = {**TINY, "grid": {"memory": ["ram:2", "ram:3"], "init": ["random"], "seed": [0]}}
+    sweep = load_spec(_spec(tmp_path, doc))
+    _run(sweep, [0, 1], tmp_path / "a")
+    ship(sweep, [tmp_path / "a"], tmp_path / "shipped", points=20)
+    assert all(policy_file(tmp_path / "shipped", p.name).is_file() for p in sweep.points)
+    provenance = ship(sweep, [tmp_path / "a"], tmp_path / "shipped", points=20, without_policies=["ram:3"])
+    assert [policy_file(tmp_path / "shipped", p.name).is_file() for p in sweep.points] == [True, False] and provenance["policies"] == 1
+    rows, curves = read_shipped(tmp_path / "shipped")
+    for name, (t, q) in curves.items():  # every run's trajectory ends on its final step: so does its curve
+        assert (t[-1], q[-1]) == (float(rows[name]["t"]), float(rows[name]["q"]))
+    write_trajectories(tmp_path / "shipped", {name: (t[:-1], q[:-1]) for name, (t, q) in curves.items()})  # as a thinned run's were
+    assert end_on_final_rows(tmp_path / "shipped") == 2 and end_on_final_rows(tmp_path / "shipped") == 0
+    assert {name: (t.tolist(), q.tolist()) for name, (t, q) in read_shipped(tmp_path / "shipped")[1].items()} == {
+        name: (t.tolist(), q.tolist()) for name, (t, q) in curves.items()
+    }

@@ -137,7 +137,8 @@ def test_stopped_and_continued_run_equals_uninterrupted(tmp_path, optimizer, ext
 
 
 def test_rows_per_decade_keeps_the_first_row_of_each_interval_and_resumes_alike(tmp_path):
-    """A thinned trajectory is the full one filtered by its rule; stopped and continued, it is the same."""
+    """A thinned trajectory is the full one filtered by its rule, plus the final step; stopped and continued,
+    it is the same (the first session's final row goes when the run goes on past it)."""
     import math
 
     full = small_run(tmp_path / "full", until_t=2e4)
@@ -148,14 +149,19 @@ def test_rows_per_decade_keeps_the_first_row_of_each_interval_and_resumes_alike(
         if i == 0 or bucket > last:
             expected.append(i)
             last = max(last, bucket)
+    assert expected[-1] != len(rows["t"]) - 1  # the rule alone would end before the final step ...
+    expected.append(len(rows["t"]) - 1)  # ... which is kept as the last row
     thin = small_run(tmp_path / "thin", until_t=2e4, rows_per_decade=3)
     kept = read_trajectory(tmp_path / "thin")
     assert 5 < len(expected) < 30 and len(expected) < len(rows["t"]) / 10
     for name, column in kept.items():
         if name != "seconds":
             assert column.tolist() == rows[name][expected].tolist(), name
-    assert (thin.q, thin.t, thin.steps) == (full.q, full.t, full.steps)
-    small_run(tmp_path / "parts", until_t=2e4, rows_per_decade=3, max_steps=40)
+    assert (thin.q, thin.t, thin.steps) == (full.q, full.t, full.steps) == (kept["q"][-1], kept["t"][-1], kept["step"][-1])
+    cut = next(s for s in range(30, 200) if s not in rows["step"][expected])  # a row only as the first session's end
+    first = small_run(tmp_path / "parts", until_t=2e4, rows_per_decade=3, max_steps=cut)
+    ended = read_trajectory(tmp_path / "parts")
+    assert first.stop == "max_steps" and (ended["step"][-1], ended["t"][-1], ended["q"][-1]) == (cut, first.t, first.q)
     rest = small_run(tmp_path / "parts", until_t=2e4, rows_per_decade=3)
     assert rest.resumed and (rest.q, rest.t, rest.steps) == (full.q, full.t, full.steps)
     assert trajectory_without_seconds(tmp_path / "parts") == trajectory_without_seconds(tmp_path / "thin")
