@@ -166,18 +166,21 @@ def _on_pool(solver, client, count: int, best: _Best, task: tuple) -> None:
     deadline = task[-1]
     first = 0 if client is not None else 1  # a local pool leaves restart 0 to this process
     with executor(client, None if client is not None else min(solver.workers, count) - 1, start="spawn") as pool:
-        futures = {pool.submit(_restart, solver, index, *task): index for index in range(first, count)}
-        if client is None:
-            best.keep(_restart(solver, 0, *task, best.relay(0)))
-            for future in sorted(futures, key=futures.get):  # what no process has begun, run here
-                if future.cancel():
-                    index = futures.pop(future)
-                    best.keep(_restart(solver, index, *task, best.relay(index)))
         try:
+            futures = {pool.submit(_restart, solver, index, *task): index for index in range(first, count)}
+            if client is None:
+                best.keep(_restart(solver, 0, *task, best.relay(0)))
+                for future in sorted(futures, key=futures.get):  # what no process has begun, run here
+                    if future.cancel():
+                        index = futures.pop(future)
+                        best.keep(_restart(solver, index, *task, best.relay(index)))
             for future in as_completed(futures, timeout=max(0.0, deadline + 0.05 * solver.seconds + 0.5 - time.time())):
                 best.keep(future.result())
         except TimeoutError:
             abandon(pool)
+        except BaseException:  # an interrupt (Ctrl-C) or an error: the other processes end now, not at their deadline
+            abandon(pool)
+            raise
 
 
 def _better(outcome: dict, than: dict) -> bool:
