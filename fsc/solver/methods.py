@@ -94,12 +94,16 @@ class Method(Step):
     def solve(self, objective: Objective, start: Policy, budget: Budget, rng: np.random.Generator) -> Policy:
         """The best policy the steps from ``start`` reach within ``budget``, never worse than ``start``."""
         state = self.init(objective, start, rng=rng)
+        self.within(state, budget)
         while not budget.over(state.step):
             new = self.update(objective, state)
             if new is None:
                 break
             state = new
         return self.result(objective, start, state)
+
+    def within(self, state: State, budget: Budget) -> None:
+        """Tell a method whose steps are long the round's deadline (kept in ``state.slots``); most need not know."""
 
     def result(self, objective: Objective, start: Policy, state: State) -> Policy:
         """The policy of the last state, unless the start itself is worth more (a method never returns worse)."""
@@ -415,16 +419,9 @@ class BPI(Method):
     def update(self, objective: Objective, state: State, clock: Callable[[], float] = no_clock) -> State | None:
         return bpi.step(objective, state, tries=self.tries, deadline=state.slots.get("deadline", math.inf), clock=clock)
 
-    def solve(self, objective: Objective, start: Policy, budget: Budget, rng: np.random.Generator) -> Policy:
-        """:meth:`Method.solve`, a sweep also stopping at the budget's deadline between two programs."""
-        state = self.init(objective, start, rng=rng)
+    def within(self, state: State, budget: Budget) -> None:
+        """A sweep also stops at the budget's deadline between two programs."""
         state.slots["deadline"] = budget.deadline
-        while not budget.over(state.step):
-            new = self.update(objective, state)
-            if new is None:
-                break
-            state = new
-        return self.result(objective, start, state)
 
 
 #: The methods by name, each with its default settings, in the order the portfolio runs them
