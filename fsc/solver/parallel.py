@@ -13,6 +13,9 @@ A restart is one run of the portfolio (its memory ladder and its rounds, :meth:`
 - else one restart per worker (per thread of a Dask cluster), each until the same deadline: with one worker,
   the portfolio itself.
 
+Locally, a restart of this process that reaches its upper bound (to 1e-9 of it) ends the others at once: none
+can beat it.
+
 Each restart computes with one thread (torch and BLAS), so a restart gives the same bits in any process.  A
 local pool starts its processes by ``spawn`` (forking a process whose OpenMP threads have run hangs the
 child); they load numba's compiled kernels from its disk cache (:func:`compiled_here` counts what a process
@@ -170,6 +173,9 @@ def _on_pool(solver, client, count: int, best: _Best, task: tuple) -> None:
             futures = {pool.submit(_restart, solver, index, *task): index for index in range(first, count)}
             if client is None:
                 best.keep(_restart(solver, 0, *task, best.relay(0)))
+                if _at_bound(best.outcome):  # nothing can beat it: the others end now, not at their deadline
+                    abandon(pool)
+                    return
                 for future in sorted(futures, key=futures.get):  # what no process has begun, run here
                     if future.cancel():
                         index = futures.pop(future)
@@ -181,6 +187,14 @@ def _on_pool(solver, client, count: int, best: _Best, task: tuple) -> None:
         except BaseException:  # an interrupt (Ctrl-C) or an error: the other processes end now, not at their deadline
             abandon(pool)
             raise
+
+
+def _at_bound(outcome: dict | None) -> bool:
+    """Whether a restart's solution reaches its upper bound (to 1e-9 of it): no restart can do better."""
+    if outcome is None:
+        return False
+    solution = outcome["solution"]
+    return solution.upper_bound - solution.value <= 1e-9 * abs(solution.upper_bound)
 
 
 def _better(outcome: dict, than: dict) -> bool:
