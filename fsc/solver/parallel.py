@@ -13,8 +13,8 @@ A restart is one run of the portfolio (its memory ladder and its rounds, :meth:`
 - else one restart per worker (per thread of a Dask cluster), each until the same deadline: with one worker,
   the portfolio itself.
 
-Locally, a restart of this process that reaches its upper bound (to 1e-9 of it) ends the others at once: none
-can beat it.
+Restart 0 at its upper bound (to 1e-9 of it) is the answer, whatever the others found (at most rounding more);
+locally, it then ends the others at once.
 
 Each restart computes with one thread (torch and BLAS), so a restart gives the same bits in any process.  A
 local pool starts its processes by ``spawn`` (forking a process whose OpenMP threads have run hangs the
@@ -145,10 +145,14 @@ def solve_parallel(solver, world, arch, *, reset: float, start, progress: Callab
     if client is None and (solver.workers in (None, 1) or count == 1):
         for index in range(count):
             best.keep(_restart(solver, index, world, arch, reset, start, deadline, best.relay(index)))
+            if index == 0 and _at_bound(best.outcome):
+                break
     else:
         Objective(world=world, architecture=arch, reset=reset, engine=solver.engine, target="return")  # refused here, before any process starts
         _on_pool(solver, client, count, best, (world, arch, reset, start, deadline))
-    return _merged(best.outcome, best.outcomes, solver.seed, time.monotonic() - clock)
+    zero = next((outcome for outcome in best.outcomes if outcome["index"] == 0), None)
+    chosen = zero if _at_bound(zero) else best.outcome  # restart 0 at its bound is the answer wherever it ran
+    return _merged(chosen, best.outcomes, solver.seed, time.monotonic() - clock)
 
 
 def _count(solver, client) -> int:
