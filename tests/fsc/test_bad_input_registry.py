@@ -616,8 +616,13 @@ def test_a_refused_solve_removes_the_directories_it_made(tmp_path, capsys):
 
 
 def _solve_process(out: Path, *extra: str) -> subprocess.Popen:
+    import signal
+
     argv = [sys.executable, "-m", "fsc.cli", "solve", "--memory", "ram:2", "--max-seconds", "120", "--out", str(out), *extra]
-    return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # SIGINT as a terminal gives it: a suite run as a background job (bash without job control) starts its children
+    # with SIGINT ignored, and Python then keeps it ignored.
+    return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # fmt: skip
 
 
 def test_an_interrupt_saves_the_best_so_far(tmp_path):
