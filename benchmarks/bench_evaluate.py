@@ -42,6 +42,8 @@ import time
 
 from timing import ROOT, add_mode, fastest_calls, lapack_floor, lu_size, modes_parser, one_thread, rounds, start_policy
 
+from tests.fsc.corridor import corridor_text
+
 # isort: split
 import numpy as np  # after timing, which sets one LAPACK thread before numpy loads OpenBLAS
 
@@ -527,17 +529,6 @@ def automaton(args) -> None:
 FILE_ENGINES = ("dense", "choices", "sparse", "iterative", "large")
 
 
-def _corridor_text(S: int) -> str:
-    """A corridor of ``S`` states (tests/fsc/test_budgets.py's): read sparse from ``S = 600`` up."""
-    lines = [f"discount: 0.95\nvalues: reward\nstates: {S}\nactions: right left\nobservations: first middle last\nstart: {S - 3}"]
-    for s in range(S):
-        up, down = min(s + 1, S - 1), max(s - 1, 0)
-        lines.append(f"T: right : {s} : {up} 0.9\nT: right : {s} : {s} 0.1" if up != s else f"T: right : {s} : {s} 1.0")
-        lines.append(f"T: left : {s} : {down} 0.9\nT: left : {s} : {s} 0.1" if down != s else f"T: left : {s} : {s} 1.0")
-    lines.append(f"O: * : * : middle 1.0\nO: * : 0\n1 0 0\nO: * : {S - 1}\n0 0 1")
-    lines.append(f"R: * : * : {S - 1} : * 1.0")
-    return "\n".join(lines) + "\n"
-
 
 def file_case(spec: dict) -> dict:
     """One file, memory and engine: the first value and gradient (set-up included), in this process."""
@@ -560,12 +551,14 @@ def files(args) -> None:
         return
     import tempfile
 
+    if not args.folder and args.files:
+        raise SystemExit("bench_evaluate.py files: give --folder, the folder of the .POMDP files (or --files with no names)")
     folder = tempfile.mkdtemp(prefix="bench-files-")
     paths = [os.path.join(args.folder, name) for name in args.files]
     for S in args.corridors:
         paths.append(os.path.join(folder, f"corridor{S}.POMDP"))
         with open(paths[-1], "w") as f:
-            f.write(_corridor_text(S))
+            f.write(corridor_text(S))
     print(f"{'file':<22} {'memory':<8} {'auto':>16} " + " ".join(f"{e:>10}" for e in FILE_ENGINES) + f" {'auto/best':>10}")
     records = []
     for path in paths:
@@ -609,7 +602,7 @@ def main(argv: list[str] | None = None) -> None:
     add_mode(sub, backward, "evaluate + gain.backward() against gradient=True and autograd's own cost", memory=["ram:8", "ram:64", "memento:4"],
              calls=200, repeats=5, per_call=False)  # fmt: skip
     add_mode(sub, automaton, "fsc.Automaton's rules against the built-in table builders", max_m=8, repeats=3)
-    mode = add_mode(sub, files, "auto against every engine on .POMDP files and corridors, set-up included", folder="../shared/pomdp",
+    mode = add_mode(sub, files, "auto against every engine on .POMDP files and corridors, set-up included", folder="",
                     files=["tiger.95.POMDP", "network.POMDP", "tiger-grid.POMDP", "hallway.POMDP", "hallway2.POMDP", "machine.POMDP",
                            "fourth.POMDP", "RockSample_4_4.pomdp", "RockSample_5_5.pomdp", "TagAvoid.pomdp"],
                     memories=["ram:1", "ram:2"], corridors=[600, 1200, 2500], timeout=120.0, json="")  # fmt: skip

@@ -252,6 +252,8 @@ def pomdpx(args) -> None:
     from fsc.io.pomdpx import parse_pomdpx
     from tests.fsc.rocksample_pomdpx import rocksample_pomdpx
 
+    if not args.folder:
+        raise SystemExit("bench_files.py pomdpx: give --folder, the folder of Tiger.pomdpx, Hallway.pomdpx, RockSample_7_8.pomdpx and their twins")
     folder = Path(args.folder)
     rs = folder / "RockSample_7_8.pomdpx"
     with tempfile.TemporaryDirectory() as tmp:  # the commands first, from a small process (a child's peak counts its parent's)
@@ -263,7 +265,7 @@ def pomdpx(args) -> None:
         line, wall, cpu = _timed(lambda text=text: _refused(parse_pomdpx, text))
         print(f"parse_pomdpx, in this process: {wall * 1e3:.2f} ms ({cpu * 1e3:.2f} ms CPU): {line[:90]}")
     twins(folder, args.controllers)
-    if Path(args.pomdpsol).is_file():
+    if args.pomdpsol and Path(args.pomdpsol).is_file():
         _sarsop_reads(folder, Path(args.pomdpsol))
     world, wall, cpu = _timed(lambda: fsc.read_pomdp(rs))
     print(f"RockSample_7_8.pomdpx: {world.num_states:,} states, {world.num_actions} actions, {world.num_observations} observations,"
@@ -358,9 +360,8 @@ def main(argv: list[str] | None = None) -> None:
     mode = add_mode(sub, limits, "the time constants of fsc/limits.py, measured here", M=200_000)
     mode.add_argument("--m", type=int, nargs="+", default=[16, 17, 18], help="necklace lengths whose graph is built")
     add_mode(sub, hostile, "what hostile inputs cost the command line", root=str(ROOT), limit_gb=3.0, timeout=40.0)
-    folder = str(Path("/work/shared/pomdp"))
-    what = "SARSOP's POMDPX files: twins, RockSample[7,8] and [11,11], refusals (--folder: the shared files)"
-    add_mode(sub, pomdpx, what, folder=folder, controllers=8, limit_gb=3.0, pomdpsol="/work/shared/tools/sarsop/pomdpsol")
+    what = "SARSOP's POMDPX files: twins, RockSample[7,8] and [11,11], refusals (--folder: the files; --pomdpsol: SARSOP, optional)"
+    add_mode(sub, pomdpx, what, folder="", controllers=8, limit_gb=3.0, pomdpsol="")
     add_mode(sub, trajectory, "fsc train keeping every row: trajectory.npz against --csv", repeats=3, checkpoint_seconds=60.0, scale=1.0)
     args = parser.parse_args(argv)
     one_thread()

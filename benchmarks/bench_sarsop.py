@@ -13,11 +13,11 @@ Rows go to one JSON cache (``--cache``), written atomically under a lock after e
 half-way resumes and the SARSOP and fsc sides may run at the same time; a row already there is not run again
 (``--again`` runs it anew; a row whose process the wall-clock guard killed runs again).  Run it niced:
 
-    nice -n 10 python benchmarks/bench_sarsop.py sarsop /work/shared/pomdp --pomdpsol /work/shared/tools/sarsop/pomdpsol \\
+    nice -n 10 python benchmarks/bench_sarsop.py sarsop FOLDER --pomdpsol PATH/pomdpsol \\
         --budgets 10 60 --cache out/bench-sarsop.json
-    nice -n 10 python benchmarks/bench_sarsop.py fsc /work/shared/pomdp --memory ram:8 --budgets 10 60 300 \\
+    nice -n 10 python benchmarks/bench_sarsop.py fsc FOLDER --memory ram:8 --budgets 10 60 300 \\
         --files hallway.POMDP,tiger-grid.POMDP --cache out/bench-sarsop.json
-    python benchmarks/bench_sarsop.py paynt /work/shared/pomdp --memory ram:8 --cache out/bench-sarsop.json
+    python benchmarks/bench_sarsop.py paynt FOLDER --memory ram:8 --cache out/bench-sarsop.json
     python benchmarks/bench_sarsop.py report --cache out/bench-sarsop.json --plot out/bench-sarsop.png
 """
 

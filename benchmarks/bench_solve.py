@@ -23,7 +23,7 @@ graph that fits it (``graph(K)``: compressed, ``fsc.solver.graph.compress``) as 
 ``fsc.evaluate`` of its policy on ``ram:K`` (``fsc.solver.graph.as_policy``; the largest difference is printed
 below the table).  SARSOP's 60 s lower bound is read from ``FOLDER/SOURCES.md`` when it lists the file:
 
-    nice python benchmarks/bench_solve.py graphs /work/shared/pomdp tiger-grid.POMDP hallway.POMDP --cpu-seconds 40
+    nice python benchmarks/bench_solve.py graphs FOLDER tiger-grid.POMDP hallway.POMDP --cpu-seconds 40
 """
 
 from __future__ import annotations

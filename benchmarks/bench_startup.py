@@ -69,7 +69,7 @@ TARGETS = {
 }  # fmt: skip
 #: The commands of issue 49, each run once right after the warm-up (its first run) before its timed runs.
 ISSUE = ("evaluate tiger ram:2 uniform", "simulate 1e4 steps", "draw a saved policy", "solve tiger ram:3 10 s", "train ram:2 100 steps")
-#: The optimum ``fsc solve`` must reach on Tiger with RAM 3 (SARSOP's value, /work/shared/pomdp/SOURCES.md).
+#: The optimum ``fsc solve`` must reach on Tiger with RAM 3 (its two-state bound, fsc.bounds.two_state_bound, which SARSOP's bounds bracket).
 TIGER_OPTIMUM = 19.3714
 
 

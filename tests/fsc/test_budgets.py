@@ -23,20 +23,14 @@ from fsc.io.pomdp_file import parse_pomdp
 from fsc.limits import Deadline, TimeUp
 from fsc.model.architecture import successor_classes
 from fsc.solver import Portfolio, upper_bound
+from tests.fsc.corridor import corridor_text
 from tests.fsc.registry import ARCHITECTURES
 
 
 def corridor(S: int) -> fsc.POMDP:
     """``S`` states in a row: 'right' moves one state right with probability 0.9, 'left' one left; the ends are
     seen, the middle is not; arriving in the last state pays 1; the start three states from the end (read sparse)."""
-    lines = [f"discount: 0.95\nvalues: reward\nstates: {S}\nactions: right left\nobservations: first middle last\nstart: {S - 3}"]
-    for s in range(S):
-        up, down = min(s + 1, S - 1), max(s - 1, 0)
-        lines.append(f"T: right : {s} : {up} 0.9\nT: right : {s} : {s} 0.1" if up != s else f"T: right : {s} : {s} 1.0")
-        lines.append(f"T: left : {s} : {down} 0.9\nT: left : {s} : {s} 0.1" if down != s else f"T: left : {s} : {s} 1.0")
-    lines.append(f"O: * : * : middle 1.0\nO: * : 0\n1 0 0\nO: * : {S - 1}\n0 0 1")
-    lines.append(f"R: * : * : {S - 1} : * 1.0")
-    return parse_pomdp("\n".join(lines) + "\n")
+    return parse_pomdp(corridor_text(S))
 
 
 def many_observations(O: int) -> fsc.POMDP:

@@ -13,7 +13,7 @@ from fsc.solver import METHODS, Budget, PointBased, Portfolio
 from fsc.solver.graph import as_policy, closed_graph, compress, evaluate_graph, fits, occupancy
 from fsc.solver.pointbased import Search, blind_values, model, perseus_stage
 
-TIGER_OPTIMUM = 19.3714  # tiger.95 (SOURCES.md: SARSOP's bounds 19.3711 / 19.3721; the two-state bound 19.37140)
+TIGER_OPTIMUM = 19.3714  # tiger.95: fsc.bounds.two_state_bound, 19.37140 (SARSOP brackets it by 19.3711 / 19.3721)
 LISTEN, OPEN_LEFT, OPEN_RIGHT = range(3)
 
 

@@ -21,6 +21,7 @@ import tasks
 from fsc.bounds import mdp_bound
 from fsc.cli import main
 from fsc.io.pomdp_file import MAX_TABLE_BYTES, ROW_TOLERANCE, Declared, format_pomdp, parse_pomdp
+from tests.fsc.corridor import corridor_text
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 TIGER_FILES = ["tiger.pomdp", "tiger-entries.pomdp", "tiger-wildcards.pomdp"]
@@ -423,24 +424,11 @@ def test_a_large_world_keeps_its_entries_and_refuses_what_is_dense():
     assert MAX_TABLE_BYTES == 2 * 1024**3
 
 
-def _chain_file(S: int) -> str:
-    """A corridor of ``S`` states: 'right' moves one state right with probability 0.9 (else stays), 'left' one
-    left; the ends are seen, the middle is not; arriving in the last state pays 1 (a reward by end state); the
-    world starts three states from the end."""
-    lines = [f"discount: 0.95\nvalues: reward\nstates: {S}\nactions: right left\nobservations: first middle last\nstart: {S - 3}"]
-    for s in range(S):
-        up, down = min(s + 1, S - 1), max(s - 1, 0)
-        lines.append(f"T: right : {s} : {up} 0.9\nT: right : {s} : {s} 0.1" if up != s else f"T: right : {s} : {s} 1.0")
-        lines.append(f"T: left : {s} : {down} 0.9\nT: left : {s} : {s} 0.1" if down != s else f"T: left : {s} : {s} 1.0")
-    lines.append(f"O: * : * : middle 1.0\nO: * : 0\n1 0 0\nO: * : {S - 1}\n0 0 1")
-    lines.append(f"R: * : * : {S - 1} : * 1.0")
-    return "\n".join(lines) + "\n"
-
 
 def test_a_world_of_thousands_of_states_is_read_sparse_in_bounded_memory(tmp_path):
     S = 5000
     path = tmp_path / "corridor.POMDP"
-    path.write_text(_chain_file(S))
+    path.write_text(corridor_text(S))
     tracemalloc.start()
     try:
         world = fsc.read_pomdp(path)
