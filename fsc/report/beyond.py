@@ -134,7 +134,8 @@ def integrator_section(out: Path, log: Callable[[str], None]) -> Section:
     folder = page.SHIPPED / "fig4-flow"
     commands = (
         "fsc sweep examples/sweeps/fig4-rosenbrock.json --out sweeps/fig4-rosenbrock --workers 1",
-        "python examples/ship_results.py examples/sweeps/fig4-rosenbrock.json sweeps/fig4-rosenbrock results/fig4-flow --no-policies ram:64",
+        "python examples/ship_results.py examples/sweeps/fig4-rosenbrock.json sweeps/fig4-rosenbrock results/fig4-flow "
+        "--no-policies ram:8 --no-policies ram:20 --no-policies ram:16 --no-policies ram:64 --no-policies memento:3 --no-policies memento:4",
         "python benchmarks/bench_training.py bdf-check --sweep sweeps/fig4-rosenbrock --json results/fig4-flow/bdf-check.json",
     )
     if not (folder / "claims.json").is_file() or not (folder / "provenance.json").is_file():
