@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import multiprocessing
 import os
+import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import Executor, ProcessPoolExecutor
 
@@ -69,9 +70,19 @@ def executor(
         pool.shutdown(wait=True, cancel_futures=True)
 
 
-def abandon(pool: Executor) -> None:
+def abandon(pool: Executor, grace: float = 1.0) -> None:
     """Give up what ``pool`` still runs: its pending work cancelled and, for a local pool, its processes ended at
-    once (:class:`~concurrent.futures.ProcessPoolExecutor` offers no way to stop work that has begun)."""
-    for process in list((getattr(pool, "_processes", None) or {}).values()):
+    once (:class:`~concurrent.futures.ProcessPoolExecutor` offers no way to stop work that has begun).
+
+    Each process is asked to end (SIGTERM); those still alive ``grace`` seconds later are killed (SIGKILL), since a
+    process may have SIGTERM ignored (inherited from a supervisor that ignores it, or set by the work itself).
+    """
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    for process in processes:
         process.terminate()
+    clock = time.monotonic()
+    for process in processes:
+        process.join(max(0.0, grace - (time.monotonic() - clock)))
+        if process.is_alive():
+            process.kill()
     pool.shutdown(wait=False, cancel_futures=True)

@@ -104,12 +104,18 @@ def test_without_rounds_every_worker_stops_at_the_same_deadline(world):
     assert solution.value <= solution.upper_bound + 1e-9
 
 
-def test_abandon_ends_a_local_pools_processes_at_once():
+@pytest.mark.parametrize("sigterm", ["default", "ignored"])
+def test_abandon_ends_a_local_pools_processes_at_once(sigterm):
+    """Ended even when the worker ignores SIGTERM (as it does when a supervisor started the suite with SIGTERM
+    ignored, which every child inherits): those still alive after the grace are killed."""
+    import signal
     import time
 
     from fsc.pool import abandon
 
     with executor(None, 1, start="spawn") as pool:
+        if sigterm == "ignored":
+            pool.submit(signal.signal, signal.SIGTERM, signal.SIG_IGN).result()
         future = pool.submit(time.sleep, 120)
         while not future.running():
             time.sleep(0.05)
