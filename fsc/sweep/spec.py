@@ -45,8 +45,9 @@ def cap_not_reached(key: str, value: object, *, steps: int, stop: str) -> bool:
 
 
 #: Keys that do not name a run directory when a grid block gives them one value: what a continued run may
-#: change, and how it stores its trajectory (a run never changes that, fsc train refuses it).
-NOT_NAMING: frozenset[str] = MAY_CHANGE | {"rows_per_decade"}
+#: change, how it stores its trajectory and the Rosenbrock integrator's tolerance (a family's accuracy; a run
+#: never changes these, fsc train refuses it), so that a family run again at another tolerance keeps its names.
+NOT_NAMING: frozenset[str] = MAY_CHANGE | {"rows_per_decade", "tolerance"}
 
 #: Keys of a spec file.
 SPEC_KEYS = ("name", "description", "out", "fixed", "grid")
