@@ -20,6 +20,8 @@ torch thread, the published start of seed 0 unless said otherwise:
   again by scipy's BDF at a relative 1e-10 from their initial policy and compared at every logged t; ``--tolerance``
   also runs each again at smaller tolerances against the same BDF solution, ``--curves`` writes BDF's q at the
   rows a shipping keeps (``results/fig4-flow/bdf.csv.gz``);
+- ``tolerances``: the same runs of two Rosenbrock sweeps at two tolerances (``fig4-rosenbrock`` at 1e-5 and
+  ``fig4-flow``, whose RAM 8 runs are at 1e-8), curve against curve at every logged t;
 - ``full-grid``: reads Rosenbrock sweeps of the whole grids (``examples/sweeps/fig2-rosenbrock.json``,
   ``fig4-rosenbrock.json``, run by ``fsc sweep``) and compares them with the shipped runs, per group;
 - ``published-rate``: the published method's value and gradient (power method with autograd, re-stated from the
@@ -292,13 +294,17 @@ def rosenbrock(args) -> None:
 
 #: The sample of runs of the Rosenbrock grid of Figure 4 (``fig4-rosenbrock.json``) that ``bdf-check`` integrates
 #: again by BDF: every family (RAM 8, 20, 16, Memento 3, 4), both resets, every kind of start, several seeds, the
-#: cheapest first; RAM 64 last (40,960 logits: its dense Jacobian, 13 GB, is skipped below ``--largest``).
+#: cheapest first; RAM 64 last (40,960 logits: its dense Jacobian, 13 GB, is skipped below ``--largest``). RAM 8
+#: (at its tolerance 1e-8) on seven runs: the two that its tolerance 1e-5 put more than 1e-4 off BDF, the columns
+#: start, and the two random and two linear starts whose curves at 1e-5 were furthest from those at 1e-8.
 BDF_SAMPLE = (
     "memory=memento-3/reset=0.001/init=cycles/seed=0", "memory=memento-3/reset=0.001/init=random/seed=2",
     "memory=memento-4/reset=0.001/init=near-necklace/seed=0", "memory=memento-4/reset=0.001/init=random/seed=4",
     "memory=memento-3/reset=1e-05/init=random/seed=6", "memory=memento-4/reset=1e-05/init=random/seed=8",
     "memory=ram-8/reset=0.001/init=random/seed=1", "memory=ram-8/reset=0.001/init=linear/seed=3",
-    "memory=ram-8/reset=0.001/init=columns/seed=0", "memory=ram-16/reset=1e-05/init=random/seed=7",
+    "memory=ram-8/reset=0.001/init=columns/seed=0", "memory=ram-8/reset=0.001/init=random/seed=6",
+    "memory=ram-8/reset=0.001/init=random/seed=9", "memory=ram-8/reset=0.001/init=linear/seed=6",
+    "memory=ram-8/reset=0.001/init=linear/seed=16", "memory=ram-16/reset=1e-05/init=random/seed=7",
     "memory=ram-20/reset=0.001/init=near-ccp/seed=0", "memory=ram-20/reset=0.001/init=random/seed=0",
     "memory=ram-64/reset=1e-05/init=random/seed=9",
 )  # fmt: skip
@@ -314,8 +320,9 @@ def bdf_check(args) -> None:
 
     print(f"{args.method} at rtol {args.rtol:g} against the runs of {args.sweep}" + (f", up to t = {args.until_t:g}" if args.until_t else ""))
     print(f"{'run':<52} {'logits':>6} {'to t':>9} {'rows':>6} {'max |dq|':>9} {'at t':>9} {'final |dq|':>10} {'bdf steps':>9} {'bdf s':>7}")
-    found, curves = [], {}
-    for name in args.point or BDF_SAMPLE:
+    names = args.point or BDF_SAMPLE
+    found, curves = kept_checks(args, names)
+    for name in names:
         folder = Path(args.sweep) / "runs" / name
         arguments = json.loads((folder / "run.json").read_text())["arguments"]
         policy = Policy.load(folder / "initial_policy.npz")
@@ -333,6 +340,7 @@ def bdf_check(args) -> None:
         seconds = time.perf_counter() - began
         dq = np.array([abs(qi - exact(ti)) for ti, qi in zip(t, q, strict=True)])
         worst = int(dq.argmax())
+        found = [r for r in found if r["run"] != name]
         found.append({"run": name, "logits": size, "t": float(t[-1]), "rows": len(t), "max_dq": float(dq[worst]), "at_t": float(t[worst]),
                       "final_dq": float(dq[-1]), "seconds": seconds, **counts})  # fmt: skip
         print(f"{name:<52} {size:>6} {t[-1]:>9.3g} {len(t):>6} {dq[worst]:>9.2e} {t[worst]:>9.3g} {dq[-1]:>10.2e} {counts['steps']:>9} "
@@ -343,6 +351,7 @@ def bdf_check(args) -> None:
             found[-1].setdefault("tolerances", {})[repr(tolerance)] = {"steps": steps, "rows": len(close), "max_dq": float(close.max())}
             print(f"  the Rosenbrock integrator at tolerance {tolerance:g}: {steps} steps, max |dq| {close.max():.2e} at the {len(close)} logged t", flush=True)
         if args.json:
+            found.sort(key=lambda r: BDF_SAMPLE.index(r["run"]) if r["run"] in BDF_SAMPLE else len(BDF_SAMPLE))
             Path(args.json).write_text(json.dumps(found, indent=1) + "\n")
         if args.curves:  # BDF's q at the rows a shipping keeps of the run's curve (up to --until-t)
             keep = log_spaced(rows["t"], args.points)
@@ -351,6 +360,58 @@ def bdf_check(args) -> None:
             write_trajectories(args.curves, curves)
     if found:
         print(f"largest |dq| over {len(found)} runs: {max(r['max_dq'] for r in found):.2e}")
+
+
+def kept_checks(args, names) -> tuple[list[dict], dict]:
+    """With ``--keep``, the records of ``--json`` and BDF's curves in ``--curves DIR`` of the runs not in ``names``
+    (a sample extended, or some of its runs made again: the others' checks stand); else nothing."""
+    if not args.keep:
+        return [], {}
+    found = json.loads(Path(args.json).read_text()) if args.json and Path(args.json).is_file() else []
+    curves: dict = {}
+    path = Path(args.curves or "") / "trajectories.csv.gz"
+    if args.curves and path.is_file():
+        import gzip
+
+        with gzip.open(path, "rt", newline="") as f:
+            for row in csv.DictReader(f):
+                curves.setdefault(row["run"], ([], []))
+                curves[row["run"]][0].append(float(row["t"]))
+                curves[row["run"]][1].append(float(row["q"]))
+    curves = {name: (np.array(t), np.array(q)) for name, (t, q) in curves.items() if name not in names}
+    return [r for r in found if r["run"] not in names], curves
+
+
+# ---------------------------------------------------------------- tolerances
+
+
+def tolerances(args) -> None:
+    """The same runs in two Rosenbrock sweeps made at two tolerances (``--loose``, ``--tight``): per run whose name
+    starts with ``--prefix``, the largest ``|q|`` distance of the loose curve from the tight one at every logged t of
+    the tight one (the loose curve interpolated linearly in t), the final q's distance, the steps and the seconds."""
+    from fsc.train import read_trajectory
+
+    found = []
+    print(f"{'run':<52} {'max |dq|':>9} {'at t':>9} {'final |dq|':>10} {'steps':>15} {'seconds':>13}")
+    for folder in sorted((Path(args.tight) / "runs").glob(f"{args.prefix}*/**/result.json")):
+        name = str(folder.parent.relative_to(Path(args.tight) / "runs"))
+        other = Path(args.loose) / "runs" / name
+        if not (other / "result.json").is_file():
+            continue
+        tight, loose = read_trajectory(folder.parent, ["t", "q"]), read_trajectory(other, ["t", "q"])
+        ends = [json.loads((d / "result.json").read_text()) for d in (other, folder.parent)]
+        dq = np.abs(tight["q"] - np.interp(tight["t"], loose["t"], loose["q"]))
+        found.append({"run": name, "max_dq": float(dq.max()), "at_t": float(tight["t"][dq.argmax()]), "final_dq": abs(ends[0]["q"] - ends[1]["q"]),
+                      "steps": [ends[0]["steps"], ends[1]["steps"]], "seconds": [ends[0]["seconds"], ends[1]["seconds"]]})  # fmt: skip
+        r = found[-1]
+        print(f"{name:<52} {r['max_dq']:>9.2e} {r['at_t']:>9.3g} {r['final_dq']:>10.1e} {r['steps'][0]:>7} {r['steps'][1]:>7} "
+              f"{r['seconds'][0]:>6.1f} {r['seconds'][1]:>6.1f}")  # fmt: skip
+    if found:
+        steps, seconds = np.sum([r["steps"] for r in found], axis=0), np.sum([r["seconds"] for r in found], axis=0)
+        print(f"{len(found)} runs: {sum(r['max_dq'] > 1e-4 for r in found)} more than 1e-4 apart at some logged t, "
+              f"{sum(r['max_dq'] > 1e-3 for r in found)} more than 1e-3, the largest {max(r['max_dq'] for r in found):.2e}; final q within "
+              f"{max(r['final_dq'] for r in found):.1e}; steps {steps[0]} and {steps[1]} ({steps[1] / steps[0]:.1f}x), seconds "
+              f"{seconds[0]:.1f} and {seconds[1]:.1f}")  # fmt: skip
 
 
 # ---------------------------------------------------------------- full-grid
@@ -590,11 +651,14 @@ def main(argv: list[str] | None = None) -> None:
     mode.add_argument("--only", action="append", help="run only the points whose name contains this (repeatable)")
     mode = add_mode(sub, bdf_check, "runs of a Rosenbrock sweep against scipy's BDF at 1e-10, at every logged t", method="BDF", rtol=1e-10,
                     until_t=0.0, largest=20000, points=200)  # fmt: skip
-    mode.add_argument("--sweep", default="sweeps/fig4-rosenbrock", help="the sweep directory (fsc sweep examples/sweeps/fig4-rosenbrock.json)")
+    mode.add_argument("--sweep", default="sweeps/fig4-flow", help="the sweep directory (fsc sweep examples/sweeps/fig4-rosenbrock.json)")
     mode.add_argument("--point", action="append", help="a run of the sweep, by its name (repeatable; default: the sample BDF_SAMPLE)")
     mode.add_argument("--json", help="also write each run's figures here")
     mode.add_argument("--tolerance", type=float, action="append", help="also run each run again at this Rosenbrock tolerance (repeatable)")
     mode.add_argument("--curves", help="also write BDF's q at the rows a shipping keeps (--points) as DIR/trajectories.csv.gz")
+    mode.add_argument("--keep", action="store_true", help="keep what --json and --curves DIR hold of the runs not checked now")
+    add_mode(sub, tolerances, "the same runs of two Rosenbrock sweeps at two tolerances, curve against curve", loose="sweeps/fig4-rosenbrock",
+             tight="sweeps/fig4-flow", prefix="memory=ram-8/")  # fmt: skip
     mode = add_mode(sub, full_grid, "Rosenbrock sweeps of the whole grids against the shipped runs")
     mode.add_argument("--fig2", help="the Rosenbrock sweep directory of Figure 2")
     mode.add_argument("--fig4", help="the Rosenbrock sweep directory of Figure 4")

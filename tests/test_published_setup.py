@@ -73,3 +73,21 @@ def test_the_runs_keep_their_directories_whatever_they_store():
     twin = {"name": "x", "fixed": fixed, "grid": [{"seed": [0, 1]}, {"seed": [1], "rows_per_decade": [10]}]}
     with pytest.raises(ValueError, match="share the run directory"):
         sweep.Sweep.from_dict(twin)
+
+
+def test_the_true_flow_grid_is_figure4_at_a_tolerance_per_family():
+    """fig4-rosenbrock.json is fig4.json's points, in order and by the same run names (so each run is set beside
+    the published run of its point), integrated by the Rosenbrock integrator at RAM 8's tolerance 1e-8 and 1e-5
+    elsewhere; a block's single tolerance names no directory, two tolerances in one block do, and two blocks
+    that differ only by their tolerance are refused (they would share a run directory)."""
+    published = sweep.load_spec(SPECS / "fig4.json").points
+    flow = sweep.load_spec(SPECS / "fig4-rosenbrock.json").points
+    assert [p.name for p in flow] == [p.name for p in published]
+    assert all(p.arguments["optimizer"] == "rosenbrock" and "max_steps" not in p.arguments for p in flow)
+    assert {p.name: p.arguments["tolerance"] for p in flow} == {p.name: 1e-8 if p.arguments["memory"] == "ram:8" else 1e-5 for p in flow}
+    fixed = {"memory": "ram:2", "reset": 0.1, "init": "random", "until_t": 10, "optimizer": "rosenbrock"}
+    both = sweep.Sweep.from_dict({"fixed": fixed, "grid": {"tolerance": [1e-5, 1e-8], "seed": [0]}})
+    assert [p.name for p in both.points] == ["tolerance=1e-05/seed=0", "tolerance=1e-08/seed=0"]
+    twin = {"fixed": fixed, "grid": [{"seed": [0], "tolerance": [1e-5]}, {"seed": [0], "tolerance": [1e-8]}]}
+    with pytest.raises(ValueError, match="share the run directory"):
+        sweep.Sweep.from_dict(twin)

@@ -568,7 +568,7 @@ def draw_integrators(folder: str | os.PathLike, path: str | os.PathLike, runs: i
     other = folder.parent / COMPARED_WITH.get(provenance.get("spec"), "")
     if not (folder / BDF_CURVES).is_file() or not (other / "summary.csv").is_file():
         return []
-    _, flow = read_shipped(folder)
+    rows, flow = read_shipped(folder)
     _, published = read_shipped(other)
     bdf = {name: (np.array(t), np.array(q)) for name, (t, q) in _read_curves(folder / BDF_CURVES).items() if name in flow and name in published}
     def apart(name: str) -> float:  # the largest distance of the published curve to the flow's, at the flow's rows
@@ -582,11 +582,14 @@ def draw_integrators(folder: str | os.PathLike, path: str | os.PathLike, runs: i
     figure, axes = plt.subplots(1, len(chosen), figsize=(5.2 * len(chosen), 4.0), squeeze=False)
     for ax, name in zip(axes.flat, chosen, strict=True):
         ax.semilogx(*published[name], color="tab:orange", lw=1.6, label="published step rule (results/fig4)")
-        ax.semilogx(*flow[name], color="tab:blue", lw=1.2, label="Rosenbrock, tolerance 1e-5 (true flow)")
+        tolerance = rows.get(name, {}).get("tolerance")
+        label = f"Rosenbrock, tolerance {float(tolerance):g} (true flow)" if tolerance else "Rosenbrock (true flow)"
+        ax.semilogx(*flow[name], color="tab:blue", lw=1.2, label=label)
         ax.semilogx(*bdf[name], "k.", ms=3, label="scipy BDF, rtol 1e-10")
         ax.set(xlabel="t (flow on the gain per step)", ylabel="q, paper convention", title=name.replace("/", " "))
         ax.title.set_fontsize(8)
-    axes.flat[0].legend(fontsize=7)
+    for ax in axes.flat:  # each panel's own tolerance
+        ax.legend(fontsize=7)
     figure.suptitle("The same runs by three integrators: where the published rule parts from the flow", fontsize=10)
     figure.tight_layout()
     _save(figure, Path(path))
