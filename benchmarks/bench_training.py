@@ -18,7 +18,8 @@ torch thread, the published start of seed 0 unless said otherwise:
   where each shipped run of ``results/`` ended and compares with it;
 - ``bdf-check``: runs of a Rosenbrock sweep (``BDF_SAMPLE`` of ``fig4-rosenbrock.json`` by default) integrated
   again by scipy's BDF at a relative 1e-10 from their initial policy and compared at every logged t; ``--tolerance``
-  also runs each again at smaller tolerances against the same BDF solution, ``--curves`` writes BDF's q at the
+  also runs each again at other tolerances against the same BDF solution, ``--finer`` sets the run and that
+  solution against BDF at a smaller rtol, ``--curves`` writes BDF's q at the
   rows a shipping keeps (``results/fig4-flow/bdf.csv.gz``);
 - ``tolerances``: the same runs of two Rosenbrock sweeps at two tolerances (``fig4-rosenbrock`` at 1e-5 and
   ``fig4-flow``, whose RAM 8 runs are at 1e-8), curve against curve at every logged t;
@@ -338,13 +339,22 @@ def bdf_check(args) -> None:
         counts, began = {}, time.perf_counter()
         exact = bdf_reference(world, policy, reset, float(t[-1]), method=args.method, rtol=args.rtol, solution=counts)
         seconds = time.perf_counter() - began
-        dq = np.array([abs(qi - exact(ti)) for ti, qi in zip(t, q, strict=True)])
+        at = np.array([exact(ti) for ti in t])
+        dq = np.abs(q - at)
         worst = int(dq.argmax())
         found = [r for r in found if r["run"] != name]
         found.append({"run": name, "logits": size, "t": float(t[-1]), "rows": len(t), "max_dq": float(dq[worst]), "at_t": float(t[worst]),
                       "final_dq": float(dq[-1]), "seconds": seconds, **counts})  # fmt: skip
         print(f"{name:<52} {size:>6} {t[-1]:>9.3g} {len(t):>6} {dq[worst]:>9.2e} {t[worst]:>9.3g} {dq[-1]:>10.2e} {counts['steps']:>9} "
               f"{seconds:>7.0f}", flush=True)  # fmt: skip
+        if args.finer:  # a second BDF solution at a smaller rtol: how far the run is from it, and how far the two are apart
+            finer = bdf_reference(world, policy, reset, float(t[-1]), method=args.method, rtol=args.finer)
+            fine = np.array([finer(ti) for ti in t])
+            near, apart = int(np.abs(q - fine).argmax()), int(np.abs(at - fine).argmax())
+            found[-1]["finer"] = {"rtol": args.finer, "max_dq": float(abs(q - fine)[near]), "at_t": float(t[near]),
+                                  "references_apart": float(abs(at - fine)[apart]), "apart_at_t": float(t[apart])}  # fmt: skip
+            print(f"  against {args.method} at rtol {args.finer:g}: max |dq| {abs(q - fine)[near]:.2e} at t = {t[near]:.4g}; the two "
+                  f"{args.method} solutions up to {abs(at - fine)[apart]:.2e} apart, at t = {t[apart]:.4g}", flush=True)  # fmt: skip
         for tolerance in args.tolerance or ():  # the same run again at another tolerance, against the same BDF solution
             t_tol, q_tol, steps, *_ = curve(world, policy, reset, float(t[-1]), optimizer="rosenbrock", tolerance=tolerance)
             close = np.array([abs(qi - exact(ti)) for ti, qi in zip(t_tol, q_tol, strict=True) if ti <= t[-1]])
@@ -657,6 +667,7 @@ def main(argv: list[str] | None = None) -> None:
     mode.add_argument("--tolerance", type=float, action="append", help="also run each run again at this Rosenbrock tolerance (repeatable)")
     mode.add_argument("--curves", help="also write BDF's q at the rows a shipping keeps (--points) as DIR/trajectories.csv.gz")
     mode.add_argument("--keep", action="store_true", help="keep what --json and --curves DIR hold of the runs not checked now")
+    mode.add_argument("--finer", type=float, help="also integrate each run by the method at this smaller rtol, against the run and the first")
     add_mode(sub, tolerances, "the same runs of two Rosenbrock sweeps at two tolerances, curve against curve", loose="sweeps/fig4-rosenbrock",
              tight="sweeps/fig4-flow", prefix="memory=ram-8/")  # fmt: skip
     mode = add_mode(sub, full_grid, "Rosenbrock sweeps of the whole grids against the shipped runs")
