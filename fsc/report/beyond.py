@@ -149,7 +149,7 @@ def integrator_section(out: Path, log: Callable[[str], None]) -> Section:
         "<p>The published step rule follows the gradient flow only as closely as its step allows: in Figure 4's transients its "
         "curves are 1e-2 to 4e-2 off the flow (docs/model.md). The same grid (examples/sweeps/fig4-rosenbrock.json: the same "
         "points, starts, seeds and horizons) integrated by the Rosenbrock integrator at a tolerance per family, 1e-8 for RAM 8 and 1e-5 "
-        "for the others (RAM 8's runs cross late steep falls of q that 1e-5 places up to 1.7e-2 off the flow): "
+        "for the others (RAM 8's runs cross late steep falls of q that 1e-5 places up to 1.8e-2 off the flow): "
         f"{provenance['done']} of {provenance['points']} runs, {provenance['run_seconds_of_finished_runs'] / 3600:.2f} hours of run time.",
         _bdf_sentence(bdf, worst) + "</p>",
         f"<p>Runs whose final q differ by more than {compared.get('apart', 1e-3):g} between the two integrators: "
