@@ -117,6 +117,11 @@ class _Lookahead:
     alone: np.ndarray
     free: np.ndarray
 
+    def restricted(self, rows: np.ndarray) -> _Lookahead:
+        """The lookahead at the visited rows of index ``rows`` alone."""
+        scores = tuple(scores[:, rows] for scores in self.scores)
+        return _Lookahead(self.rows[rows], self.reward[:, rows], scores, self.current[rows], self.alone[rows], self.free)
+
     def value(self, key: Key) -> np.ndarray:
         """``q_key`` at every visited row, ``(B,)``."""
         scores = self.scores[key.action]
@@ -155,29 +160,30 @@ def _lookahead(tables, values: Values) -> _Lookahead:
 
 def _split(look: _Lookahead, weights: np.ndarray, choice: int, scale: float) -> Candidate | None:
     """The two-means split of the edges into ``choice`` (``weights``: ``pi(choice | n)`` per visited row), or None."""
-    into = weights > 0
-    if into.sum() < 2:
+    into = np.flatnonzero(weights > 0)
+    if len(into) < 2:
         return None
-    _, first = look.best(weights)
-    gains = np.where(into, weights * (look.alone - look.value(first)), -np.inf)
+    mine, weights = look.restricted(into), weights[into]
+    _, first = mine.best(weights)
+    gains = weights * (mine.alone - mine.value(first))
     seed = int(np.argmax(gains))
     if not gains[seed] > TOLERANCE * scale:
         return None
-    keys = (first, look.best(np.eye(len(weights))[seed] * weights[seed])[1])
-    for _ in range(ITERATIONS):
-        second = into & (look.value(keys[1]) > look.value(keys[0]))
-        groups = (into & ~second, second)
-        if not groups[0].any() or not groups[1].any():
+    keys = (first, mine.best(np.eye(len(weights))[seed] * weights[seed])[1])
+    for _ in range(ITERATIONS + 1):
+        second = mine.value(keys[1]) > mine.value(keys[0])
+        if second.all() or not second.any():
             return None
-        keys = (look.best(weights * groups[0])[1], look.best(weights * groups[1])[1])
-    second = into & (look.value(keys[1]) > look.value(keys[0]))
-    groups = (into & ~second, second)
-    if not groups[0].any() or not groups[1].any():
+        groups = (~second, second)
+        keys = (mine.best(weights * groups[0])[1], mine.best(weights * groups[1])[1])
+    second = mine.value(keys[1]) > mine.value(keys[0])
+    if second.all() or not second.any():
         return None
-    gain = sum(float(weights[g] @ look.value(k)[g]) for g, k in zip(groups, keys, strict=True)) - float(weights @ look.current[:, choice])
+    groups = (~second, second)
+    gain = sum(float(weights[g] @ mine.value(k)[g]) for g, k in zip(groups, keys, strict=True)) - float(weights @ mine.current[:, choice])
     if not gain > TOLERANCE * scale:
         return None
-    return Candidate(choice=choice, groups=(np.flatnonzero(groups[0]), np.flatnonzero(groups[1])), keys=keys, gain=gain)
+    return Candidate(choice=choice, groups=(into[groups[0]], into[groups[1]]), keys=keys, gain=gain)
 
 
 def candidates(tables, values: Values) -> tuple[_Lookahead, list[Candidate]]:
