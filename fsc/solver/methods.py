@@ -429,9 +429,9 @@ class BPI(Method):
 @attrs.frozen(kw_only=True)
 class NodeSplit(Method):
     """Node splitting (:mod:`fsc.solver.nodesplit`): a step installs the first of the ``tries`` best splits (a
-    node whose edges' beliefs want different keys becomes two) that raises the exact value; from a flat start, it
-    first tries the controller of point-based backups along QMDP runs.  It ends when no split raises the value.
-    ``State.step`` counts the splits kept.
+    node whose edges' beliefs want different keys becomes two) that raises the exact value; from a flat start, the
+    first step tries the controller of point-based backups along QMDP runs.  It ends when no split raises the value.
+    ``State.step`` counts the splits kept (and that first step).
 
     Args:
         tries: the splits tried, best estimated gain first, before the method ends.
@@ -443,10 +443,13 @@ class NodeSplit(Method):
     steps: int = _count(SOLVER_METHODS["nodesplit"]["steps"])
 
     def init(self, objective: Objective, start: Policy, *, rng: np.random.Generator | None = None, clock: Callable[[], float] = no_clock) -> State:
-        return nodesplit.start_state(objective, start, rng, clock=clock)
+        state = nodesplit.start_state(objective, start, clock=clock)
+        state.slots["rng"] = rng
+        return state
 
     def update(self, objective: Objective, state: State, clock: Callable[[], float] = no_clock) -> State | None:
-        return nodesplit.step(objective, state, tries=self.tries, deadline=state.slots.get("deadline", math.inf), clock=clock)
+        slots = state.slots
+        return nodesplit.step(objective, state, tries=self.tries, rng=slots.get("rng"), deadline=slots.get("deadline", math.inf), clock=clock)
 
     def within(self, state: State, budget: Budget) -> None:
         """The splits tried in a step also stop at the budget's deadline."""

@@ -75,7 +75,7 @@ ITERATIONS = 4
 FREE = 1e-12
 
 #: The runs of the QMDP policy :func:`trial_graph` backs up, and the most steps of each.
-RUNS, LENGTH = 4, 300
+RUNS, LENGTH = 2, 300
 
 
 @attrs.frozen(eq=False)
@@ -297,7 +297,10 @@ def trial_graph(world, reset: float, rng: np.random.Generator, deadline: float =
     return evaluate_graph(tables, actions, successors, guess=vectors)
 
 
-#: The controller :func:`_flat_start` built for each objective (built once: the rounds meet flat starts again).
+#: The trial graphs built, per world and reset (built once: every size of the ladder meets the flat start).
+_GRAPHS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+#: The controller :func:`_flat_start` gave each objective (once: the rounds meet flat starts again).
 _FLAT: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
@@ -309,40 +312,52 @@ def _flat_start(objective: Objective, rng: np.random.Generator, deadline: float)
         return None
     if objective not in _FLAT:
         world = as_pomdp(objective.world)
-        graph = trial_graph(world, objective.reset, rng, deadline)
-        _FLAT[objective] = as_policy(compress(model(world, objective.reset), graph, arch.M), arch)
+        graphs = _GRAPHS.setdefault(world, {})
+        if objective.reset not in graphs:
+            graphs[objective.reset] = trial_graph(world, objective.reset, rng, deadline)
+        _FLAT[objective] = as_policy(compress(model(world, objective.reset), graphs[objective.reset], arch.M), arch)
     return _FLAT[objective]
 
 
 # --- the step -----------------------------------------------------------------------------------------------
 
 
-def start_state(objective: Objective, start: Policy, rng: np.random.Generator | None = None, deadline: float = math.inf,
-                clock: Callable[[], float] = no_clock) -> State:  # fmt: skip
-    """The state at ``start`` (or at :func:`trial_graph`'s controller where ``start`` is flat and that one is worth
-    more); ``slots["tables"]`` is None where the method does not apply (a memory BPI does not read)."""
+def start_state(objective: Objective, start: Policy, clock: Callable[[], float] = no_clock) -> State:
+    """The state at ``start``; ``slots["tables"]`` is None where the method does not apply (a memory BPI does not
+    read), ``slots["flat"]`` says whether the first step tries :func:`trial_graph`'s controller."""
     tables = bpi._tables(objective)
     probs, init = start.probs().detach().numpy().copy(), start.init_probs().detach().numpy().copy()
     if tables is None:
         return State(point=objective.look(probs, init), seconds=clock(), slots={"tables": None})
     values = evaluate_values(tables, probs, init)
     objective.counter[0] += 1
-    if objective.flat(values.value):
-        flat = _flat_start(objective, np.random.default_rng() if rng is None else rng, deadline)
-        if flat is not None:
-            found = evaluate_values(tables, flat.probs().detach().numpy(), flat.init_probs().detach().numpy())
-            objective.counter[0] += 1
-            values = found if found.value > values.value + TOLERANCE * tables.scale else values
-    return State(point=values.look, seconds=clock(), slots={"tables": tables, "values": values, "splits": 0})
+    return State(point=values.look, seconds=clock(), slots={"tables": tables, "values": values, "splits": 0, "flat": objective.flat(values.value)})
 
 
-def step(objective: Objective, state: State, *, tries: int, deadline: float = math.inf, clock: Callable[[], float] = no_clock) -> State | None:
-    """The first of the best ``tries`` splits (:func:`candidates`) that raises the exact value, installed; None
-    when none does (or the method does not apply)."""
+def _from_flat(objective: Objective, state: State, rng: np.random.Generator | None, deadline: float, clock: Callable[[], float]) -> State:
+    """The state at :func:`trial_graph`'s controller if it is worth more than the (flat) state's, else the state."""
+    tables, values = state.slots["tables"], state.slots["values"]
+    slots = {**state.slots, "flat": False}
+    flat = _flat_start(objective, np.random.default_rng() if rng is None else rng, deadline)
+    if flat is not None:
+        found = evaluate_values(tables, flat.probs().detach().numpy(), flat.init_probs().detach().numpy())
+        objective.counter[0] += 1
+        if found.value > values.value + TOLERANCE * tables.scale:
+            return State(point=found.look, step=state.step + 1, evaluations=state.evaluations + 1, seconds=clock(), slots={**slots, "values": found})
+    return State(point=state.point, step=state.step + 1, evaluations=state.evaluations, seconds=clock(), slots=slots)
+
+
+def step(objective: Objective, state: State, *, tries: int, rng: np.random.Generator | None = None, deadline: float = math.inf,
+         clock: Callable[[], float] = no_clock) -> State | None:  # fmt: skip
+    """From a flat state, the controller of :func:`_flat_start` (when worth more); else the first of the best ``tries``
+    splits (:func:`candidates`) that raises the exact value, installed; None when none does (or the method does
+    not apply)."""
     slots = state.slots
     tables = slots["tables"]
     if tables is None:
         return None
+    if slots["flat"]:
+        return _from_flat(objective, state, rng, deadline, clock)
     values = slots["values"]
     look, found = candidates(tables, values)
     evaluations = 0

@@ -143,9 +143,9 @@ def _corridor_with_a_pit(S: int = 8) -> fsc.POMDP:
 
 def test_the_trial_graph_is_exact_and_leaves_the_flat_controller():
     """The graph of backups along QMDP runs evaluates to its own vectors (each node's successors are those its backup
-    chose), so its value is a controller's, checked by the dense evaluation on RAM(2); on a corridor with a reward at
+    chose), so its value is a controller's; on a corridor with a reward at
     one end and a cost at the other, "always wait" is flat (0), and the method's start from there is the trial
-    graph's controller, worth more."""
+    graph's controller on RAM(2), worth more (by the dense evaluation too)."""
     world = _corridor_with_a_pit()
     graph = trial_graph(world, 1 - GAMMA, np.random.default_rng(0), runs=2)
     assert graph.value > 0
@@ -156,6 +156,8 @@ def test_the_trial_graph_is_exact_and_leaves_the_flat_controller():
     init[0] = 1.0
     flat = fsc.Policy.from_probs(arch, probs, init)
     assert objective.flat(objective.value_of(flat))
-    state = start_state(objective, flat, np.random.default_rng(0))
-    assert state.point.value > 0
+    state = start_state(objective, flat)
+    assert state.slots["flat"]
+    state = step(objective, state, tries=8, rng=np.random.default_rng(0))
+    assert state.point.value > 0 and not state.slots["flat"]
     assert abs(state.point.value - _dense_value(world, arch, state.point.probs, state.point.init_probs)) < 1e-9
