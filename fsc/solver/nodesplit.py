@@ -69,7 +69,7 @@ TOLERANCE = bpi.TOLERANCE
 NODES = 64
 
 #: The rounds of the two-means that splits one node's edges.
-ITERATIONS = 4
+ITERATIONS = 5
 
 #: A choice whose visits are below this fraction of all visits is free.
 FREE = 1e-12
@@ -170,7 +170,7 @@ def _split(look: _Lookahead, weights: np.ndarray, choice: int, scale: float) -> 
     if not gains[seed] > TOLERANCE * scale:
         return None
     keys = (first, mine.best(np.eye(len(weights))[seed] * weights[seed])[1])
-    for _ in range(ITERATIONS + 1):
+    for _ in range(ITERATIONS):
         second = mine.value(keys[1]) > mine.value(keys[0])
         if second.all() or not second.any():
             return None
