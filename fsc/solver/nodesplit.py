@@ -24,20 +24,21 @@ summed belief, a few times.  The estimated gain is ``sum_n pi(c | n) (q_(key of 
 W(., c))``.
 
 **Installing a split.**  A group whose key plays ``c``'s action keeps ``c`` (its rows become the key's next
-choices); the other goes to a choice that already does what its key says, else to a free choice of its key's action (one
-no row picks: memory the controller does not use), which takes the key's next choices, and its edges move there
-with their probability.  When no choice of that action is free, the least visited one (not among the keys' next
-choices) is re-assigned: the rows that picked it pick instead the choice best at their belief, by the same
-values; when every one is a key's next choice, the group goes to the one worth most at its belief.  The new controller
-is evaluated exactly and kept only when its value rises: the method never returns a controller worse than
-its start.  Candidates are tried best first by their estimated gain, at most ``tries`` in a step.
+choices); the other goes to a choice that already does what its key says, else to a free choice of its key's
+action (one no row picks: memory the controller does not use), which takes the key's next choices, and its edges
+move there with their probability.  When no choice of that action is free, the least visited one (not among the
+keys' next choices) is re-assigned: the rows that picked it pick instead the choice best at their belief, by the
+same values; when every one is a key's next choice, the group goes to the one worth most at its belief.  The new
+controller is evaluated exactly and kept only when its value rises: the method never returns a controller worse
+than its start.  Candidates are tried best first by their estimated gain, at most ``tries`` in a step.
 
 **Where a controller is flat.**  At a controller that collects no reward (:meth:`fsc.objective.Objective.flat`)
-every estimate is 0.  There the method first builds a start from beliefs (:func:`trial_graph`): runs of the
-fully observable (QMDP) policy from the start belief, backed up point by point from their last belief back to
-the first (so one pass carries a goal's value back to the start, as SARSOP's trials do), the vectors as a
-policy graph (:func:`fsc.solver.graph.closed_graph`), compressed to what the memory holds
-(:func:`fsc.solver.graph.compress`); taken when it beats the start.
+every estimate is 0.  There the first step tries a start from beliefs (:func:`trial_graph`): runs of the fully
+observable (QMDP) policy from the start belief, backed up point by point from their last belief back to the first
+(so one pass carries a goal's value back to the start, as SARSOP's trials do), each new vector a node whose
+successors are the vectors its backup chose (so the graph's exact values are its vectors), compressed to what the
+memory holds (:func:`fsc.solver.graph.compress`); taken when it beats the start.  The graph is built once per world
+and reset, its controller once per objective.
 """
 
 from __future__ import annotations
