@@ -26,9 +26,9 @@ ROSENBROCK_TOLERANCE = 1e-5
 #: The solver's methods by name, in the order a round runs them, with the defaults of their settings: the
 #: fields of :class:`fsc.solver.PointBased` (``beliefs``: the most beliefs it samples), :class:`fsc.solver.Mirror`,
 #: :class:`fsc.solver.Restarts` (``adam``: the fields of its :class:`fsc.optim.Adam`, then its own),
-#: :class:`fsc.solver.EM`, :class:`fsc.solver.Greedy` and :class:`fsc.solver.BPI`, which take their defaults from
+#: :class:`fsc.solver.EM`, :class:`fsc.solver.Greedy`, :class:`fsc.solver.BPI` and :class:`fsc.solver.NodeSplit`, which take their defaults from
 #: here (``steps``: the most steps of the method in one round of the portfolio; Perseus stages for ``pointbased``,
-#: sweeps and escapes for ``bpi``).
+#: sweeps and escapes for ``bpi``, splits for ``nodesplit``).
 SOLVER_METHODS = {
     "pointbased": {"beliefs": 1000, "steps": 500},
     "mirror": {"rate": 1.0, "steps": 2000},
@@ -36,6 +36,7 @@ SOLVER_METHODS = {
     "em": {"steps": 200},
     "greedy": {"tries": 20, "steps": 300},
     "bpi": {"tries": 4, "steps": 10},
+    "nodesplit": {"tries": 8, "steps": 50},
 }
 
 #: The defaults of :class:`fsc.solver.Shaped`: the weights of the negative rewards in the objectives climbed in

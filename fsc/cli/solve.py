@@ -27,6 +27,7 @@ MEANING = {
     "weights": "the weights of the negative rewards, in turn, before the true world",
     "beliefs": "the most beliefs sampled",
     "bpi.tries": "the sets of backed-up nodes one escape tries",
+    "nodesplit.tries": "the splits tried, best estimated gain first, before it ends",
 }
 
 

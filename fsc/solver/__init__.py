@@ -8,7 +8,7 @@ value, an upper bound and the gap).  The methods are steps (:class:`fsc.optim.St
 """
 
 from fsc.solver.bound import upper_bound
-from fsc.solver.methods import BPI, EM, METHODS, Budget, Greedy, Method, Mirror, PointBased, Restarts, Shaped, configured, settings
+from fsc.solver.methods import BPI, EM, METHODS, Budget, Greedy, Method, Mirror, NodeSplit, PointBased, Restarts, Shaped, configured, settings
 from fsc.solver.portfolio import Portfolio, solve
 from fsc.solver.solution import Solution
 from fsc.solver.starts import embed, random_start, split
@@ -21,6 +21,7 @@ __all__ = [
     "Greedy",
     "Method",
     "Mirror",
+    "NodeSplit",
     "PointBased",
     "Portfolio",
     "Restarts",

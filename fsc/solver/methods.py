@@ -19,6 +19,8 @@ gradient it follows (or normalised coordinate by coordinate, as Adam does), neve
 - :class:`EM` (``em``): expectation-maximisation for finite-state controllers (Toussaint, Harmeling and
   Storkey 2006; Kumar and Zilberstein 2010): ``pi(c | n) <- pi(c | n) (Q(n, c) - R_min / r)``,
   normalised; no step size, and each step is an improvement.
+- :class:`NodeSplit` (``nodesplit``): node splitting (:mod:`fsc.solver.nodesplit`): a node reached in beliefs
+  that want different actions or successors becomes two, kept when the exact value rises.
 - :class:`Greedy` (``greedy``): deterministic controllers: round the start, then switch one node's choice
   at a time (the switches the gradient ranks best first, each checked by exact evaluation), and kick the
   best controller when no switch improves it (iterated local search).
@@ -45,10 +47,10 @@ from fsc.model.memory import RAM
 from fsc.model.policy import Policy
 from fsc.objective import Look, Objective
 from fsc.optim import Adam, State, Step, checked, no_clock
-from fsc.solver import bpi
+from fsc.solver import bpi, nodesplit
 from fsc.solver.pointbased import search_for
 
-__all__ = ["BPI", "EM", "METHODS", "Budget", "Greedy", "Method", "Mirror", "PointBased", "Restarts", "Shaped", "configured", "settings"]
+__all__ = ["BPI", "EM", "METHODS", "Budget", "Greedy", "Method", "Mirror", "NodeSplit", "PointBased", "Restarts", "Shaped", "configured", "settings"]
 
 #: The relative change in value below which a step counts as no progress.
 TOLERANCE = 1e-12
@@ -424,9 +426,41 @@ class BPI(Method):
         state.slots["deadline"] = budget.deadline
 
 
+@attrs.frozen(kw_only=True)
+class NodeSplit(Method):
+    """Node splitting (:mod:`fsc.solver.nodesplit`): a step installs the first of the ``tries`` best splits (a
+    node whose edges' beliefs want different keys becomes two) that raises the exact value; from a flat start, the
+    first step tries the controller of point-based backups along QMDP runs.  It ends when no split raises the value.
+    ``State.step`` counts the splits kept (and that first step).
+
+    Args:
+        tries: the splits tried, best estimated gain first, before the method ends.
+        steps: the most splits in one round of the portfolio.
+    """
+
+    name: ClassVar[str] = "nodesplit"
+    tries: int = _count(SOLVER_METHODS["nodesplit"]["tries"])
+    steps: int = _count(SOLVER_METHODS["nodesplit"]["steps"])
+
+    def init(self, objective: Objective, start: Policy, *, rng: np.random.Generator | None = None, clock: Callable[[], float] = no_clock) -> State:
+        state = nodesplit.start_state(objective, start, clock=clock)
+        state.slots["rng"] = rng
+        return state
+
+    def update(self, objective: Objective, state: State, clock: Callable[[], float] = no_clock) -> State | None:
+        slots = state.slots
+        return nodesplit.step(objective, state, tries=self.tries, rng=slots.get("rng"), deadline=slots.get("deadline", math.inf), clock=clock)
+
+    def within(self, state: State, budget: Budget) -> None:
+        """The splits tried in a step also stop at the budget's deadline."""
+        state.slots["deadline"] = budget.deadline
+
+
 #: The methods by name, each with its default settings, in the order the portfolio runs them
 #: (:data:`fsc.choices.SOLVER_METHODS` holds their names and settings without torch).
-METHODS: dict[str, Method] = {"pointbased": PointBased(), "mirror": Mirror(), "adam": Restarts(), "em": EM(), "greedy": Greedy(), "bpi": BPI()}
+METHODS: dict[str, Method] = {
+    "pointbased": PointBased(), "mirror": Mirror(), "adam": Restarts(), "em": EM(), "greedy": Greedy(), "bpi": BPI(), "nodesplit": NodeSplit(),
+}  # fmt: skip
 
 
 @attrs.frozen(kw_only=True)

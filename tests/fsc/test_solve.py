@@ -253,15 +253,15 @@ def test_shaping_leaves_the_flat_region_where_no_reward_is_collected():
 def test_the_solver_is_a_value_with_every_setting_of_its_methods_and_checks_them():
     from fsc.choices import SHAPED, SOLVER_METHODS
     from fsc.optim import Adam
-    from fsc.solver import BPI, EM, Greedy, Mirror, PointBased, Restarts, Shaped, configured, settings
+    from fsc.solver import BPI, EM, Greedy, Mirror, NodeSplit, PointBased, Restarts, Shaped, configured, settings
 
     solver = Portfolio()
     assert solver == Portfolio(seconds=60.0, seed=0, rounds=None, patience=3, engine="auto",
                                methods=(PointBased(beliefs=1000, steps=500), Mirror(rate=1.0, steps=2000),
                                         Restarts(rule=Adam(lr=0.1, eps=1e-12, relative_eps=True), patience=100, steps=300),
-                                        EM(steps=200), Greedy(tries=20, steps=300), BPI(tries=4, steps=10)),
+                                        EM(steps=200), Greedy(tries=20, steps=300), BPI(tries=4, steps=10), NodeSplit(tries=8, steps=50)),
                                shaped=Shaped(weights=(0.0, 0.5), steps=300))  # fmt: skip
-    assert [method.name for method in solver.methods] == list(SOLVER_METHODS) == ["pointbased", "mirror", "adam", "em", "greedy", "bpi"]
+    assert [method.name for method in solver.methods] == list(SOLVER_METHODS) == ["pointbased", "mirror", "adam", "em", "greedy", "bpi", "nodesplit"]
     assert {method.name: settings(method) for method in solver.methods} == SOLVER_METHODS  # the command line's options come from there
     assert settings(solver.shaped) == SHAPED
     assert type(solver.methods[2].rule) is Adam  # the one Adam, fsc train's too
