@@ -55,12 +55,14 @@ $(VENV)/.test: $(STAMP)
 test: setup $(VENV)/.test
 	$(BIN)/python -m pytest -q
 
-# The report needs the runtime dependencies and graphviz, not the kernels of
-# solve, sweep and the other optimisers: on a fresh clone it compiles the
-# evaluator's and the flow's kernels it uses itself (the first report takes
-# about a minute longer than the next), and `make setup` compiles the rest.
+# The report needs the runtime dependencies, graphviz and the modules'
+# bytecode, not the kernels of solve, sweep and the other optimisers: on a
+# fresh clone it compiles the evaluator's and the flow's kernels it uses itself
+# (the first report takes about a minute longer than the next), and `make
+# setup` compiles the rest.
 report: $(STAMP) dot
 	@test -f $(VENV)/.kernels || echo "make report: the first report compiles the kernels it uses (numba; about a minute); 'make setup' compiles those of every command"
+	$(BIN)/python -m compileall -q fsc tasks policies viz
 	$(BIN)/fsc report --out $(OUT)
 
 lint: setup $(VENV)/.test

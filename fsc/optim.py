@@ -682,14 +682,12 @@ def optimize(
     Raises:
         ValueError, TypeError: bad arguments, before any evaluation.
     """
-    if not isinstance(policy, Weights):
+    if not isinstance(policy, Weights):  # a policy's numpy weights: checked when made
         check_policy(policy)
     as_pomdp(world)  # a POMDP, or an object whose .pomdp is one
     reset = check_reset(reset)
     one_of("convention", convention, CONVENTIONS)
-    optimizer = _optimizer(optimizer, hyperparameters)
-    if isinstance(policy, Weights) and not isinstance(optimizer, ON_ARRAYS):
-        raise InputTypeError(f"the {optimizer.name} optimizer keeps torch tensors: give it a fsc.Policy, not the policy's Weights")
+    optimizer = _optimizer(optimizer, hyperparameters, on_arrays=isinstance(policy, Weights))
     rule = StopRule(until_t=until_t, max_steps=max_steps, max_seconds=max_seconds, min_grad_norm=min_grad_norm)
     if state is not None:
         _check_state(state, policy.architecture)
@@ -705,13 +703,16 @@ def optimize(
 ON_ARRAYS = (GradientFlow, Ascent)
 
 
-def _optimizer(optimizer: object, hyperparameters: dict[str, object]) -> Step:
+def _optimizer(optimizer: object, hyperparameters: dict[str, object], on_arrays: bool = False) -> Step:
+    """The step :func:`optimize` names; ``on_arrays``: it starts from a policy's numpy weights (:data:`ON_ARRAYS`)."""
     if isinstance(optimizer, str):
-        return make_optimizer(optimizer, **hyperparameters)
-    if not isinstance(optimizer, Step):
+        optimizer = make_optimizer(optimizer, **hyperparameters)
+    elif not isinstance(optimizer, Step):
         raise InputTypeError(f"optimizer must be a name in {sorted(OPTIMIZERS)} or a fsc.optim.Step, got {optimizer!r}")
-    if hyperparameters:
+    elif hyperparameters:
         raise InputError(f"give {', '.join(sorted(hyperparameters))} through the Step instance, not as arguments")
+    if on_arrays and not isinstance(optimizer, ON_ARRAYS):
+        raise InputTypeError(f"the {optimizer.name} optimizer keeps torch tensors: give it a fsc.Policy, not the policy's Weights")
     return optimizer
 
 
