@@ -5,8 +5,8 @@ Both parse :data:`fsc.train.arguments.TRAINING`'s options, build the :class:`Tra
 (:mod:`fsc.train.setting`: a file declaring more than the machine can hold is refused at once), then torch,
 the initial policy and the run.  A new run of the gradient flow (or plain ascent) from ``uniform`` or a policy
 file imports no torch at all (:func:`fsc.train.run.without_torch`): it runs on numpy arrays, the same compiled
-steps giving the same bits, and starts a second sooner.  The sweep reaches this module by its own layer, never
-through the command line above it.
+steps giving the same bits, without torch's import (most of the command's time on a small world).  The sweep
+reaches this module by its own layer, never through the command line above it.
 """
 
 from __future__ import annotations
