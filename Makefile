@@ -58,10 +58,10 @@ test: setup $(VENV)/.test
 # The report needs the runtime dependencies, graphviz and the modules'
 # bytecode, not the kernels of solve, sweep and the other optimisers: on a
 # fresh clone it compiles the evaluator's and the flow's kernels it uses itself
-# (the first report takes about a minute longer than the next), and `make
-# setup` compiles the rest.
+# (about 100 CPU seconds: the first report takes about two minutes longer
+# than the next), and `make setup` compiles the rest.
 report: $(STAMP) dot
-	@test -f $(VENV)/.kernels || echo "make report: the first report compiles the kernels it uses (numba; about a minute); 'make setup' compiles those of every command"
+	@test -f $(VENV)/.kernels || echo "make report: the first report compiles the kernels it uses (numba; about two minutes); 'make setup' compiles those of every command"
 	$(BIN)/python -m compileall -q fsc tasks policies viz
 	$(BIN)/fsc report --out $(OUT)
 
