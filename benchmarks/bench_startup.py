@@ -12,10 +12,12 @@ Each checkout starts with an empty numba cache (``NUMBA_CACHE_DIR`` pointing to 
 installation).  Where its Makefile compiles the kernels at set-up (the ``.kernels`` step of ``make setup``),
 those commands run first and are timed on their own line; then each command of issue 49 runs once (``first
 after make setup``) before its timed runs, whose median is its ``second`` run: the ratio says whether a command
-still compiled something at first use.  ``--repo A B`` times several checkouts in the same run, one column each
-(two versions under the same load).
+still compiled something at first use.  Last, the first ``fsc sweep examples/sweeps/fig2-small.json`` after
+the warm-up (issue 49: within 90 s on 2 cores; ``--workers``, default 2), once, and a second sweep of it into
+a new folder: their ratio says whether the sweep's pool workers compiled anything (``--no-sweep`` skips both).
+``--repo A B`` times several checkouts in the same run, one column each (two versions under the same load).
 
-    python benchmarks/bench_startup.py [--repo PATH ...] [--repeats 5]
+    python benchmarks/bench_startup.py [--repo PATH ...] [--repeats 5] [--workers 2] [--no-sweep]
 """
 
 from __future__ import annotations
@@ -65,7 +67,7 @@ R: open-right : tiger-right : * : * -100
 TARGETS = {
     "fsc --help": 0.3, "fsc pomdp FILE": 0.6, "fsc closed-form ccp": 0.6,
     "evaluate tiger ram:2 uniform": 0.6, "simulate 1e4 steps": 0.8, "draw a saved policy": 1.0,
-    "solve tiger ram:3 10 s": 4.0, "train ram:2 100 steps": 1.5,
+    "solve tiger ram:3 10 s": 4.0, "train ram:2 100 steps": 1.5, "sweep fig2-small": 90.0,
 }  # fmt: skip
 #: The commands of issue 49, each run once right after the warm-up (its first run) before its timed runs.
 ISSUE = ("evaluate tiger ram:2 uniform", "simulate 1e4 steps", "draw a saved policy", "solve tiger ram:3 10 s", "train ram:2 100 steps")
@@ -105,8 +107,13 @@ def warm_up_commands(repo: Path, work: Path) -> list[list[str]]:
     return found
 
 
-def commands(repo: Path, work: Path) -> tuple[dict, dict[str, list[list[str]]]]:
-    """The environment and the commands of each line of the table, for the checkout ``repo`` working in ``work``."""
+#: The sweep of issue 49's first-run figure: run once after the warm-up, then once more into a new folder.
+SWEEP = "sweep fig2-small"
+
+
+def commands(repo: Path, work: Path, workers: int = 2) -> tuple[dict, dict[str, list[list[str]]]]:
+    """The environment and the commands of each line of the table, for the checkout ``repo`` working in ``work``
+    (the sweep on ``workers`` processes)."""
     work.mkdir()
     tiger = work / "tiger.POMDP"
     tiger.write_text(TIGER)
@@ -127,6 +134,7 @@ def commands(repo: Path, work: Path) -> tuple[dict, dict[str, list[list[str]]]]:
         "draw a saved policy": [[*fsc, "draw", "--pomdp", str(tiger), "--policy", str(policy), "--out", str(work / "graph.svg")]],
         "solve tiger ram:3 10 s": [[*fsc, "solve", "--pomdp", str(tiger), "--memory", "ram:3", "--max-seconds", "10", "--json", "--quiet"]],
         "train ram:2 100 steps": [[*train, "--max-steps", "100", "--out", str(work / "run"), "--checkpoint-seconds", "1e9"]],
+        SWEEP: [[*fsc, "sweep", str(repo / "examples" / "sweeps" / "fig2-small.json"), "--out", str(work / "sweep"), "--workers", str(workers), "--quiet"]],
     }
 
 
@@ -145,6 +153,9 @@ def time_line(name: str, lines: list[list[str]], env: dict, repeats: int) -> dic
         return {name: float("nan")}
     if name == "make setup: compiling the kernels":
         return {name: seconds(lines, env, 1)}
+    if name == SWEEP:  # the first sweep, then a second one into a new folder (a finished sweep trains nothing)
+        again = [[word if word != lines[0][lines[0].index("--out") + 1] else f"{word}-again" for word in lines[0]]]
+        return {f"{name} (first)": seconds(lines, env, 1), name: seconds(again, env, 1)}
     out = {}
     if name in ISSUE:
         out[f"{name} (first)"] = seconds(lines, env, 1)
@@ -165,9 +176,13 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repo", type=Path, nargs="+", default=[ROOT], help="the checkouts to time, one column each (default: this one)")
     parser.add_argument("--repeats", type=int, default=5, help="runs of each command; the median is kept (default 5)")
+    parser.add_argument("--workers", type=int, default=2, help="the fig2-small sweep's pool size (default 2)")
+    parser.add_argument("--no-sweep", action="store_true", help="time no fig2-small sweep")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        setups = [commands(repo.resolve(), Path(tmp) / f"repo{k}") for k, repo in enumerate(args.repo)]
+        setups = [commands(repo.resolve(), Path(tmp) / f"repo{k}", args.workers) for k, repo in enumerate(args.repo)]
+        if args.no_sweep:
+            setups = [(env, {name: lines for name, lines in table.items() if name != SWEEP}) for env, table in setups]
         columns: list[dict[str, float]] = [{} for _ in setups]
         for name in setups[0][1]:  # command by command, every checkout in turn: the same load on each
             for column, (env, lines) in zip(columns, setups, strict=True):
@@ -181,10 +196,11 @@ def main() -> int:
             print(f"{name:40s} " + " ".join(f"{column[name]:16.4f}" for column in columns))
             continue
         base = name.removesuffix(" (first)")
-        target = f"{TARGETS[base]:.1f}" if base in TARGETS and base == name else ""
+        shown = base != name if base == SWEEP else base == name  # the sweep's target is its first run's
+        target = f"{TARGETS[base]:.1f}" if base in TARGETS and shown else ""
         cells = " ".join(f"{column[name]:8.3f} {column[name] - pass_:7.3f}" for column, pass_ in zip(columns, floor, strict=True))
         print(f"{name:40s} {cells} {target:>7s}")
-    for name in ISSUE:
+    for name in (*ISSUE, *(() if args.no_sweep else (SWEEP,))):
         ratios = " ".join(f"{column[f'{name} (first)'] / column[name]:5.2f}" for column in columns)
         print(f"first / second run: {name:30s} {ratios}")
     return 0

@@ -6,15 +6,18 @@ backward pass, without autograd's bookkeeping: one forward pass and one adjoint 
 compiled call on the dense and choices engines.  :class:`Point` holds the value and the gradient in the
 logits it returns (what ``fsc train``'s steps climb), :class:`Look` the value, the gradient in the
 probabilities and the occupancy (what the solver's mirror, EM and greedy steps climb).
+
+A point's arrays are of the kind its logits come in: torch tensors (a :class:`fsc.Policy`'s), or numpy arrays
+(a :class:`fsc.model.policy.Weights`'s), with which the gradient flow runs without importing torch (``fsc
+train`` from ``uniform`` or a policy file, :mod:`fsc.train.command`): the same calls make the same numbers.
 """
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol, Union
 
 import attrs
 import numpy as np
-import torch
 
 from fsc.checks import one_of
 from fsc.choices import TARGETS  # what the optimisers climb: the gain per step, or the return gain / r
@@ -22,10 +25,30 @@ from fsc.engines import kernels
 from fsc.errors import InputError, InputTypeError
 from fsc.evaluate import Evaluator, read_out
 from fsc.model.architecture import MemoryArchitecture
-from fsc.model.policy import Policy
+from fsc.model.policy import Policy, Weights
 from fsc.model.pomdp import POMDP, Task, as_pomdp
 
-__all__ = ["TARGETS", "FlowSettings", "Look", "Objective", "Point"]
+if TYPE_CHECKING:
+    import torch
+
+__all__ = ["TARGETS", "Array", "FlowSettings", "Look", "Objective", "Point", "as_numpy"]
+
+#: A point's float64 arrays: torch tensors, or numpy arrays where the run imports no torch.
+Array = Union["torch.Tensor", np.ndarray]
+
+
+def as_numpy(array: Array) -> np.ndarray:
+    """The numpy array of a point's array (the tensor's own memory, or the array itself)."""
+    return array if isinstance(array, np.ndarray) else array.numpy()
+
+
+def _like(kind: Array, array: np.ndarray) -> Array:
+    """``array`` as the kind of ``kind``: itself beside a numpy array, wrapped (no copy) beside a tensor."""
+    if isinstance(kind, np.ndarray):
+        return array
+    import torch
+
+    return torch.from_numpy(array)
 
 
 class FlowSettings(Protocol):
@@ -40,7 +63,8 @@ class FlowSettings(Protocol):
 class Point:
     """Gain, metrics and gradient of the objective at ``w = (logits, init_logits)``.
 
-    Tensors are detached float64 and read-only by convention.
+    The arrays are detached float64 and read-only by convention: torch tensors, or numpy arrays when the
+    logits came as numpy arrays (module docstring).
 
     Attributes:
         architecture: the memory the logits are on.
@@ -54,20 +78,23 @@ class Point:
     """
 
     architecture: MemoryArchitecture = attrs.field(repr=False)
-    logits: torch.Tensor
-    init_logits: torch.Tensor
+    logits: Array
+    init_logits: Array
     gain: float
     metrics: dict[str, float]
-    grad_logits: torch.Tensor
-    grad_init: torch.Tensor
+    grad_logits: Array
+    grad_init: Array
 
     @property
     def grad_norm(self) -> float:
         """Euclidean norm of the whole gradient ``(d/dw_pi, d/dw_0)``."""
-        return float(kernels.gradient_norm(self.grad_logits.numpy(), self.grad_init.numpy()))
+        return float(kernels.gradient_norm(as_numpy(self.grad_logits), as_numpy(self.grad_init)))
 
-    def policy(self) -> Policy:
-        """The policy at this point (fresh copies of the logits)."""
+    def policy(self) -> Policy | Weights:
+        """The policy at this point (fresh copies of the logits): a :class:`fsc.Policy`, or its
+        :class:`fsc.model.policy.Weights` when the point's arrays are numpy's."""
+        if isinstance(self.logits, np.ndarray):
+            return Weights(self.architecture, self.logits.copy(), as_numpy(self.init_logits).copy())
         return Policy(architecture=self.architecture, logits=self.logits.clone(), init_logits=self.init_logits.clone())
 
 
@@ -204,11 +231,12 @@ class Objective:
         init_probs = init_probs / init_probs.sum()
         return Policy.from_probs(self.architecture, probs, init_probs)
 
-    def __call__(self, logits: torch.Tensor, init_logits: torch.Tensor) -> Point:
-        logits, init_logits = logits.detach(), init_logits.detach()
+    def __call__(self, logits: Array, init_logits: Array) -> Point:
+        if not isinstance(logits, np.ndarray):
+            logits, init_logits = logits.detach(), init_logits.detach()
         self.counter[0] += 1
         evaluator = self._evaluator
-        w_pi, w_0 = logits.numpy(), init_logits.numpy()
+        w_pi, w_0 = as_numpy(logits), as_numpy(init_logits)
         top = max(w_pi.max(), w_0.max())  # NaN propagates through max
         if not top < np.inf:
             raise InputError(f"logits must not contain NaN or +inf, got a maximum of {top!r}")
@@ -216,7 +244,7 @@ class Objective:
             expected, grad_logits, grad_init, ok = kernels.fused_value_gradient(w_pi, w_0, self._fused)
             if not ok:
                 raise np.linalg.LinAlgError("I - (1 - r) P is singular")
-            return self._point(logits, init_logits, expected, grad_logits, grad_init)
+            return self._point(logits, logits, init_logits, expected, grad_logits, grad_init)
         run = evaluator.forward(w_pi, w_0)
         grad_logits, grad_init = evaluator.backward(run, **{"gain" if self.target == "gain" else "value": 1.0})
         return Point(
@@ -225,34 +253,35 @@ class Objective:
             init_logits=init_logits,
             gain=run.gain,
             metrics=run.metrics,
-            grad_logits=torch.from_numpy(grad_logits),
-            grad_init=torch.from_numpy(grad_init),
+            grad_logits=_like(logits, grad_logits),
+            grad_init=_like(logits, grad_init),
         )
 
     def gradient(self, logits: np.ndarray, init_logits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The gradient alone at finite logits, as numpy arrays ``(grad_logits, grad_init)``: the numbers of
         :meth:`__call__`'s point without building it (on the dense and choices engines, one compiled call)."""
         if self._fused is None:
-            point = self(torch.from_numpy(logits), torch.from_numpy(init_logits))
-            return point.grad_logits.numpy(), point.grad_init.numpy()
+            point = self(logits, init_logits)
+            return point.grad_logits, point.grad_init
         _, grad_logits, grad_init, ok = kernels.fused_value_gradient(logits, init_logits, self._fused)
         self.counter[0] += 1
         if not ok:
             raise np.linalg.LinAlgError("I - (1 - r) P is singular")
         return grad_logits, grad_init
 
-    def _point(self, logits, init_logits, expected: np.ndarray, grad_logits: np.ndarray, grad_init: np.ndarray) -> Point:
-        """The point of a compiled evaluation: ``expected`` holds the native expectations of the evaluator's tables."""
+    def _point(self, kind: Array, logits, init_logits, expected: np.ndarray, grad_logits: np.ndarray, grad_init: np.ndarray) -> Point:
+        """The point of a compiled evaluation, its arrays of the kind of ``kind`` (the logits it started from):
+        ``expected`` holds the native expectations of the evaluator's tables."""
         gain, metrics = self._read_out(expected.tolist())
-        as_tensor = lambda x: x if isinstance(x, torch.Tensor) else torch.from_numpy(x)  # noqa: E731
+        as_kind = lambda x: x if not isinstance(x, np.ndarray) else _like(kind, x)  # noqa: E731
         return Point(
             architecture=self.architecture,
-            logits=as_tensor(logits),
-            init_logits=as_tensor(init_logits),
+            logits=as_kind(logits),
+            init_logits=as_kind(init_logits),
             gain=gain,
             metrics=metrics,
-            grad_logits=torch.from_numpy(grad_logits),
-            grad_init=torch.from_numpy(grad_init),
+            grad_logits=_like(kind, grad_logits),
+            grad_init=_like(kind, grad_init),
         )
 
     def _read_out(self, expected: list[float]) -> tuple[float, dict[str, float]]:
@@ -274,7 +303,7 @@ class Objective:
             return None
         status, *found, dt, next_dt, evaluations, rejections = kernels.flow_step(*self._flow_start(point, dt, flow))
         self.counter[0] += evaluations
-        return self._accepted(status, *found), dt, next_dt, evaluations, rejections
+        return self._accepted(point.logits, status, *found), dt, next_dt, evaluations, rejections
 
     def flow_run(self, point: Point, dt: float, flow: FlowSettings, t: float, step: int, until_t: float, max_steps: int, rows: bool = False):
         """Accepted steps of :meth:`flow_step` in one compiled call (:func:`fsc.engines.kernels.flow_run`), until
@@ -295,26 +324,27 @@ class Objective:
             *self._flow_start(point, dt, flow), t, step, until_t, max_steps, most, table
         )
         self.counter[0] += evaluations
-        new = self._accepted(status, *found)
+        new = self._accepted(point.logits, status, *found)
         steps = self._steps(table[: new_step - step]) if rows and new is not None else None
         return new, dt, next_dt, t, new_step, evaluations, rejections, steps
 
     def _flow_start(self, point: Point, dt: float, flow: FlowSettings) -> tuple:
         """The leading arguments of the compiled flow: the point, its gradient, ``dt`` and the flow's settings."""
         return (
-            point.logits.numpy(), point.init_logits.numpy(), point.grad_logits.numpy(), point.grad_init.numpy(),
+            as_numpy(point.logits), as_numpy(point.init_logits), as_numpy(point.grad_logits), as_numpy(point.grad_init),
             point.gain, dt, flow.max_dgrad, flow.min_dt, self._evaluator.factor, self._fused,
         )  # fmt: skip
 
-    def _accepted(self, status: int, logits, init_logits, grad_logits, grad_init, expected) -> Point | None:
-        """The point a compiled flow call ended on (``None``: it stalled); its errors raised as an evaluation's."""
+    def _accepted(self, kind: Array, status: int, logits, init_logits, grad_logits, grad_init, expected) -> Point | None:
+        """The point a compiled flow call ended on (``None``: it stalled), its arrays of the kind of ``kind``; its
+        errors raised as an evaluation's."""
         if status == kernels.STEP_STALLED:
             return None
         if status == kernels.STEP_NOT_FINITE:
             raise InputError(f"logits must not contain NaN or +inf, got a maximum of {max(logits.max(), init_logits.max())!r}")
         if status == kernels.STEP_SINGULAR:
             raise np.linalg.LinAlgError("I - (1 - r) P is singular")
-        return self._point(logits, init_logits, expected, grad_logits, grad_init)
+        return self._point(kind, logits, init_logits, expected, grad_logits, grad_init)
 
     def _steps(self, table: np.ndarray) -> dict:
         """The columns of :meth:`flow_run`'s rows, gain and metrics read out as :meth:`_point` reads them."""

@@ -26,6 +26,11 @@ integrator"); the published step rule stays the default.
 
 Everything is float64.  With the same engine, the same torch thread count and the same starting state, a
 run is deterministic bit for bit, which is what lets :mod:`fsc.train` resume a killed run exactly.
+
+The gradient flow and plain ascent also run from a :class:`fsc.model.policy.Weights` (the logits as numpy
+arrays): their points then hold numpy arrays and nothing imports torch (``fsc train`` from ``uniform`` or a
+policy file), with the same numbers to the last bit (``tests/fsc/test_train_without_torch.py``).  Adam and
+:class:`Rosenbrock` keep torch's tensors in their state.
 """
 
 from __future__ import annotations
@@ -38,16 +43,15 @@ from typing import Any, ClassVar
 
 import attrs
 import numpy as np
-import torch
 
 from fsc.checks import flag, integer, nonnegative, one_of, positive
 from fsc.choices import FLOW_MAX_DGRAD, ROSENBROCK_TOLERANCE
 from fsc.engines import kernels
 from fsc.errors import InputError, InputTypeError
 from fsc.evaluate import CONVENTIONS, check_reset
-from fsc.model.policy import Policy, check_policy
+from fsc.model.policy import Policy, Weights, check_policy
 from fsc.model.pomdp import POMDP, Task, as_pomdp
-from fsc.objective import Objective, Point
+from fsc.objective import Objective, Point, as_numpy
 
 __all__ = [
     "OPTIMIZERS",
@@ -136,8 +140,9 @@ class Record:
         return self.metrics.get("q", math.nan)
 
     @property
-    def policy(self) -> Policy:
-        """The policy at this record (fresh copies of its logits, on the architecture trained)."""
+    def policy(self) -> Policy | Weights:
+        """The policy at this record (fresh copies of its logits, on the architecture trained): its
+        :class:`fsc.model.policy.Weights` when the run is on numpy arrays (:meth:`fsc.objective.Point.policy`)."""
         return self.state.point.policy()
 
     @classmethod
@@ -171,11 +176,15 @@ class Step(abc.ABC):
 
     name: ClassVar[str]
 
-    def init(self, objective: Objective, start: Policy, *, rng: np.random.Generator | None = None, clock: Callable[[], float] = no_clock) -> State:
+    def init(self, objective: Objective, start: Policy | Weights, *, rng: np.random.Generator | None = None,
+             clock: Callable[[], float] = no_clock) -> State:  # fmt: skip
         """The state at ``start`` (one evaluation); ``rng`` is for the steps that draw (the solver's).
 
-        ``clock()`` returns the wall seconds to store in the state.
+        ``clock()`` returns the wall seconds to store in the state.  A :class:`fsc.model.policy.Weights` start
+        gives points on numpy arrays (no torch).
         """
+        if isinstance(start, Weights):
+            return self.at(objective(start.logits.copy(), start.init_logits.copy()), clock())
         point = objective(start.logits.detach().clone(), start.init_logits.detach().clone())
         return self.at(point, clock())
 
@@ -252,12 +261,11 @@ class GradientFlow(Step):
         tried = rejected = 0
         while dt >= self.min_dt:
             # w + dt g in numpy: the same two roundings as torch, a third of the overhead.
-            logits = torch.from_numpy(point.logits.numpy() + dt * point.grad_logits.numpy())
-            init_logits = torch.from_numpy(point.init_logits.numpy() + dt * point.grad_init.numpy())
-            new = objective(logits, init_logits)
+            w, w0, g, g0 = _weights(point)
+            new = objective(*_like_point(point, w + dt * g, w0 + dt * g0))
             tried += 1
-            dpi = float(np.abs(new.grad_logits.numpy() - point.grad_logits.numpy()).max())
-            dp0 = float(np.abs(new.grad_init.numpy() - point.grad_init.numpy()).max())
+            dpi = float(np.abs(as_numpy(new.grad_logits) - g).max())
+            dp0 = float(np.abs(as_numpy(new.grad_init) - g0).max())
             accepted, next_dt = kernels.flow_verdict(new.gain, point.gain, dpi + dp0, dt, self.max_dgrad)
             if accepted:
                 return new, dt, next_dt, tried, rejected
@@ -290,7 +298,16 @@ class GradientFlow(Step):
 
 def _weights(point: Point) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """A point's logits, initial logits and their gradients, as the compiled flow takes them."""
-    return point.logits.numpy(), point.init_logits.numpy(), point.grad_logits.numpy(), point.grad_init.numpy()
+    return as_numpy(point.logits), as_numpy(point.init_logits), as_numpy(point.grad_logits), as_numpy(point.grad_init)
+
+
+def _like_point(point: Point, logits: np.ndarray, init_logits: np.ndarray) -> tuple:
+    """New logits as the kind of ``point``'s arrays: numpy's, or torch tensors on the same memory."""
+    if isinstance(point.logits, np.ndarray):
+        return logits, init_logits
+    import torch
+
+    return torch.from_numpy(logits), torch.from_numpy(init_logits)
 
 
 def _skipped(steps: dict | None, evaluations: int, seconds: float, now: float) -> dict | None:
@@ -333,10 +350,14 @@ class Adam(Step):
     relative_eps: bool = attrs.field(default=False, validator=checked(flag))
 
     def slots(self, point: Point) -> dict[str, Any]:
+        import torch
+
         zeros = torch.zeros_like
         return {"m_logits": zeros(point.logits), "v_logits": zeros(point.logits), "m_init": zeros(point.init_logits), "v_init": zeros(point.init_logits)}
 
     def update(self, objective: Objective, state: State, clock: Callable[[], float] = no_clock) -> State | None:
+        import torch
+
         point, slots = state.point, state.slots
         k = state.step + 1
         b1, b2 = self.beta1, self.beta2
@@ -444,6 +465,8 @@ class Rosenbrock(Step):
             new, error, used = self._try(free, objective, y, g, h, curvature, basis)
             tried += used
             if new is not None:
+                import torch
+
                 slots = {"next_dt": h * min(5.0, max(0.2, 0.9 * max(error, 1e-10) ** (-1 / 3))), "age": age + 1.0,
                          "curvature": torch.from_numpy(curvature), "basis": torch.from_numpy(basis)}  # fmt: skip
                 return _moved(state, new, h, clock, slots, tried=tried, rejected=rejected)
@@ -503,6 +526,8 @@ class _Free:
         return logits, init_logits
 
     def point(self, objective: Objective, y: np.ndarray) -> Point:
+        import torch
+
         logits, init_logits = self._logits(y)
         return objective(torch.from_numpy(logits), torch.from_numpy(init_logits))
 
@@ -614,7 +639,7 @@ _FLOW_STOPS = {kernels.FLOW_UNTIL_T: "until_t", kernels.FLOW_MAX_STEPS: "max_ste
 
 def optimize(
     world: POMDP | Task,
-    policy: Policy,
+    policy: Policy | Weights,
     *,
     reset: float,
     optimizer: str | Step = "flow",
@@ -635,7 +660,9 @@ def optimize(
 
     Args:
         world: a :class:`fsc.POMDP` or :class:`fsc.Task`.
-        policy: the starting policy; its architecture is the one trained.
+        policy: the starting policy; its architecture is the one trained.  Its
+            :class:`fsc.model.policy.Weights` (numpy arrays) for the flow or plain ascent: the run then
+            imports no torch, and its records' points and policies are on numpy arrays.
         reset: reset probability ``r`` (in (0, 1]).
         optimizer: a name of :data:`OPTIMIZERS`, with its ``hyperparameters`` (:func:`make_optimizer`), or an
             :class:`Step`.
@@ -655,11 +682,12 @@ def optimize(
     Raises:
         ValueError, TypeError: bad arguments, before any evaluation.
     """
-    check_policy(policy)
+    if not isinstance(policy, Weights):  # a policy's numpy weights: checked when made
+        check_policy(policy)
     as_pomdp(world)  # a POMDP, or an object whose .pomdp is one
     reset = check_reset(reset)
     one_of("convention", convention, CONVENTIONS)
-    optimizer = _optimizer(optimizer, hyperparameters)
+    optimizer = _optimizer(optimizer, hyperparameters, on_arrays=isinstance(policy, Weights))
     rule = StopRule(until_t=until_t, max_steps=max_steps, max_seconds=max_seconds, min_grad_norm=min_grad_norm)
     if state is not None:
         _check_state(state, policy.architecture)
@@ -671,13 +699,20 @@ def optimize(
     return _run(objective, optimizer, rule, policy, state, skip_until, keep_skipped, first_stop)
 
 
-def _optimizer(optimizer: object, hyperparameters: dict[str, object]) -> Step:
+#: The steps that run on numpy arrays too (from a :class:`fsc.model.policy.Weights`, without torch).
+ON_ARRAYS = (GradientFlow, Ascent)
+
+
+def _optimizer(optimizer: object, hyperparameters: dict[str, object], on_arrays: bool = False) -> Step:
+    """The step :func:`optimize` names; ``on_arrays``: it starts from a policy's numpy weights (:data:`ON_ARRAYS`)."""
     if isinstance(optimizer, str):
-        return make_optimizer(optimizer, **hyperparameters)
-    if not isinstance(optimizer, Step):
+        optimizer = make_optimizer(optimizer, **hyperparameters)
+    elif not isinstance(optimizer, Step):
         raise InputTypeError(f"optimizer must be a name in {sorted(OPTIMIZERS)} or a fsc.optim.Step, got {optimizer!r}")
-    if hyperparameters:
+    elif hyperparameters:
         raise InputError(f"give {', '.join(sorted(hyperparameters))} through the Step instance, not as arguments")
+    if on_arrays and not isinstance(optimizer, ON_ARRAYS):
+        raise InputTypeError(f"the {optimizer.name} optimizer keeps torch tensors: give it a fsc.Policy, not the policy's Weights")
     return optimizer
 
 

@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch
 
 from fsc.errors import InputError, quoted
 from fsc.files import NpzArchive, atomic_write, strict_json
@@ -23,7 +22,7 @@ from fsc.io.trajectory import COLUMNS, Trajectory
 from fsc.limits import MAX_JSON_POLICY_BYTES, MAX_NPZ_BYTES, MAX_NPZ_INFLATED
 from fsc.model.architecture import MemoryArchitecture
 from fsc.model.memory import parse_memory
-from fsc.objective import Point
+from fsc.objective import Point, as_numpy
 from fsc.optim import State
 
 __all__ = ["CHECKPOINT", "PREVIOUS_CHECKPOINT", "load_checkpoint", "save_checkpoint", "write_json"]
@@ -45,10 +44,10 @@ def save_checkpoint(out: Path, state: State, trajectory: Trajectory, meta: dict[
     trajectory.trim()  # whole rows only, whenever the checkpoint is written
     point = state.point
     arrays: dict[str, np.ndarray] = {
-        "logits": point.logits.numpy(),
-        "init_logits": point.init_logits.numpy(),
-        "grad_logits": point.grad_logits.numpy(),
-        "grad_init": point.grad_init.numpy(),
+        "logits": as_numpy(point.logits),
+        "init_logits": as_numpy(point.init_logits),
+        "grad_logits": as_numpy(point.grad_logits),
+        "grad_init": as_numpy(point.grad_init),
         "gain": np.float64(point.gain),
         "metric_names": np.array(list(point.metrics), dtype=str),
         "metric_values": np.array(list(point.metrics.values()), dtype=np.float64),
@@ -60,7 +59,7 @@ def save_checkpoint(out: Path, state: State, trajectory: Trajectory, meta: dict[
         "seconds": np.float64(state.seconds),
     }
     for name, value in state.slots.items():
-        arrays[f"slot_{name}"] = value.numpy() if isinstance(value, torch.Tensor) else np.float64(value)
+        arrays[f"slot_{name}"] = np.float64(value) if isinstance(value, (int, float)) else as_numpy(value)
     for name, column in trajectory.arrays().items():
         arrays[f"trajectory_{name}"] = column
     meta = {**meta, "format": _FORMAT, "step": state.step, "t": state.t, "rows": len(trajectory), "slots": sorted(state.slots),
@@ -113,6 +112,8 @@ def _load_checkpoint(path: Path) -> tuple[State, dict[str, np.ndarray], dict[str
         N, C = architecture.num_nodes, architecture.num_choices
         for name, shape in (("logits", (N, C)), ("grad_logits", (N, C)), ("init_logits", (N,)), ("grad_init", (N,))):
             data.check_shape(name, shape)  # before any table is allocated
+        import torch  # a resumed run's point is on torch tensors
+
         tensor = lambda name: torch.from_numpy(np.array(data[name], dtype=np.float64))
         point = Point(
             architecture=architecture,
@@ -168,8 +169,8 @@ def _unusable(state: State) -> str | None:
         return f"next_dt is {scalars['next_dt']!r}, not a step size"
     checks = [("logits", point.logits, lambda x: np.isnan(x) | np.isposinf(x)), ("init_logits", point.init_logits, lambda x: np.isnan(x) | np.isposinf(x)),
               ("grad_logits", point.grad_logits, lambda x: ~np.isfinite(x)), ("grad_init", point.grad_init, lambda x: ~np.isfinite(x))]  # fmt: skip
-    checks += [(name, value, np.isnan) for name, value in state.slots.items() if isinstance(value, torch.Tensor)]
+    checks += [(name, value, np.isnan) for name, value in state.slots.items() if not isinstance(value, (int, float))]
     for name, array, bad in checks:
-        if bad(array.numpy()).any():
+        if bad(as_numpy(array)).any():
             return f"{name} holds NaN or infinite numbers"
     return None

@@ -43,6 +43,10 @@ class Weights(NamedTuple):
         """Initial-node distribution, shape ``(N,)``; zero outside the reset nodes."""
         return _softmax(self.init_logits[None, :], self.architecture.reset_mask[None, :])[0]
 
+    def save(self, path: str | os.PathLike) -> None:
+        """Write the policy file :meth:`Policy.save` writes of the same logits (without torch)."""
+        _save(Path(path), self.architecture, np.asarray(self.logits), np.asarray(self.init_logits))
+
 
 def _softmax(logits: np.ndarray, mask: np.ndarray) -> np.ndarray:
     """Softmax of each row over its ``mask``ed entries (zero elsewhere); every row has a finite logit there."""
@@ -245,27 +249,30 @@ class Policy:
         ``init_logits`` is written ``-inf`` on the nodes a reset never starts in (docs/formats.md), whatever the
         policy holds there (it is ignored).
         """
-        path = Path(path)
-        spec = json.dumps(self.architecture.to_dict())
-        logits = self.logits.detach().cpu().numpy()
-        init_logits = _reset_only(self.architecture, self.init_logits.detach().cpu().numpy())
-        if path.suffix == ".npz":
-            atomic_write(path, lambda f: np.savez(f, architecture=np.array(spec), logits=logits, init_logits=init_logits))
-        elif path.suffix == ".json":
-            doc = {
-                "architecture": json.loads(spec),
-                "logits": _json_floats(logits),
-                "init_logits": _json_floats(init_logits),
-            }
-            atomic_write(path, lambda f: f.write(json.dumps(doc).encode()))
-        else:
-            raise InputError(f"policy files end in .npz or .json, got {quoted(path)}")
+        _save(Path(path), self.architecture, self.logits.detach().cpu().numpy(), self.init_logits.detach().cpu().numpy())
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> Policy:
         """Read a policy written by :meth:`save` (:func:`read_policy_file`, whose errors it raises)."""
         architecture, logits, init_logits = read_policy_file(path)
         return cls(architecture=architecture, logits=logits, init_logits=init_logits)
+
+
+def _save(path: Path, architecture: MemoryArchitecture, logits: np.ndarray, init_logits: np.ndarray) -> None:
+    """:meth:`Policy.save` of these logits (and :meth:`Weights.save`)."""
+    spec = json.dumps(architecture.to_dict())
+    init_logits = _reset_only(architecture, init_logits)
+    if path.suffix == ".npz":
+        atomic_write(path, lambda f: np.savez(f, architecture=np.array(spec), logits=logits, init_logits=init_logits))
+    elif path.suffix == ".json":
+        doc = {
+            "architecture": json.loads(spec),
+            "logits": _json_floats(logits),
+            "init_logits": _json_floats(init_logits),
+        }
+        atomic_write(path, lambda f: f.write(json.dumps(doc).encode()))
+    else:
+        raise InputError(f"policy files end in .npz or .json, got {quoted(path)}")
 
 
 def read_policy_file(path: str | os.PathLike) -> Weights:

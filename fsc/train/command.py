@@ -3,8 +3,10 @@
 Both parse :data:`fsc.train.arguments.TRAINING`'s options, build the :class:`TrainingConfig` once and run
 :func:`fsc.train.run_training`'s two steps: the world, memory and reset first, without torch
 (:mod:`fsc.train.setting`: a file declaring more than the machine can hold is refused at once), then torch,
-the initial policy and the run.  The sweep reaches this module by its own layer, never through the command
-line above it.
+the initial policy and the run.  A new run of the gradient flow (or plain ascent) from ``uniform`` or a policy
+file imports no torch at all (:func:`fsc.train.run.without_torch`): it runs on numpy arrays, the same compiled
+steps giving the same bits, without torch's import (most of the command's time on a small world).  The sweep
+reaches this module by its own layer, never through the command line above it.
 """
 
 from __future__ import annotations
@@ -30,13 +32,15 @@ def add_options(parser: argparse.ArgumentParser) -> None:
 def train(args: argparse.Namespace) -> int:
     """Run the training ``args`` describe and print its summary (the run wrote ``result.json``): as
     :func:`fsc.train.run_training`, with torch imported (float64 its default) once the world and the memory are
-    built."""
+    built, unless the run needs none (:func:`fsc.train.run.without_torch`)."""
     config = TrainingConfig.from_namespace(args)
     setting = resolve_setting(config)
-    import_torch()
-    from fsc.train.run import resolve_inputs, train_inputs
+    from fsc.train.run import resolve_inputs, train_inputs, without_torch
 
-    result = train_inputs(config, resolve_inputs(config, setting=setting), started=setting.started)
+    arrays = without_torch(config)
+    if not arrays:
+        import_torch()
+    result = train_inputs(config, resolve_inputs(config, setting=setting, arrays=arrays), started=setting.started)
     emit(args.json, result.summary())
     return 0
 

@@ -11,16 +11,16 @@ import sys
 import threading
 import time
 from collections.abc import Iterator, Sequence
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 import attrs
 import numpy as np
-import torch
 
 from fsc.io.checkpoint import save_checkpoint, write_json
 from fsc.io.trajectory import TRAJECTORY, TRAJECTORY_CSV, Trajectory, metric_key, trajectory_row, write_csv, write_trajectory
-from fsc.model.policy import Policy
+from fsc.model.policy import Policy, Weights
 from fsc.optim import Record, State
 from fsc.provenance import source_commit
 
@@ -56,7 +56,8 @@ def first_converged(t: Sequence[float], gain: Sequence[float], new_t: Sequence[f
 
 
 def versions() -> dict[str, str | None]:
-    """The versions a run was made (or last resumed) with; ``commit``: the project's git commit, ``+`` if edited since."""
+    """The versions a run was made (or last resumed) with; ``commit``: the project's git commit, ``+`` if edited since.
+    torch's is its installed version, read without importing it (a run on numpy arrays imports none)."""
     import numba
 
     from fsc import __version__
@@ -64,11 +65,22 @@ def versions() -> dict[str, str | None]:
     return {
         "fsc": __version__,
         "commit": source_commit(),
-        "torch": torch.__version__,
+        "torch": _installed("torch"),
         "numpy": np.__version__,
         "numba": numba.__version__,
         "python": platform.python_version(),
     }
+
+
+def _installed(package: str) -> str | None:
+    """The version of ``package`` as imported if it is, else as installed (``None``: not installed)."""
+    module = sys.modules.get(package)
+    if module is not None:
+        return module.__version__
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return None
 
 
 @attrs.frozen(kw_only=True)
@@ -84,7 +96,8 @@ class TrainingResult:
         evaluations: value-and-gradient evaluations (accepted and rejected).
         stop: why it stopped (``until_t``, ``max_seconds``, ``max_steps``, ``stalled``, ``converged``).
         out: the run directory; resumed: this session continued a checkpoint.
-        policy: the final policy (also in ``out/policy.npz``).
+        policy: the final policy (also in ``out/policy.npz``); its :class:`fsc.model.policy.Weights` when the
+            run was on numpy arrays (``fsc train`` without torch, :mod:`fsc.train.command`).
         history: the trajectory's rows as columns (``t, step``, the metrics, ``gain, dt, seconds, grad_norm,
             evaluations``), as ``trajectory.npz`` and the checkpoint hold them.
     """
@@ -100,7 +113,7 @@ class TrainingResult:
     out: str
     resumed: bool
     metrics: dict[str, float] = attrs.field(factory=dict)
-    policy: Policy | None = attrs.field(default=None, eq=False, repr=False)
+    policy: Policy | Weights | None = attrs.field(default=None, eq=False, repr=False)
     history: dict[str, np.ndarray] = attrs.field(factory=dict, eq=False, repr=False)
 
     def summary(self) -> dict[str, Any]:
@@ -229,14 +242,14 @@ class Run:
     """A run directory opened for training: where it is, what it starts from or resumes, and what it records.
 
     Attributes:
-        out: the directory; policy: the initial policy; reset: ``r`` (the value is ``gain / r``).
+        out: the directory; policy: the initial policy (or its numpy weights); reset: ``r`` (the value is ``gain / r``).
         state: the checkpoint's state it resumes (``None``: a new run); trajectory: its rows so far.
         meta: ``run.json``'s content besides versions and status; keep: which steps become rows.
         csv: write ``trajectory.csv`` too, beside ``trajectory.npz``.
     """
 
     out: Path
-    policy: Policy
+    policy: Policy | Weights
     reset: float
     state: State | None
     trajectory: Trajectory

@@ -20,7 +20,6 @@ from typing import Any
 
 import attrs
 import numpy as np
-import torch
 from threadpoolctl import threadpool_limits
 
 from fsc.engines.estimate import set_up_seconds
@@ -30,27 +29,28 @@ from fsc.io.checkpoint import CHECKPOINT, PREVIOUS_CHECKPOINT, load_checkpoint
 from fsc.io.rundir import RunLock, check_run_directory, read_run_json
 from fsc.io.trajectory import Trajectory
 from fsc.model.architecture import MemoryArchitecture
-from fsc.model.policy import Policy, check_policy
+from fsc.model.policy import Policy, Weights, check_policy, read_policy_file
 from fsc.model.pomdp import POMDP, Task, as_pomdp
 from fsc.optim import State, Step, make_optimizer, optimize
-from fsc.resolve import resolve_policy
+from fsc.resolve import is_policy_file, resolve_policy
 from fsc.train.arguments import MAY_CHANGE, TrainingConfig
 from fsc.train.loop import Run, Thinning, TrainingResult, first_converged, train_loop
 from fsc.train.setting import Setting, resolve_setting
 
-__all__ = ["Inputs", "resolve_inputs", "run_training", "train_inputs"]
+__all__ = ["Inputs", "resolve_inputs", "run_training", "train_inputs", "without_torch"]
 
 
 @attrs.frozen(kw_only=True, eq=False)
 class Inputs:
     """What a run trains, resolved once from its configuration: the world (and what ``run.json`` records of
-    it), the memory, the reset, the initial policy and the optimiser."""
+    it), the memory, the reset, the initial policy (a :class:`fsc.Policy`, or its numpy weights for a run
+    without torch: :func:`resolve_inputs`) and the optimiser."""
 
     world: POMDP | Task
     world_record: dict[str, Any]
     arch: MemoryArchitecture
     reset: float
-    policy: Policy
+    policy: Policy | Weights
     optimizer: Step
 
     def arguments(self, config: TrainingConfig) -> dict[str, Any]:
@@ -60,10 +60,13 @@ class Inputs:
         return {**self.world_record, **config.recorded(), **resolved}
 
 
-def resolve_inputs(config: TrainingConfig, world: POMDP | Task | None = None, policy: Policy | None = None, *, setting: Setting | None = None) -> Inputs:
+def resolve_inputs(config: TrainingConfig, world: POMDP | Task | None = None, policy: Policy | None = None, *, setting: Setting | None = None,
+                   arrays: bool = False) -> Inputs:  # fmt: skip
     """The world, memory, reset, initial policy and optimiser a configuration names (:mod:`fsc.resolve`);
     ``world`` and ``policy`` are the API's own objects, given instead of ``config.mu``/``pomdp`` and ``init``;
-    ``setting``: the world, memory and reset already resolved (:func:`fsc.train.setting.resolve_setting`).
+    ``setting``: the world, memory and reset already resolved (:func:`fsc.train.setting.resolve_setting`);
+    ``arrays``: ``init`` ``uniform`` or a policy file as its :class:`fsc.model.policy.Weights`, without torch
+    (:func:`without_torch` says when the run can do without it).
 
     Raises:
         ValueError, TypeError: a bad argument, naming it; nothing is written.
@@ -73,10 +76,18 @@ def resolve_inputs(config: TrainingConfig, world: POMDP | Task | None = None, po
     optimizer = make_optimizer(config.optimizer, **config.hyperparameters())
     if policy is None:
         start = config.init
-        policy = resolve_policy(start, arch, mu=named.mu, reset=reset, seed=config.seed, convention=config.convention, option="init")
+        policy = resolve_policy(start, arch, mu=named.mu, reset=reset, seed=config.seed, convention=config.convention, option="init", arrays=arrays)
     else:
         policy = resolve_policy(check_policy(policy), arch, option="initial policy")
     return Inputs(world=named.world, world_record=named.record, arch=arch, reset=reset, policy=policy, optimizer=optimizer)
+
+
+def without_torch(config: TrainingConfig) -> bool:
+    """Whether the run ``config`` describes needs no torch: a new run (a checkpoint holds torch's tensors) of
+    the gradient flow or plain ascent (:data:`fsc.optim.ON_ARRAYS`) from ``uniform`` or a policy file, which
+    :func:`resolve_inputs` then gives as numpy arrays (``arrays=True``); the same steps, the same bits."""
+    new = not any((Path(config.out) / name).exists() for name in (CHECKPOINT, PREVIOUS_CHECKPOINT))
+    return new and config.optimizer in ("flow", "ascent") and (config.init == "uniform" or is_policy_file(config.init))
 
 
 def _memory_text(arch: MemoryArchitecture) -> str | dict:
@@ -115,11 +126,11 @@ def open_run(config: TrainingConfig, inputs: Inputs) -> Run:
                keep=Thinning(config.rows_per_decade, trajectory), csv=config.csv)  # fmt: skip
 
 
-def _check_directory(out: Path, arguments: dict[str, Any], policy: Policy) -> None:
+def _check_directory(out: Path, arguments: dict[str, Any], policy: Policy | Weights) -> None:
     """``out`` holds no run, or this one: the same arguments (but those that may change) and initial policy."""
     if (out / "run.json").exists():
         _check_same_run(out, read_run_json(out / "run.json").get("arguments", {}), arguments)
-    if (out / "initial_policy.npz").exists() and not _same_policy(Policy.load(out / "initial_policy.npz"), policy):
+    if (out / "initial_policy.npz").exists() and not _same_policy(read_policy_file(out / "initial_policy.npz"), policy):
         raise InputError(f"{str(out)!r} holds a run that started from another initial policy; use another out directory")
 
 
@@ -247,13 +258,16 @@ def _threads(threads: int | None):
     if threads is None:
         yield
         return
-    previous = torch.get_num_threads()
-    torch.set_num_threads(threads)
+    torch = sys.modules.get("torch")  # a run on numpy arrays imports none: only LAPACK's threads matter then
+    previous = None if torch is None else torch.get_num_threads()
+    if torch is not None:
+        torch.set_num_threads(threads)
     try:
         with threadpool_limits(limits=threads, user_api="blas"):
             yield
     finally:
-        torch.set_num_threads(previous)
+        if torch is not None:
+            torch.set_num_threads(previous)
 
 
 def _check_same_run(out: Path, saved: dict, arguments: dict) -> None:
@@ -271,9 +285,7 @@ def _short(value: object) -> str:
     return f"<{len(text)} characters, sha256 {hashlib.sha256(json.dumps(value, sort_keys=True).encode()).hexdigest()[:12]}>"
 
 
-def _same_policy(a: Policy, b: Policy) -> bool:
-    return (
-        a.architecture == b.architecture
-        and np.array_equal(a.logits.detach().numpy(), b.logits.detach().numpy())
-        and np.array_equal(*(p.init_logits.detach().numpy()[a.architecture.reset_mask] for p in (a, b)))  # saved: -inf elsewhere
-    )
+def _same_policy(a: Weights, b: Policy | Weights) -> bool:
+    b_logits, b_init = (b.logits, b.init_logits) if isinstance(b, Weights) else (b.logits.detach().numpy(), b.init_logits.detach().numpy())
+    mask = a.architecture.reset_mask  # saved: -inf elsewhere
+    return a.architecture == b.architecture and np.array_equal(a.logits, b_logits) and np.array_equal(a.init_logits[mask], b_init[mask])
