@@ -42,9 +42,10 @@ __all__ = ["Plans", "Search", "blind_values", "forget", "every_action", "model",
 #: Uniform actions among the QMDP policy's and the value policy's, when they sample beliefs.
 EXPLORE = 0.1
 
-#: The plan of the best vector becomes the policy graph when its minimal graph has at most this many pairs
-#: (node, state) (a deep plan is a large graph: slow to evaluate and to compress).
-PLAN_PAIRS = 500_000
+#: The plan of the best vector becomes the policy graph when its minimal graph has at most ``PLAN_NODES`` nodes
+#: and ``PLAN_PAIRS`` pairs (node, state) (a deep plan is a large graph: slow to evaluate and to compress).
+PLAN_NODES = 2000
+PLAN_PAIRS = 100_000
 
 #: How many times a search settled on a full belief set starts again on a fresh one (its vectors kept).
 REFRESHES = 8
@@ -297,7 +298,7 @@ class Search:
             self._graphs = {key: graph for key, graph in self._graphs.items() if key[0] == self.stages}
             full = closed_graph(self.world, self.vectors, self.actions, self.witness)
             if full.value < self.bound - 1e-9 * self.scale:  # the plan of the best vector is worth the bound exactly
-                exact = self.plans.graph(self.world, int(self.ids[np.argmax(self.vectors @ self.world.initial)]), PLAN_PAIRS // self.world.shape[0])
+                exact = self.plans.graph(self.world, int(self.ids[np.argmax(self.vectors @ self.world.initial)]), min(PLAN_NODES, PLAN_PAIRS // self.world.shape[0]))
                 full = exact if exact is not None and exact.value > full.value else full
             self._graphs[self.stages, 0] = full
         if size is None:
