@@ -298,7 +298,8 @@ class Search:
             self._graphs = {key: graph for key, graph in self._graphs.items() if key[0] == self.stages}
             full = closed_graph(self.world, self.vectors, self.actions, self.witness)
             if full.value < self.bound - 1e-9 * self.scale:  # the plan of the best vector is worth the bound exactly
-                exact = self.plans.graph(self.world, int(self.ids[np.argmax(self.vectors @ self.world.initial)]), min(PLAN_NODES, PLAN_PAIRS // self.world.shape[0]))
+                best = int(self.ids[np.argmax(self.vectors @ self.world.initial)])
+                exact = self.plans.graph(self.world, best, min(PLAN_NODES, PLAN_PAIRS // self.world.shape[0]))
                 full = exact if exact is not None and exact.value > full.value else full
             self._graphs[self.stages, 0] = full
         if size is None:
