@@ -28,8 +28,8 @@ from fsc.model.policy import Policy
 
 __all__ = ["Model", "PolicyGraph", "as_policy", "closed_graph", "compress", "evaluate_graph", "merge", "minimal", "minimise", "occupancy", "reachable"]
 
-#: :func:`compress` merges (:func:`merge`: a few dozen exact evaluations per merge) a graph that needs at most
-#: ``MERGES`` merges to fit and has at most ``MERGE_PAIRS`` pairs (node, state); others it covers only.
+#: :func:`merge` chooses each merge by a few dozen exact evaluations for a graph that needs at most ``MERGES``
+#: merges to fit and has at most ``MERGE_PAIRS`` pairs (node, state); others it merges by an estimate first.
 MERGES = 16
 MERGE_PAIRS = 100_000
 
@@ -276,24 +276,22 @@ def _covering(vectors: np.ndarray, action: np.ndarray, beliefs: np.ndarray, weig
 
 def compress(model: Model, graph: PolicyGraph, memories: int, rounds: int = 5) -> PolicyGraph:
     """A graph that fits ``RAM(memories)`` (:func:`fits`) from ``graph`` minimised (:func:`minimise`), the better by
-    exact value of two: merged node pair by node pair (:func:`merge`; a graph near fitting), and the nodes that best
+    exact value of two: merged node pair by node pair (:func:`merge`), and the nodes that best
     cover the beliefs ``graph`` reaches (weighted by their discounted visits; :func:`_covering`), each node's
     successors the kept vector best at the belief that follows; each then ``rounds`` rounds of node improvement
     (:func:`improve`)."""
     if fits(graph, memories):
         return graph
     graph = minimise(model, graph)
-    merged = None
-    if _excess(graph, memories) <= MERGES and graph.size * model.shape[0] <= MERGE_PAIRS:
-        merged = improve(model, merge(model, graph, memories), memories, rounds)
-        if merged.value >= graph.value - 1e-12 * max(1.0, abs(graph.value)):
-            return merged  # nothing lost: no cover can beat it
+    merged = improve(model, merge(model, graph, memories), memories, rounds)
+    if merged.value >= graph.value - 1e-12 * max(1.0, abs(graph.value)):
+        return merged  # nothing lost: no cover can beat it
     visits, beliefs = occupancy(model, graph)
     keep = _covering(graph.vectors, graph.action, beliefs, visits, graph.initial, memories)
     action = graph.action[keep]
     best = evaluate_graph(model, action, _best_after(model, beliefs[keep], action, graph.vectors[keep]), guess=graph.vectors[keep])
     covered = improve(model, best, memories, rounds)
-    return merged if merged is not None and merged.value >= covered.value else covered
+    return merged if merged.value >= covered.value else covered
 
 
 def _excess(graph: PolicyGraph, memories: int) -> int:
@@ -355,11 +353,31 @@ def _candidates(model: Model, graph: PolicyGraph, memories: int) -> list[tuple[f
 def merge(model: Model, graph: PolicyGraph, memories: int, tries: int = 24) -> PolicyGraph:
     """Merge nodes of the same action until ``graph`` fits ``RAM(memories)``: each time, the merge (every move into
     one node sent to another of its action) that keeps the exact value highest among the ``tries`` of least
-    estimated loss (:func:`_candidates`)."""
+    estimated loss (:func:`_candidates`).  A graph more than :data:`MERGES` merges from fitting, or of more than
+    :data:`MERGE_PAIRS` pairs, is first merged by the estimate alone, about half of what is left at a time (a node
+    merged once is not merged again before the graph is evaluated)."""
+    while _excess(graph, memories) > (MERGES if graph.size * model.shape[0] <= MERGE_PAIRS else 0):
+        graph = _merged_by_estimate(model, graph, memories, max(1, (_excess(graph, memories) + 1) // 2))
     while not fits(graph, memories):
         candidates = _candidates(model, graph, memories)
         graph = max((_merged(model, graph, into, gone) for _, into, gone in candidates[:tries]), key=lambda g: g.value)
     return graph
+
+
+def _merged_by_estimate(model: Model, graph: PolicyGraph, memories: int, merges: int) -> PolicyGraph:
+    """``graph`` after up to ``merges`` merges of least estimated loss (:func:`_candidates`), no node in two, evaluated once."""
+    successor, initial = graph.successor.copy(), graph.initial
+    counts, alive, touched = np.bincount(graph.action), np.ones(graph.size, dtype=bool), set()
+    for _, into, gone in _candidates(model, graph, memories):
+        if counts[graph.action[gone]] <= memories or into in touched or gone in touched:
+            continue
+        successor[successor == gone], initial = into, (into if initial == gone else initial)
+        alive[gone], counts[graph.action[gone]] = False, counts[graph.action[gone]] - 1
+        touched |= {into, gone}
+        if (~alive).sum() >= merges:
+            break
+    keep, renumber = np.flatnonzero(alive), np.cumsum(alive) - 1
+    return evaluate_graph(model, graph.action[keep], renumber[successor[keep]], initial=int(renumber[initial]), guess=graph.vectors[keep])
 
 
 def improve(model: Model, graph: PolicyGraph, memories: int, rounds: int) -> PolicyGraph:
