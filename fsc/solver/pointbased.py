@@ -215,9 +215,12 @@ class Plans:
 
     def graph(self, world: Model, start: int, most: int) -> PolicyGraph | None:
         """The plan of vector ``start`` as a policy graph: the vectors it can reach, equivalent ones merged
-        (:func:`fsc.solver.graph.minimal`), evaluated exactly; None if more than ``most`` nodes remain."""
+        (:func:`fsc.solver.graph.minimal`), evaluated exactly; None if more than ``most`` nodes remain (or more
+        than ten times as many are reached)."""
         action, successor = np.array(self.action, dtype=np.int64), np.array(self.successor, dtype=np.int64)
         keep = reachable(world, action, successor, start)
+        if len(keep) > 10 * most:  # a deep plan: its minimisation alone takes as many refinements
+            return None
         renumber = np.zeros(len(action), dtype=np.int64)
         renumber[keep] = np.arange(len(keep))
         action, successor, initial, _ = minimal(world, action[keep], renumber[successor[keep]], int(renumber[start]))
