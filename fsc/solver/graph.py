@@ -30,7 +30,7 @@ __all__ = ["Model", "PolicyGraph", "as_policy", "closed_graph", "compress", "eva
 
 #: :func:`merge` chooses each merge by a few dozen exact evaluations for a graph that needs at most ``MERGES``
 #: merges to fit and has at most ``MERGE_PAIRS`` pairs (node, state); others it merges by an estimate first.
-MERGES = 16
+MERGES = 8
 MERGE_PAIRS = 100_000
 
 #: Sweeps of the fixed-point iteration of a graph's values before BiCGSTAB takes over (a discount near 1).
@@ -350,7 +350,7 @@ def _candidates(model: Model, graph: PolicyGraph, memories: int) -> list[tuple[f
     return sorted(candidates)
 
 
-def merge(model: Model, graph: PolicyGraph, memories: int, tries: int = 24) -> PolicyGraph:
+def merge(model: Model, graph: PolicyGraph, memories: int, tries: int = 12) -> PolicyGraph:
     """Merge nodes of the same action until ``graph`` fits ``RAM(memories)``: each time, the merge (every move into
     one node sent to another of its action) that keeps the exact value highest among the ``tries`` of least
     estimated loss (:func:`_candidates`).  A graph more than :data:`MERGES` merges from fitting, or of more than

@@ -8,14 +8,17 @@ over several steps before it pays (tiger-grid, RockSample, Tag) they stay at the
 1. Beliefs: the start belief and the beliefs met along trajectories from it, simulated with an exploring
    policy (uniform actions) and with the QMDP policy (the action best for the fully observable values,
    weighted by the belief; one action in ten uniform), about a third of ``beliefs`` each; after the values
-   settle, more along the trajectories of the policy the values give, up to ``beliefs`` in all.
+   settle, more along the trajectories of the policy the values give (where those repeat, uniform ones and
+   one step of every action from the set: :func:`every_action`), up to ``beliefs`` in all; settled on a full
+   set, a fresh set (the vectors' witnesses kept), up to :data:`REFRESHES` times.
 2. Values: Perseus (Spaan and Vlassis 2005): each stage backs up randomly chosen beliefs of the set until
    every belief's value has improved (a backup that does not improve keeps the old vector there).  It starts
-   from the blind policies' values (play one action forever), so every vector is the value of a controller.
+   from the blind policies' values (play one action forever), so every vector is the value of a controller,
+   whose plan :class:`Plans` records.
 3. A controller: each vector a node with its action, its successor after ``o`` the vector best at the belief
-   that follows its witness belief (:func:`fsc.solver.graph.closed_graph`), evaluated exactly; on
-   ``ram:K`` its ``K`` most visited nodes, successors re-chosen among them
-   (:func:`fsc.solver.graph.compress`).
+   that follows its witness belief (:func:`fsc.solver.graph.closed_graph`), evaluated exactly, or the plan of
+   the best vector where that falls short of the bound; on ``ram:K`` minimised, then merged or covered down to
+   ``K`` nodes of each action (:func:`fsc.solver.graph.compress`).
 
 The search is kept with the world (a weak reference) for the later rounds of the portfolio and its memory
 sizes: each call continues it for at most ``steps`` stages within its budget, and turns where it stands into
