@@ -28,10 +28,11 @@ from fsc.model.policy import Policy
 
 __all__ = ["Model", "PolicyGraph", "as_policy", "closed_graph", "compress", "evaluate_graph", "merge", "minimal", "minimise", "occupancy", "reachable"]
 
-#: :func:`merge` chooses each merge by a few dozen exact evaluations for a graph that needs at most ``MERGES``
-#: merges to fit and has at most ``MERGE_PAIRS`` pairs (node, state); others it merges by an estimate first.
+#: :func:`merge` chooses each merge by a dozen exact evaluations for a graph that needs at most ``MERGES`` merges
+#: to fit, others it merges by an estimate first; :func:`compress` merges graphs of at most ``MERGE_PAIRS`` pairs
+#: (node, state) and only covers larger ones (RockSample[7,8]: 12,800 states).
 MERGES = 8
-MERGE_PAIRS = 100_000
+MERGE_PAIRS = 200_000
 
 #: Sweeps of the fixed-point iteration of a graph's values before BiCGSTAB takes over (a discount near 1).
 SWEEPS = 2000
@@ -276,22 +277,24 @@ def _covering(vectors: np.ndarray, action: np.ndarray, beliefs: np.ndarray, weig
 
 def compress(model: Model, graph: PolicyGraph, memories: int, rounds: int = 5) -> PolicyGraph:
     """A graph that fits ``RAM(memories)`` (:func:`fits`) from ``graph`` minimised (:func:`minimise`), the better by
-    exact value of two: merged node pair by node pair (:func:`merge`), and the nodes that best
+    exact value of two: merged node pair by node pair (:func:`merge`; at most :data:`MERGE_PAIRS` pairs), and the nodes that best
     cover the beliefs ``graph`` reaches (weighted by their discounted visits; :func:`_covering`), each node's
     successors the kept vector best at the belief that follows; each then ``rounds`` rounds of node improvement
     (:func:`improve`)."""
     if fits(graph, memories):
         return graph
     graph = minimise(model, graph)
-    merged = improve(model, merge(model, graph, memories), memories, rounds)
-    if merged.value >= graph.value - 1e-12 * max(1.0, abs(graph.value)):
-        return merged  # nothing lost: no cover can beat it
+    merged = None
+    if graph.size * model.shape[0] <= MERGE_PAIRS:  # larger: each merge pass is a costly evaluation
+        merged = improve(model, merge(model, graph, memories), memories, rounds)
+        if merged.value >= graph.value - 1e-12 * max(1.0, abs(graph.value)):
+            return merged  # nothing lost: no cover can beat it
     visits, beliefs = occupancy(model, graph)
     keep = _covering(graph.vectors, graph.action, beliefs, visits, graph.initial, memories)
     action = graph.action[keep]
     best = evaluate_graph(model, action, _best_after(model, beliefs[keep], action, graph.vectors[keep]), guess=graph.vectors[keep])
     covered = improve(model, best, memories, rounds)
-    return merged if merged.value >= covered.value else covered
+    return merged if merged is not None and merged.value >= covered.value else covered
 
 
 def _excess(graph: PolicyGraph, memories: int) -> int:
@@ -353,10 +356,10 @@ def _candidates(model: Model, graph: PolicyGraph, memories: int) -> list[tuple[f
 def merge(model: Model, graph: PolicyGraph, memories: int, tries: int = 12) -> PolicyGraph:
     """Merge nodes of the same action until ``graph`` fits ``RAM(memories)``: each time, the merge (every move into
     one node sent to another of its action) that keeps the exact value highest among the ``tries`` of least
-    estimated loss (:func:`_candidates`).  A graph more than :data:`MERGES` merges from fitting, or of more than
-    :data:`MERGE_PAIRS` pairs, is first merged by the estimate alone, about half of what is left at a time (a node
-    merged once is not merged again before the graph is evaluated)."""
-    while _excess(graph, memories) > (MERGES if graph.size * model.shape[0] <= MERGE_PAIRS else 0):
+    estimated loss (:func:`_candidates`).  A graph more than :data:`MERGES` merges from fitting is first merged by
+    the estimate alone, about half of what is left at a time (a node merged once is not merged again before the
+    graph is evaluated)."""
+    while _excess(graph, memories) > MERGES:
         graph = _merged_by_estimate(model, graph, memories, max(1, (_excess(graph, memories) + 1) // 2))
     while not fits(graph, memories):
         candidates = _candidates(model, graph, memories)
