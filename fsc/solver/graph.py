@@ -26,7 +26,13 @@ from fsc.model.architecture import MemoryArchitecture
 from fsc.model.memory import RAM
 from fsc.model.policy import Policy
 
-__all__ = ["Model", "PolicyGraph", "as_policy", "closed_graph", "compress", "evaluate_graph", "occupancy"]
+__all__ = ["Model", "PolicyGraph", "as_policy", "closed_graph", "compress", "evaluate_graph", "merge", "minimal", "minimise", "occupancy", "reachable"]
+
+#: :func:`merge` chooses each merge by a dozen exact evaluations for a graph that needs at most ``MERGES`` merges
+#: to fit, others it merges by an estimate first; :func:`compress` merges graphs of at most ``MERGE_PAIRS`` pairs
+#: (node, state) and only covers larger ones (RockSample[7,8]: 12,800 states).
+MERGES = 8
+MERGE_PAIRS = 200_000
 
 #: Sweeps of the fixed-point iteration of a graph's values before BiCGSTAB takes over (a discount near 1).
 SWEEPS = 2000
@@ -51,6 +57,7 @@ class Model:
     backward: tuple
     observation: np.ndarray
     initial: np.ndarray
+    _emitters: dict = attrs.field(factory=dict, repr=False, alias="emitters")  # action -> its columns, by :meth:`emitters`
 
     @property
     def shape(self) -> tuple[int, int, int]:
@@ -58,10 +65,17 @@ class Model:
         A, S, O = self.observation.shape
         return S, A, O
 
-    def successors(self, beliefs: np.ndarray, action: int) -> np.ndarray:
-        """``P(s2, o | b, a)`` for each belief of ``beliefs`` ``(k, S)``: ``(k, S, O)``, unnormalised next beliefs."""
-        reached = np.asarray((self.forward[action] @ beliefs.T).T)
-        return reached[:, :, None] * self.observation[action][None]
+    def emitters(self, action: int) -> list[tuple[int, np.ndarray, np.ndarray]]:
+        """Per observation ``o`` that ``action`` can produce: ``(o, states, P(o | s2, a))`` over the states ``s2``
+        that produce it (most worlds' observation tables are sparse: a backup costs their entries, not ``S x O``)."""
+        if action not in self._emitters:
+            table = self.observation[action]
+            self._emitters[action] = [(o, np.flatnonzero(table[:, o] > 0), table[table[:, o] > 0, o]) for o in range(table.shape[1]) if (table[:, o] > 0).any()]
+        return self._emitters[action]
+
+    def reached(self, beliefs: np.ndarray, action: int) -> np.ndarray:
+        """``P(s2 | b, a)`` for each belief of ``beliefs`` ``(k, S)``: ``(k, S)``."""
+        return np.asarray((self.forward[action] @ beliefs.T).T)
 
 
 @attrs.frozen(kw_only=True, eq=False)
@@ -163,10 +177,11 @@ def _best_after(model: Model, beliefs: np.ndarray, action: np.ndarray, vectors: 
     best = np.zeros((len(beliefs), O), dtype=np.int64)
     for a in np.unique(action):
         rows = np.flatnonzero(action == a)
-        after = model.successors(beliefs[rows], int(a))  # (k, S, O)
-        possible = after.sum(axis=1) > 0  # (k, O)
-        after = np.where(possible[:, None, :], after, model.observation[a][None])
-        best[rows] = np.einsum("kso,ms->kom", after, vectors).argmax(axis=2)
+        reached = model.reached(beliefs[rows], int(a))
+        for o, states, chance in model.emitters(int(a)):
+            after = reached[:, states] * chance
+            after = np.where(after.sum(axis=1, keepdims=True) > 0, after, chance[None])
+            best[rows, o] = (after @ vectors[:, states].T).argmax(axis=1)
     return best
 
 
@@ -175,24 +190,30 @@ def backup(model: Model, vectors: np.ndarray, beliefs: np.ndarray) -> tuple[np.n
     action ``(k,)``, the vector ``(k, S)`` (its value there) and the vector chosen after each observation ``(k, O)``.
 
     The vector of action ``a`` is ``R_a + gamma T_a sum_o O_a[:, o] alpha_(a, o)``, ``alpha_(a, o)`` the vector
-    of ``vectors`` best at the belief after ``a`` and ``o``; the action is the best one at the belief.
+    of ``vectors`` best at the belief after ``a`` and ``o``; the action is the best one at the belief.  Each
+    observation is scored on the states that produce it (:meth:`Model.emitters`) and some belief can reach.
     """
     S, A, O = model.shape
     k = len(beliefs)
     value, action, choice = np.full(k, -np.inf), np.zeros(k, dtype=np.int64), np.zeros((k, O), dtype=np.int64)
     for a in range(A):
-        reached = np.asarray((model.forward[a] @ beliefs.T).T)
-        cols = np.flatnonzero(reached.any(axis=0))  # the states some belief can reach: sparse worlds stay cheap
-        after = reached[:, cols, None] * model.observation[a][cols][None]  # (k, c, O)
-        scores = np.matmul(after.transpose(0, 2, 1), vectors[:, cols].T)  # (k, O, n)
-        best = scores.argmax(axis=2)
-        q = beliefs @ model.reward[:, a] + model.discount * np.take_along_axis(scores, best[:, :, None], axis=2)[:, :, 0].sum(axis=1)
+        reached = model.reached(beliefs, a)
+        some = reached.any(axis=0)  # the states some belief can reach: sparse beliefs stay cheap
+        q, best = beliefs @ model.reward[:, a], np.zeros((k, O), dtype=np.int64)
+        for o, states, chance in model.emitters(a):
+            inside = some[states]
+            states, chance = states[inside], chance[inside]
+            scores = (reached[:, states] * chance) @ vectors[:, states].T  # (k, n)
+            best[:, o] = scores.argmax(axis=1)
+            q = q + model.discount * scores[np.arange(k), best[:, o]]
         better = q > value
         value[better], action[better], choice[better] = q[better], a, best[better]
     new = np.empty((k, S))
     for a in np.unique(action):
         rows = np.flatnonzero(action == a)
-        ahead = np.einsum("so,kos->ks", model.observation[a], vectors[choice[rows]])
+        ahead = np.zeros((len(rows), S))
+        for o, states, chance in model.emitters(int(a)):
+            ahead[:, states] += chance * vectors[np.ix_(choice[rows, o], states)]
         new[rows] = model.reward[:, a] + model.discount * np.asarray((model.backward[a] @ ahead.T).T)
     return value, action, new, choice
 
@@ -208,17 +229,22 @@ def closed_graph(model: Model, vectors: np.ndarray, action: np.ndarray, witness:
     return _reachable(model, own if own.value >= fresh.value else fresh)
 
 
+def reachable(model: Model, action: np.ndarray, successor: np.ndarray, initial: int) -> np.ndarray:
+    """The nodes a run from ``initial`` can enter (sorted), following only the observations each action can produce."""
+    emits = model.observation.max(axis=1) > 0  # (A, O): the observations an action can produce
+    seen = np.zeros(len(action), dtype=bool)
+    seen[initial], frontier = True, np.array([initial])
+    while frontier.size:
+        after = successor[frontier][emits[action[frontier]]]
+        frontier = np.unique(after[~seen[after]])
+        seen[frontier] = True
+    return np.flatnonzero(seen)
+
+
 def _reachable(model: Model, graph: PolicyGraph) -> PolicyGraph:
     """The part of ``graph`` reachable from its initial node (the same values, nodes renumbered from 0)."""
-    seen, todo = {graph.initial}, [graph.initial]
-    emits = model.observation.max(axis=1) > 0  # (A, O): the observations an action can produce
-    while todo:
-        n = todo.pop()
-        for m in graph.successor[n, emits[graph.action[n]]]:
-            if int(m) not in seen:
-                seen.add(int(m))
-                todo.append(int(m))
-    keep = np.array(sorted(seen))
+    emits = model.observation.max(axis=1) > 0
+    keep = reachable(model, graph.action, graph.successor, graph.initial)
     renumber = np.zeros(graph.size, dtype=np.int64)
     renumber[keep] = np.arange(len(keep))
     successor = np.where(emits[graph.action[keep]], renumber[graph.successor[keep]], 0)
@@ -250,17 +276,111 @@ def _covering(vectors: np.ndarray, action: np.ndarray, beliefs: np.ndarray, weig
 
 
 def compress(model: Model, graph: PolicyGraph, memories: int, rounds: int = 5) -> PolicyGraph:
-    """A graph that fits ``RAM(memories)`` (:func:`fits`) from ``graph``: the nodes that best cover the beliefs
-    ``graph`` reaches (weighted by their discounted visits; :func:`_covering`), each node's successors the kept
-    vector best at the belief that follows; then ``rounds`` rounds of node improvement (:func:`improve`).  The
-    best graph by exact value is returned."""
+    """A graph that fits ``RAM(memories)`` (:func:`fits`) from ``graph`` minimised (:func:`minimise`), the better by
+    exact value of two: merged node pair by node pair (:func:`merge`; at most :data:`MERGE_PAIRS` pairs), and the nodes that best
+    cover the beliefs ``graph`` reaches (weighted by their discounted visits; :func:`_covering`), each node's
+    successors the kept vector best at the belief that follows; each then ``rounds`` rounds of node improvement
+    (:func:`improve`)."""
     if fits(graph, memories):
         return graph
+    graph = minimise(model, graph)
+    merged = None
+    if graph.size * model.shape[0] <= MERGE_PAIRS:  # larger: each merge pass is a costly evaluation
+        merged = improve(model, merge(model, graph, memories), memories, rounds)
+        if merged.value >= graph.value - 1e-12 * max(1.0, abs(graph.value)):
+            return merged  # nothing lost: no cover can beat it
     visits, beliefs = occupancy(model, graph)
     keep = _covering(graph.vectors, graph.action, beliefs, visits, graph.initial, memories)
     action = graph.action[keep]
     best = evaluate_graph(model, action, _best_after(model, beliefs[keep], action, graph.vectors[keep]), guess=graph.vectors[keep])
-    return improve(model, best, memories, rounds)
+    covered = improve(model, best, memories, rounds)
+    return merged if merged is not None and merged.value >= covered.value else covered
+
+
+def _excess(graph: PolicyGraph, memories: int) -> int:
+    """The nodes ``graph`` has beyond ``memories`` of each action: the merges it needs to fit ``RAM(memories)``."""
+    return int(np.maximum(np.bincount(graph.action) - memories, 0).sum())
+
+
+def minimal(model: Model, action: np.ndarray, successor: np.ndarray, initial: int) -> tuple[np.ndarray, np.ndarray, int, np.ndarray]:
+    """The smallest graph playing as ``(action, successor, initial)`` does: nodes of one action whose successors
+    after every observation that action can produce are equivalent (the coarsest such partition, refined from the
+    actions) play the same from every state, so one of each class is enough.  Returns its actions, successors,
+    initial node and a representative node of each class."""
+    emits = model.observation.max(axis=1) > 0  # (A, O)
+    succ = np.where(emits[action], successor, -1)
+    label = np.unique(action, return_inverse=True)[1].reshape(-1)
+    while True:
+        keys = np.concatenate([label[:, None], np.where(succ >= 0, label[np.maximum(succ, 0)], -1)], axis=1)
+        new = np.unique(keys, axis=0, return_inverse=True)[1].reshape(-1)
+        if new.max() == label.max():  # a refinement with as many classes: stable
+            break
+        label = new
+    first = np.unique(label, return_index=True)[1]  # a representative of each class, in class order
+    return action[first], np.where(succ[first] >= 0, label[np.maximum(succ[first], 0)], 0), int(label[initial]), first
+
+
+def minimise(model: Model, graph: PolicyGraph) -> PolicyGraph:
+    """``graph`` with its equivalent nodes merged (:func:`minimal`): the same values, the same value."""
+    action, successor, initial, first = minimal(model, graph.action, graph.successor, graph.initial)
+    if len(first) == graph.size:
+        return graph
+    return PolicyGraph(action=action, successor=successor, initial=initial, vectors=graph.vectors[first], value=graph.value)
+
+
+def _merged(model: Model, graph: PolicyGraph, into: int, gone: int) -> PolicyGraph:
+    """``graph`` with node ``gone`` removed and every move into it sent to ``into`` instead, evaluated exactly."""
+    keep = np.flatnonzero(np.arange(graph.size) != gone)
+    renumber = np.zeros(graph.size, dtype=np.int64)
+    renumber[keep] = np.arange(len(keep))
+    renumber[gone] = renumber[into]
+    initial = int(renumber[graph.initial])
+    return evaluate_graph(model, graph.action[keep], renumber[graph.successor[keep]], initial=initial, guess=graph.vectors[keep])
+
+
+def _candidates(model: Model, graph: PolicyGraph, memories: int) -> list[tuple[float, int, int]]:
+    """Merges ``(estimated loss, into, gone)`` of two nodes of an action with more than ``memories`` nodes, least loss
+    first: the dropped node's visits times what its vector exceeds the kept one's at the belief it is reached in."""
+    visits, beliefs = occupancy(model, graph)
+    counts = np.bincount(graph.action)
+    nodes = np.flatnonzero(counts[graph.action] > memories)
+    own = np.einsum("ns,ns->n", graph.vectors, beliefs)
+    candidates = []
+    for gone in nodes:
+        into = nodes[(graph.action[nodes] == graph.action[gone]) & (nodes != gone)]
+        loss = visits[gone] * (own[gone] - graph.vectors[into] @ beliefs[gone])
+        candidates += [(float(cost), int(n), int(gone)) for cost, n in zip(loss, into, strict=True)]
+    return sorted(candidates)
+
+
+def merge(model: Model, graph: PolicyGraph, memories: int, tries: int = 12) -> PolicyGraph:
+    """Merge nodes of the same action until ``graph`` fits ``RAM(memories)``: each time, the merge (every move into
+    one node sent to another of its action) that keeps the exact value highest among the ``tries`` of least
+    estimated loss (:func:`_candidates`).  A graph more than :data:`MERGES` merges from fitting is first merged by
+    the estimate alone, about half of what is left at a time (a node merged once is not merged again before the
+    graph is evaluated)."""
+    while _excess(graph, memories) > MERGES:
+        graph = _merged_by_estimate(model, graph, memories, max(1, (_excess(graph, memories) + 1) // 2))
+    while not fits(graph, memories):
+        candidates = _candidates(model, graph, memories)
+        graph = max((_merged(model, graph, into, gone) for _, into, gone in candidates[:tries]), key=lambda g: g.value)
+    return graph
+
+
+def _merged_by_estimate(model: Model, graph: PolicyGraph, memories: int, merges: int) -> PolicyGraph:
+    """``graph`` after up to ``merges`` merges of least estimated loss (:func:`_candidates`), no node in two, evaluated once."""
+    successor, initial = graph.successor.copy(), graph.initial
+    counts, alive, touched = np.bincount(graph.action), np.ones(graph.size, dtype=bool), set()
+    for _, into, gone in _candidates(model, graph, memories):
+        if counts[graph.action[gone]] <= memories or into in touched or gone in touched:
+            continue
+        successor[successor == gone], initial = into, (into if initial == gone else initial)
+        alive[gone], counts[graph.action[gone]] = False, counts[graph.action[gone]] - 1
+        touched |= {into, gone}
+        if (~alive).sum() >= merges:
+            break
+    keep, renumber = np.flatnonzero(alive), np.cumsum(alive) - 1
+    return evaluate_graph(model, graph.action[keep], renumber[successor[keep]], initial=int(renumber[initial]), guess=graph.vectors[keep])
 
 
 def improve(model: Model, graph: PolicyGraph, memories: int, rounds: int) -> PolicyGraph:

@@ -8,14 +8,17 @@ over several steps before it pays (tiger-grid, RockSample, Tag) they stay at the
 1. Beliefs: the start belief and the beliefs met along trajectories from it, simulated with an exploring
    policy (uniform actions) and with the QMDP policy (the action best for the fully observable values,
    weighted by the belief; one action in ten uniform), about a third of ``beliefs`` each; after the values
-   settle, more along the trajectories of the policy the values give, up to ``beliefs`` in all.
+   settle, more along the trajectories of the policy the values give (where those repeat, uniform ones and
+   one step of every action from the set: :func:`every_action`), up to ``beliefs`` in all; settled on a full
+   set, a fresh set (the vectors' witnesses kept), up to :data:`REFRESHES` times.
 2. Values: Perseus (Spaan and Vlassis 2005): each stage backs up randomly chosen beliefs of the set until
    every belief's value has improved (a backup that does not improve keeps the old vector there).  It starts
-   from the blind policies' values (play one action forever), so every vector is the value of a controller.
+   from the blind policies' values (play one action forever), so every vector is the value of a controller,
+   whose plan :class:`Plans` records.
 3. A controller: each vector a node with its action, its successor after ``o`` the vector best at the belief
-   that follows its witness belief (:func:`fsc.solver.graph.closed_graph`), evaluated exactly; on
-   ``ram:K`` its ``K`` most visited nodes, successors re-chosen among them
-   (:func:`fsc.solver.graph.compress`).
+   that follows its witness belief (:func:`fsc.solver.graph.closed_graph`), evaluated exactly, or the plan of
+   the best vector where that falls short of the bound; on ``ram:K`` minimised, then merged or covered down to
+   ``K`` nodes of each action (:func:`fsc.solver.graph.compress`).
 
 The search is kept with the world (a weak reference) for the later rounds of the portfolio and its memory
 sizes: each call continues it for at most ``steps`` stages within its budget, and turns where it stands into
@@ -35,12 +38,20 @@ from scipy.sparse.linalg import splu
 from fsc.model.policy import Policy
 from fsc.model.pomdp import POMDP, Task, as_pomdp
 from fsc.objective import Objective
-from fsc.solver.graph import Model, PolicyGraph, as_policy, backup, closed_graph, compress, fits
+from fsc.solver.graph import Model, PolicyGraph, as_policy, backup, closed_graph, compress, evaluate_graph, fits, minimal, reachable
 
-__all__ = ["Search", "blind_values", "forget", "model", "perseus_stage", "qmdp_values", "search_for", "trajectories"]
+__all__ = ["Plans", "Search", "blind_values", "forget", "every_action", "model", "perseus_stage", "qmdp_values", "search_for", "trajectories"]
 
 #: Uniform actions among the QMDP policy's and the value policy's, when they sample beliefs.
 EXPLORE = 0.1
+
+#: The plan of the best vector becomes the policy graph when its minimal graph has at most ``PLAN_NODES`` nodes
+#: and ``PLAN_PAIRS`` pairs (node, state) (a deep plan is a large graph: slow to evaluate and to compress).
+PLAN_NODES = 2000
+PLAN_PAIRS = 100_000
+
+#: How many times a search settled on a full belief set starts again on a fresh one (its vectors kept).
+REFRESHES = 8
 
 #: Perseus stages after which the belief set grows even if the values still move.
 STAGES_PER_EXPANSION = 50
@@ -108,11 +119,26 @@ def trajectories(world: Model, rng: np.random.Generator, count: int, chooser: Ca
     return found
 
 
-def _greedy(values: np.ndarray, actions: np.ndarray | None, A: int) -> Callable:
-    """A chooser: the action of the best of ``values`` at the belief (``actions`` None: ``values`` are per action), one in ten uniform."""
+def every_action(world: Model, rng: np.random.Generator, beliefs: np.ndarray, count: int) -> list[np.ndarray]:
+    """About ``count`` beliefs one step from ``beliefs``: from each of ``count // A`` of them drawn at random, the
+    belief after each action and an observation drawn for it (a state drawn from the belief, its next state and
+    what it emits), so that the set grows in the direction of every action, information gathering included."""
+    S, A, _ = world.shape
+    found = []
+    for b in rng.choice(len(beliefs), size=min(len(beliefs), max(1, count // A)), replace=False):
+        for a in range(A):
+            _, after = _step(world, int(rng.choice(S, p=beliefs[b])), beliefs[b], a, rng)
+            if after is not None:
+                found.append(after)
+    return found
+
+
+def _greedy(values: np.ndarray, actions: np.ndarray | None, A: int, explore: float = EXPLORE) -> Callable:
+    """A chooser: the action of the best of ``values`` at the belief (``actions`` None: ``values`` are per action),
+    a uniform one with probability ``explore``."""
 
     def choose(belief: np.ndarray, rng: np.random.Generator) -> int:
-        if rng.random() < EXPLORE:
+        if rng.random() < explore:
             return int(rng.integers(A))
         scores = values @ belief
         return int(np.argmax(scores)) if actions is None else int(actions[np.argmax(scores)])
@@ -133,29 +159,75 @@ def _distinct(beliefs: np.ndarray, new: list[np.ndarray]) -> np.ndarray:
 
 
 def perseus_stage(world: Model, vectors: np.ndarray, actions: np.ndarray, witness: np.ndarray, beliefs: np.ndarray,
-                  rng: np.random.Generator, batch: int = 8) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:  # fmt: skip
+                  rng: np.random.Generator, batch: int = 8) -> tuple[np.ndarray, np.ndarray, np.ndarray, float, np.ndarray]:  # fmt: skip
     """One stage of Perseus: new ``(vectors, actions, witness)`` whose value at every belief is at least the old one,
-    and the largest gain at a belief.  Beliefs are backed up ``batch`` at a time, drawn among those not yet
-    improved; a backup that does not improve its belief keeps the old vector best there."""
+    the largest gain at a belief, and where each new vector comes from ``(k, 1 + O)``: ``[j, ...]`` the old vector
+    ``j`` kept, ``[-1, c_1, ..., c_O]`` a backup moving to old vector ``c_o`` after ``o``.  Beliefs are backed up
+    ``batch`` at a time, drawn among those not yet improved; a backup that does not improve its belief keeps the
+    old vector best there."""
     old = beliefs @ vectors.T
     before, was = old.max(axis=1), old.argmax(axis=1)
     slack = 1e-12 * max(1.0, float(np.abs(before).max()))
     now = np.full(len(beliefs), -np.inf)
-    kept_v, kept_a, kept_w, reused = [], [], [], set()
+    kept_v, kept_a, kept_w, origin, reused = [], [], [], [], set()
+    O = world.shape[2]
     todo = np.arange(len(beliefs))
     while todo.size:
         pick = rng.choice(todo, size=min(batch, todo.size), replace=False)
-        value, action, new, _ = backup(world, vectors, beliefs[pick])
+        value, action, new, choice = backup(world, vectors, beliefs[pick])
+        added = len(kept_v)
         for j, b in enumerate(pick):
             if value[j] >= before[b]:
-                kept_v.append(new[j]), kept_a.append(action[j]), kept_w.append(beliefs[b])
-                now = np.maximum(now, beliefs @ new[j])
+                kept_v.append(new[j]), kept_a.append(action[j]), kept_w.append(beliefs[b]), origin.append(np.concatenate([[-1], choice[j]]))
             elif was[b] not in reused:
                 reused.add(was[b])
                 kept_v.append(vectors[was[b]]), kept_a.append(actions[was[b]]), kept_w.append(witness[was[b]])
-                now = np.maximum(now, beliefs @ vectors[was[b]])
+                origin.append(np.concatenate([[was[b]], np.zeros(O, dtype=np.int64)]))
+        if len(kept_v) > added:
+            now = np.maximum(now, (beliefs @ np.array(kept_v[added:]).T).max(axis=1))
         todo = np.flatnonzero(now < before - slack)
-    return np.array(kept_v), np.array(kept_a, dtype=np.int64), np.array(kept_w), float((now - before).max())
+    gain = float((now - before).max())
+    return np.array(kept_v), np.array(kept_a, dtype=np.int64), np.array(kept_w), gain, np.array(origin, dtype=np.int64)
+
+
+class Plans:
+    """The plan of every vector Perseus has made: its action and, after each observation, the vector (its id here)
+    its backup chose then.  A blind vector plays its action forever.  The plan of a vector is the controller
+    whose exact value the vector is, so the graph of the best one (:meth:`graph`) loses nothing.
+
+    Args:
+        actions: the blind vectors' actions (their ids ``0 .. A - 1``).
+        observations: ``O``.
+    """
+
+    def __init__(self, actions: np.ndarray, observations: int):
+        self.action = [int(a) for a in actions]
+        self.successor = [np.full(observations, n, dtype=np.int64) for n in range(len(actions))]
+
+    def record(self, ids: np.ndarray, actions: np.ndarray, origin: np.ndarray) -> np.ndarray:
+        """The ids of the vectors of a stage (:func:`perseus_stage`: ``actions`` and ``origin``), ``ids`` the old ones'."""
+        new = np.empty(len(origin), dtype=np.int64)
+        for j, row in enumerate(origin):
+            if row[0] >= 0:
+                new[j] = ids[row[0]]
+            else:
+                new[j] = len(self.action)
+                self.action.append(int(actions[j]))
+                self.successor.append(ids[row[1:]])
+        return new
+
+    def graph(self, world: Model, start: int, most: int) -> PolicyGraph | None:
+        """The plan of vector ``start`` as a policy graph: the vectors it can reach, equivalent ones merged
+        (:func:`fsc.solver.graph.minimal`), evaluated exactly; None if more than ``most`` nodes remain (or more
+        than ten times as many are reached)."""
+        action, successor = np.array(self.action, dtype=np.int64), np.array(self.successor, dtype=np.int64)
+        keep = reachable(world, action, successor, start)
+        if len(keep) > 10 * most:  # a deep plan: its minimisation alone takes as many refinements
+            return None
+        renumber = np.zeros(len(action), dtype=np.int64)
+        renumber[keep] = np.arange(len(keep))
+        action, successor, initial, _ = minimal(world, action[keep], renumber[successor[keep]], int(renumber[start]))
+        return evaluate_graph(world, action, successor, initial=initial) if len(action) <= most else None
 
 
 class Search:
@@ -170,31 +242,53 @@ class Search:
 
     def __init__(self, world: Model, beliefs: int, rng: np.random.Generator):
         S, A, _ = world.shape
-        self.world, self.most, self.rng = world, beliefs, rng
+        self.world, self.most, self.rng, self.refreshes = world, beliefs, rng, 0
         self.scale = max(float(np.abs(world.reward).max()), 1e-300) / (1 - world.discount)
         self.length = int(min(100, max(10, math.ceil(1 / (1 - world.discount)))))
         self.vectors, self.actions, self.witness = blind_values(world), np.arange(A), np.repeat(world.initial[None], A, axis=0)
         uniform = trajectories(world, rng, beliefs // 3, lambda belief, rng: int(rng.integers(A)), self.length)
         guided = trajectories(world, rng, beliefs // 3, _greedy(qmdp_values(world).T, None, A), self.length)
         self.beliefs = _distinct(world.initial[None], uniform + guided)
+        self.plans, self.ids = Plans(self.actions, world.shape[2]), np.arange(A)
         self.stages, self.since, self.done, self.gain = 0, 0, False, math.inf
         self._graphs: dict[tuple[int, int], PolicyGraph] = {}
         self._offered: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # objective -> stages when last offered
 
     def advance(self) -> None:
         """One Perseus stage; when the values settle (or every :data:`STAGES_PER_EXPANSION` stages), more beliefs
-        along the trajectories of the policy the values give, up to ``beliefs``; done when settled and full."""
-        self.vectors, self.actions, self.witness, self.gain = perseus_stage(self.world, self.vectors, self.actions, self.witness, self.beliefs, self.rng)
+        along the trajectories of the policy the values give, or (when those repeat) one step of every action
+        from beliefs of the set (:func:`every_action`), up to ``beliefs``; settled on a full set, the set may
+        double, up to :data:`GROWTH` times ``beliefs``; done when settled on a set that may not grow."""
+        stage = perseus_stage(self.world, self.vectors, self.actions, self.witness, self.beliefs, self.rng)
+        self.vectors, self.actions, self.witness, self.gain, origin = stage
+        self.ids = self.plans.record(self.ids, self.actions, origin)
         self.stages, self.since = self.stages + 1, self.since + 1
         settled = self.gain <= SETTLED * self.scale
         if (settled or self.since >= STAGES_PER_EXPANSION) and len(self.beliefs) < self.most:
-            chooser = _greedy(self.vectors, self.actions, self.world.shape[1])
-            new = trajectories(self.world, self.rng, min(self.most - len(self.beliefs), max(1, self.most // 6)), chooser, self.length)
+            count = max(1, self.most // 6)
+            A = self.world.shape[1]
+            new = trajectories(self.world, self.rng, count, _greedy(self.vectors, self.actions, A), self.length)
             grown = _distinct(self.beliefs, new)
-            self.most = self.most if len(grown) > len(self.beliefs) else len(grown)  # nothing new: the set is all it can be
-            self.beliefs, self.since = grown, 0
+            if len(grown) - len(self.beliefs) < count // 4:  # the policy's runs repeat: uniform runs, every action from the set
+                new = trajectories(self.world, self.rng, count // 2, lambda belief, rng: int(rng.integers(A)), self.length)
+                grown = _distinct(grown, new + every_action(self.world, self.rng, self.beliefs, count))
+            if len(grown) == len(self.beliefs):  # nothing new: the set is all it can be
+                self.most, self.refreshes = len(grown), REFRESHES
+            self.beliefs, self.since = grown[: max(self.most, len(self.beliefs))], 0
+        elif settled and self.refreshes < REFRESHES:  # settled on a full set: a fresh one
+            self.refresh()
         elif settled:
             self.done = True
+
+    def refresh(self) -> None:
+        """A fresh belief set of as many beliefs: the start belief, the witnesses of the vectors (so none is lost
+        where it was made), and beliefs along runs of uniform actions and of the values' policy."""
+        A = self.world.shape[1]
+        count = max(1, (self.most - len(self.vectors)) // 2)
+        new = trajectories(self.world, self.rng, count, lambda belief, rng: int(rng.integers(A)), self.length)
+        new += trajectories(self.world, self.rng, count, _greedy(self.vectors, self.actions, A), self.length)
+        self.beliefs = _distinct(_distinct(self.world.initial[None], list(self.witness)), new)
+        self.refreshes, self.since = self.refreshes + 1, 0
 
     @property
     def bound(self) -> float:
@@ -208,7 +302,12 @@ class Search:
         full = self._graphs.get((self.stages, 0))
         if full is None:
             self._graphs = {key: graph for key, graph in self._graphs.items() if key[0] == self.stages}
-            full = self._graphs[self.stages, 0] = closed_graph(self.world, self.vectors, self.actions, self.witness)
+            full = closed_graph(self.world, self.vectors, self.actions, self.witness)
+            if full.value < self.bound - 1e-9 * self.scale:  # the plan of the best vector is worth the bound exactly
+                best = int(self.ids[np.argmax(self.vectors @ self.world.initial)])
+                exact = self.plans.graph(self.world, best, min(PLAN_NODES, PLAN_PAIRS // self.world.shape[0]))
+                full = exact if exact is not None and exact.value > full.value else full
+            self._graphs[self.stages, 0] = full
         if size is None:
             return full
         if (self.stages, size) not in self._graphs:

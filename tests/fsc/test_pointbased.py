@@ -4,14 +4,17 @@ optimum (19.3714 at discount 0.95) and the framework's own evaluator (independen
 import attrs
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
 import fsc
 import tasks
 from fsc.errors import InputError, InputTypeError
+from fsc.io.pomdpx import parse_pomdpx
 from fsc.objective import Objective
 from fsc.solver import METHODS, Budget, PointBased, Portfolio
-from fsc.solver.graph import as_policy, closed_graph, compress, evaluate_graph, fits, occupancy
+from fsc.solver.graph import Model, as_policy, backup, closed_graph, compress, evaluate_graph, fits, merge, minimise, occupancy
 from fsc.solver.pointbased import Search, blind_values, model, perseus_stage
+from tests.fsc.rocksample_pomdpx import rocksample_flat, rocksample_pomdpx
 
 TIGER_OPTIMUM = 19.3714  # tiger.95: fsc.bounds.two_state_bound, 19.37140 (SARSOP brackets it by 19.3711 / 19.3721)
 LISTEN, OPEN_LEFT, OPEN_RIGHT = range(3)
@@ -51,12 +54,11 @@ def test_a_hand_checked_graph_has_its_closed_form_value_here_and_on_ram():
 def test_perseus_reaches_tigers_optimum_from_below_and_never_lowers_a_beliefs_value():
     world = model(tasks.Tiger(), 0.05)
     search = Search(world, 300, np.random.default_rng(0))
-    before = (search.beliefs @ search.vectors.T).max(axis=1)
     while not search.done:
+        beliefs = search.beliefs  # a stage backs up this set; the set may grow or be renewed after it
+        before = (beliefs @ search.vectors.T).max(axis=1)
         search.advance()
-        after = (search.beliefs @ search.vectors.T).max(axis=1)
-        assert np.all(after >= before - 1e-12)
-        before = after
+        assert np.all((beliefs @ search.vectors.T).max(axis=1) >= before - 1e-12)
     assert search.bound <= TIGER_OPTIMUM + 1e-4  # the value of a controller
     assert search.bound == pytest.approx(TIGER_OPTIMUM, abs=0.05)
 
@@ -136,8 +138,9 @@ def test_the_same_seed_gives_the_same_search_and_the_same_solution():
 def test_a_stage_keeps_an_old_vector_where_a_backup_does_not_improve():
     world = model(tasks.Tiger(), 0.05)
     search = tiger_search()
-    vectors, actions, witness, gain = perseus_stage(world, search.vectors, search.actions, search.witness, search.beliefs, np.random.default_rng(0))
+    vectors, actions, witness, gain, origin = perseus_stage(world, search.vectors, search.actions, search.witness, search.beliefs, np.random.default_rng(0))
     assert gain >= 0
+    assert origin.shape == (len(vectors), 3) and np.array_equal(vectors[origin[:, 0] >= 0], search.vectors[origin[origin[:, 0] >= 0, 0]])
     assert np.all((search.beliefs @ vectors.T).max(axis=1) >= (search.beliefs @ search.vectors.T).max(axis=1) - 1e-12)
     assert len(vectors) == len(actions) == len(witness)
 
@@ -165,3 +168,98 @@ def test_fsc_solve_reaches_the_settings_and_refuses_bad_ones_in_one_line(capsys)
         assert main(["solve", "--world", "tiger", "--memory", "ram:1", "--quiet", *options]) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and word in err[0], err
+
+
+def rocksample_model(n: int, k: int) -> Model:
+    """RockSample[n, k] (tests/fsc/rocksample_pomdpx.py, built state by state) as belief computations read it."""
+    flat = rocksample_flat(n, k)
+    backward = tuple(sp.csr_matrix(flat["transition"][:, a]) for a in range(flat["transition"].shape[1]))
+    return Model(discount=0.95, reward=flat["reward"], forward=tuple(t.T.tocsr() for t in backward), backward=backward,
+                 observation=flat["observation"], initial=flat["initial"])  # fmt: skip
+
+
+# RockSample[3, 2] (seed 0): rock 0 at (2, 0), rock 1 at (1, 2), the robot at (0, 1); actions north, south, east,
+# west, sample, check0, check1; a state is cell * 4 + rocks, an observation sensor * 10 + the cell it was made in.
+NORTH, EAST, SAMPLE, CHECK1 = 0, 2, 4, 6
+GOOD1, BAD1 = 1 * 10 + 5, 2 * 10 + 5  # the sensor at cell c1_2 (index 5)
+
+
+def hand_plan() -> tuple[list[int], np.ndarray]:
+    """North, east (onto rock 1), check it (distance 0: the sensor is right), sample it if good, then east to the exit
+    and east forever (nothing more to gain there)."""
+    action = [NORTH, EAST, CHECK1, SAMPLE, EAST, EAST, EAST]
+    successor = np.repeat([[1], [2], [0], [4], [5], [6], [6]], 30, axis=1)
+    successor[2, GOOD1], successor[2, BAD1] = 3, 4
+    return action, successor
+
+
+def test_a_hand_made_rocksample_plan_has_its_hand_derived_value_and_minimises_onto_ram_2():
+    world, gamma = rocksample_model(3, 2), 0.95
+    graph = evaluate_graph(world, *hand_plan(), initial=0)
+    # Rock 1 good (1/2): +10 sampling at step 3, +10 leaving at step 5; bad: +10 leaving at step 4.
+    assert graph.value == pytest.approx(0.5 * (10 * gamma**3 + 10 * gamma**5) + 0.5 * 10 * gamma**4, abs=1e-9)
+    assert not fits(graph, 2)  # four nodes play east
+    small = minimise(world, graph)  # the three last east nodes all walk east forever: one node
+    assert small.size == 5 and fits(small, 2)
+    assert small.value == pytest.approx(graph.value, abs=1e-12)
+    assert compress(world, graph, 2).value == pytest.approx(graph.value, abs=1e-12)
+    pomdp = parse_pomdpx(rocksample_pomdpx(3, 2))
+    policy = as_policy(compress(world, graph, 2), fsc.RAM(2, arms=7, observations=30))
+    assert float(fsc.evaluate(pomdp, policy, reset=0.05).value) == pytest.approx(graph.value, abs=1e-9)  # the framework agrees
+    assert compress(world, small, 8) is small  # a graph that fits is kept as it is
+
+
+def test_merging_keeps_the_graph_exact_and_fits_the_memory():
+    world = rocksample_model(3, 2)
+    graph = evaluate_graph(world, *hand_plan(), initial=0)
+    pomdp = parse_pomdpx(rocksample_pomdpx(3, 2))
+    merged = merge(world, graph, 1)
+    assert fits(merged, 1) and merged.value <= graph.value + 1e-12
+    again = evaluate_graph(world, merged.action, merged.successor, initial=merged.initial)
+    assert again.value == pytest.approx(merged.value, abs=1e-12)
+    policy = as_policy(merged, fsc.RAM(1, arms=7, observations=30))
+    assert float(fsc.evaluate(pomdp, policy, reset=0.05).value) == pytest.approx(merged.value, abs=1e-9)
+
+
+def test_perseus_on_a_small_rocksample_beats_the_hand_plan_and_the_plan_of_its_best_vector_is_worth_the_bound():
+    world = rocksample_model(3, 2)
+    hand = evaluate_graph(world, *hand_plan(), initial=0).value
+    search = Search(world, 300, np.random.default_rng(0))
+    while not search.done and search.stages < 300:
+        search.advance()
+    assert search.bound >= hand - 1e-9
+    best = int(np.argmax(search.vectors @ world.initial))
+    plan = search.plans.graph(world, int(search.ids[best]), 10**6)  # the alpha vector's own controller
+    assert plan.value == pytest.approx(search.bound, abs=1e-9)
+    assert search.graph().value >= search.bound - 1e-9
+    pomdp = parse_pomdpx(rocksample_pomdpx(3, 2))
+    for memories in (1, 2, 4):
+        small = search.graph(memories)
+        assert fits(small, memories)
+        policy = as_policy(small, fsc.RAM(memories, arms=7, observations=30))
+        assert float(fsc.evaluate(pomdp, policy, reset=0.05).value) == pytest.approx(small.value, abs=1e-9)
+
+
+def test_the_backup_is_the_dense_formula():
+    """On a random world with zeros in its observations: each action's vector, and the best, by loops over everything."""
+    rng = np.random.default_rng(4)
+    S, A, O, k, n = 6, 3, 4, 5, 7
+    transition = rng.random((A, S, S)) * (rng.random((A, S, S)) < 0.5) + np.eye(S)[None]
+    transition /= transition.sum(axis=2, keepdims=True)
+    observation = rng.random((A, S, O)) * (rng.random((A, S, O)) < 0.6) + np.eye(O)[None, np.arange(S) % O]
+    observation /= observation.sum(axis=2, keepdims=True)
+    backward = tuple(sp.csr_matrix(t) for t in transition)
+    world = Model(discount=0.9, reward=rng.normal(size=(S, A)), forward=tuple(t.T.tocsr() for t in backward), backward=backward,
+                  observation=observation, initial=np.full(S, 1 / S))  # fmt: skip
+    vectors, beliefs = rng.normal(size=(n, S)), rng.dirichlet(np.ones(S), size=k)
+    value, action, new, choice = backup(world, vectors, beliefs)
+    for j, b in enumerate(beliefs):
+        q = []
+        for a in range(A):
+            after = [(b @ transition[a]) * observation[a][:, o] for o in range(O)]
+            pick = [int(np.argmax([after[o] @ v for v in vectors])) for o in range(O)]
+            vector = world.reward[:, a] + 0.9 * transition[a] @ sum(observation[a][:, o] * vectors[pick[o]] for o in range(O))
+            q.append((b @ vector, a, vector))
+        best = max(q, key=lambda item: item[0])
+        assert value[j] == pytest.approx(best[0], abs=1e-12) and action[j] == best[1]
+        assert new[j] == pytest.approx(best[2], abs=1e-12)
