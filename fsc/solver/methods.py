@@ -92,7 +92,10 @@ class Method(Step):
     steps: int
 
     def solve(self, objective: Objective, start: Policy, budget: Budget, rng: np.random.Generator) -> Policy:
-        """The best policy the steps from ``start`` reach within ``budget``, never worse than ``start``."""
+        """The best policy the steps from ``start`` reach within ``budget``, never worse than ``start`` (``start`` itself,
+        not even the method's set-up run, when the budget has no time left)."""
+        if budget.over(0):
+            return start
         state = self.init(objective, start, rng=rng)
         self.within(state, budget)
         while not budget.over(state.step):
