@@ -395,8 +395,12 @@ class PointBased(Method):
     def result(self, objective: Objective, start: Policy, state: State) -> Policy:
         if type(objective.architecture) is not RAM:
             return start
-        policy = state.slots["search"].controller(objective)
+        policy = state.slots["search"].controller(objective, state.slots.get("deadline", math.inf))
         return policy if policy is not None and objective.value_of(policy) > objective.value_of(start) else start
+
+    def within(self, state: State, budget: Budget) -> None:
+        """The policy graph's backups also stop at the budget's deadline (the graph then made of the vectors' own successors)."""
+        state.slots["deadline"] = budget.deadline
 
 
 @attrs.frozen(kw_only=True)

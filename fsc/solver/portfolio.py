@@ -205,7 +205,7 @@ def _graph_within(world, arch: MemoryArchitecture, reset: float, deadline: Deadl
     if deadline.remaining() < longest:
         deadline.note("the point-based search's graph")
         return None
-    return search.graph(arch.M)
+    return search.graph(arch.M, deadline.end)
 
 
 def _ladder(arch: MemoryArchitecture, start: Policy | None) -> list[MemoryArchitecture]:
