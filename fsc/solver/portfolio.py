@@ -241,6 +241,9 @@ class _Run:
             except TimeUp:
                 continue
             share = 1.0 if last else size.M / sum(later.M for later in ladder[index:])  # a smaller size: in proportion to its memory
+            if not last and SETUP_EVALUATIONS * price(as_pomdp(self.world), size, self.reset, solver.engine).seconds > share * self.deadline.remaining():
+                self.deadline.note(f"the size {size!r} (its set-up, estimated, does not fit its share)")
+                continue
             if self.best is not None:
                 self.smaller = self.best[1]
                 start = split(self.smaller, size, np.random.default_rng([solver.seed, index, 1 << 20]))
