@@ -117,7 +117,7 @@ def solve(args) -> None:
 def engines(args) -> None:
     """``auto`` against every engine, by ``bench_evaluate.py files``' cases."""
     command = [sys.executable, str(ROOT / "benchmarks" / "bench_evaluate.py"), "files", "--folder", args.folder, "--files", *args.files,
-               "--memories", *args.memories, "--corridors", "--timeout", f"{args.timeout:g}"]  # fmt: skip
+               "--memories", *args.memories, "--corridors", *map(str, args.corridors), "--timeout", f"{args.timeout:g}"]  # fmt: skip
     subprocess.run(command, cwd=ROOT, check=False)
 
 
@@ -137,6 +137,7 @@ def main(argv: list[str] | None = None) -> None:
     mode.add_argument("folder", help="the folder of .POMDP / .pomdpx files")
     mode.add_argument("--files", nargs="+", default=["RockSample_5_5.pomdp", "TagAvoid.pomdp", "hallway.POMDP", "RockSample_7_8.pomdpx"])
     mode.add_argument("--memories", nargs="+", default=["memento:2", "ram:8"])
+    mode.add_argument("--corridors", type=int, nargs="+", default=[600], help="generated corridors of these many states too")
     mode.add_argument("--timeout", type=float, default=120.0)
     mode.set_defaults(run=engines)
     args = parser.parse_args(argv)

@@ -250,8 +250,8 @@ def test_the_budget_registry_holds(kind, size, memory):
     solution = Portfolio(seconds=budget, seed=0).solve(world, arch)
     elapsed = time.monotonic() - clock
     assert elapsed < 1.1 * budget + 0.5, (elapsed, solution.cut_short)
-    # The value is exact: fsc.evaluate of the controller returned, on any engine (here the one auto picks).
-    assert solution.value == pytest.approx(float(fsc.evaluate(world, solution.policy, reset=solution.reset).value), rel=1e-9, abs=1e-9)
+    if solution.evaluations:  # the value is exact: fsc.evaluate of the controller returned (an evaluator that did not fit: below)
+        assert solution.value == pytest.approx(float(fsc.evaluate(world, solution.policy, reset=solution.reset).value), rel=1e-9, abs=1e-9)
     assert solution.value >= float(fsc.solver.bound.uniform_value(world, solution.reset)) - 1e-9
 
 
