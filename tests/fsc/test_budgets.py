@@ -233,12 +233,12 @@ def _rocksample(n: int, k: int) -> fsc.POMDP:
 
 
 BUDGET_CASES = {
-    "set-up and bound on a sparse world": [("corridor", 800, "ram:2"), ("sparse", 2000, "ram:2")],
+    "set-up and bound on a sparse world": [("corridor", 800, "ram:2")],
     "thousands of observations": [("observations", 2000, "ram:1")],
     "the point-based graph and its backups": [("rocksample", 4, "ram:2")],
     "an evaluator that does not fit the budget": [("rocksample", 4, "ram:8")],
 }
-WORLDS = {"corridor": corridor, "sparse": lambda S: _sparse_world(S), "observations": many_observations, "rocksample": lambda n: _rocksample(n, 4)}
+WORLDS = {"corridor": corridor, "observations": many_observations, "rocksample": lambda n: _rocksample(n, 4)}
 
 
 @pytest.mark.parametrize(("kind", "size", "memory"), [case for cases in BUDGET_CASES.values() for case in cases])
