@@ -14,6 +14,7 @@ train`` from ``uniform`` or a policy file, :mod:`fsc.train.command`): the same c
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING, Protocol, Union
 
 import attrs
@@ -23,7 +24,7 @@ from fsc.checks import one_of
 from fsc.choices import TARGETS  # what the optimisers climb: the gain per step, or the return gain / r
 from fsc.engines import kernels
 from fsc.errors import InputError, InputTypeError
-from fsc.evaluate import Evaluator, read_out
+from fsc.evaluate import Evaluation, Evaluator, evaluate, read_out
 from fsc.model.architecture import MemoryArchitecture
 from fsc.model.policy import Policy, Weights
 from fsc.model.pomdp import POMDP, Task, as_pomdp
@@ -49,6 +50,10 @@ def _like(kind: Array, array: np.ndarray) -> Array:
     import torch
 
     return torch.from_numpy(array)
+
+
+#: Policies whose value :meth:`Objective.value_of` remembers (the latest).
+KNOWN = 8
 
 
 class FlowSettings(Protocol):
@@ -160,6 +165,8 @@ class Objective:
     _evaluator: Evaluator = attrs.field(init=False, default=None, repr=False)
     _fused: tuple | None = attrs.field(init=False, default=None, repr=False)
     _variants: dict = attrs.field(init=False, factory=dict, repr=False)
+    _known: dict = attrs.field(init=False, factory=dict, repr=False)  # id(policy) -> (policy, value): the last few valued
+    _slowest: list = attrs.field(init=False, factory=lambda: [0.0], repr=False)
 
     def __attrs_post_init__(self) -> None:
         if not isinstance(self.engine, str):
@@ -222,8 +229,31 @@ class Objective:
         return run.gain / self.reset
 
     def value_of(self, policy: Policy) -> float:
-        """:meth:`value` of a policy."""
-        return self.value(policy.probs().detach().numpy(), policy.init_probs().detach().numpy())
+        """:meth:`value` of a policy; the last :data:`KNOWN` policies valued are not evaluated again (a method's result,
+        offered to the portfolio, is the policy it compared with its start)."""
+        known = self._known.get(id(policy))
+        if known is not None and known[0] is policy:
+            return known[1]
+        clock = time.monotonic()
+        value = self.value(policy.probs().detach().numpy(), policy.init_probs().detach().numpy())
+        self._slowest[0] = max(self._slowest[0], time.monotonic() - clock)
+        if len(self._known) >= KNOWN:
+            self._known.pop(next(iter(self._known)))
+        self._known[id(policy)] = (policy, value)
+        return value
+
+    @property
+    def seconds(self) -> float:
+        """The longest :meth:`value_of` measured so far (0 before the first): what one more evaluation is priced at."""
+        return self._slowest[0]
+
+    def evaluation(self, policy: Policy) -> Evaluation:
+        """:func:`fsc.evaluate` of ``policy`` (the value ``fsc evaluate`` prints, to the bit), on this objective's
+        evaluator: its set-up (the chain, the engine's tables) is not paid a second time."""
+        if policy.architecture is not self.architecture:
+            policy = Policy(architecture=self.architecture, logits=policy.logits, init_logits=policy.init_logits)
+        Evaluator._last = self._evaluator  # what Evaluator.of returns for these very objects
+        return evaluate(self.world, policy, reset=self.reset, engine=self.engine, convention=self.convention)
 
     def policy(self, probs: np.ndarray, init_probs: np.ndarray) -> Policy:
         """The policy with these probabilities, normalised (zeros become ``-inf`` logits)."""

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from fsc.model.architecture import MemoryArchitecture
     from fsc.model.pomdp import POMDP
 
-__all__ = ["ENGINES", "Engine", "check_engine", "choose_engine", "register_engine", "registry_version", "unregister_engine"]
+__all__ = ["ENGINES", "Engine", "check_engine", "choose_engine", "price", "register_engine", "registry_version", "unregister_engine"]
 
 #: Every engine by name, in the order they were registered.
 ENGINES: dict[str, Engine] = {}
@@ -120,3 +120,21 @@ def choose_engine(world: POMDP, architecture: MemoryArchitecture, reset: float, 
             f"{cost.gb(need.bytes)} (estimate), over the {cost.gb(limit)} this machine has available; {hint}"
         )
     return engine
+
+
+def price(world: POMDP, architecture: MemoryArchitecture, reset: float, name: str = "auto") -> cost.Estimate:
+    """What one evaluation with its set-up costs (the chain or the engine's tables built, one value and gradient), from
+    the sizes alone: the estimate of the engine ``name``, or for ``auto`` the lowest of the engines it may pick that
+    fit.  What a time limit prices a set-up that cannot be cut at (:meth:`fsc.solver.Portfolio.solve`): it errs
+    low, so that a set-up is skipped only when no engine can fit.
+
+    Raises:
+        ValueError: as :func:`choose_engine`: an unknown ``name``, an engine that does not fit the memory left.
+    """
+    choose_engine(world, architecture, reset, name, look=False)  # a world and memory that fit no engine: refused, as the set-up would
+    sizes = cost.world_sizes(world, architecture)
+    if name != "auto":
+        return ENGINES[name].estimate(sizes)
+    estimates = [engine.estimate(sizes) for engine in ENGINES.values() if engine.auto and (reset > 0 or engine.zero_reset)]
+    limit = cost.MEMORY_SHARE * cost.available_bytes()
+    return min([e for e in estimates if e.bytes <= limit] or estimates, key=lambda e: e.seconds)

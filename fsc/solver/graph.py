@@ -16,6 +16,9 @@ graph onto the framework's policy on ``RAM(K)`` (:func:`fsc.model.controller.con
 
 from __future__ import annotations
 
+import math
+import time
+
 import attrs
 import numpy as np
 import scipy.sparse as sp
@@ -33,6 +36,9 @@ __all__ = ["Model", "PolicyGraph", "as_policy", "closed_graph", "compress", "eva
 #: (node, state) and only covers larger ones (RockSample[7,8]: 12,800 states).
 MERGES = 8
 MERGE_PAIRS = 200_000
+
+#: Beliefs backed up at once when a graph is closed (:func:`closed_graph`), between two looks at the deadline.
+CHUNK = 16
 
 #: Sweeps of the fixed-point iteration of a graph's values before BiCGSTAB takes over (a discount near 1).
 SWEEPS = 2000
@@ -218,13 +224,19 @@ def backup(model: Model, vectors: np.ndarray, beliefs: np.ndarray) -> tuple[np.n
     return value, action, new, choice
 
 
-def closed_graph(model: Model, vectors: np.ndarray, action: np.ndarray, witness: np.ndarray) -> PolicyGraph:
+def closed_graph(model: Model, vectors: np.ndarray, action: np.ndarray, witness: np.ndarray, deadline: float = math.inf) -> PolicyGraph:
     """A graph on the nodes ``vectors``: each node plays its action and moves after ``o`` to the vector best at the
     belief that follows its witness belief, that action and ``o``; or each node plays the action and successors
     of a backup of ``vectors`` at its witness belief (:func:`backup`).  Both are evaluated exactly; the better at
-    the start belief, started in its best node, is cut to the nodes reachable from there."""
+    the start belief, started in its best node, is cut to the nodes reachable from there.  The backups run
+    :data:`CHUNK` beliefs at a time; past ``deadline`` (``time.monotonic()``), the first graph alone."""
     own = evaluate_graph(model, action, _best_after(model, witness, action, vectors), guess=vectors)
-    _, backed, _, successor = backup(model, vectors, witness)
+    chunks = []
+    for first in range(0, len(witness), CHUNK):
+        if time.monotonic() >= deadline:
+            return _reachable(model, own)
+        chunks.append(backup(model, vectors, witness[first : first + CHUNK]))
+    backed, successor = np.concatenate([c[1] for c in chunks]), np.concatenate([c[3] for c in chunks])
     fresh = evaluate_graph(model, backed, successor, guess=vectors)
     return _reachable(model, own if own.value >= fresh.value else fresh)
 

@@ -94,7 +94,10 @@ class Method(Step):
     steps: int
 
     def solve(self, objective: Objective, start: Policy, budget: Budget, rng: np.random.Generator) -> Policy:
-        """The best policy the steps from ``start`` reach within ``budget``, never worse than ``start``."""
+        """The best policy the steps from ``start`` reach within ``budget``, never worse than ``start`` (``start`` itself,
+        not even the method's set-up run, when the budget has no time left)."""
+        if budget.over(0):
+            return start
         state = self.init(objective, start, rng=rng)
         self.within(state, budget)
         while not budget.over(state.step):
@@ -394,8 +397,12 @@ class PointBased(Method):
     def result(self, objective: Objective, start: Policy, state: State) -> Policy:
         if type(objective.architecture) is not RAM:
             return start
-        policy = state.slots["search"].controller(objective)
+        policy = state.slots["search"].controller(objective, state.slots.get("deadline", math.inf))
         return policy if policy is not None and objective.value_of(policy) > objective.value_of(start) else start
+
+    def within(self, state: State, budget: Budget) -> None:
+        """The policy graph's backups also stop at the budget's deadline (the graph then made of the vectors' own successors)."""
+        state.slots["deadline"] = budget.deadline
 
 
 @attrs.frozen(kw_only=True)

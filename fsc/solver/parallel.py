@@ -34,8 +34,9 @@ from concurrent.futures import as_completed
 import attrs
 import numpy as np
 
+from fsc.engines.registry import price
 from fsc.errors import InputError, InputTypeError
-from fsc.objective import Objective
+from fsc.model.pomdp import as_pomdp
 from fsc.pool import abandon, dask_client, executor, slots
 from fsc.solver.solution import Solution
 
@@ -148,7 +149,7 @@ def solve_parallel(solver, world, arch, *, reset: float, start, progress: Callab
             if index == 0 and _at_bound(best.outcome):
                 break
     else:
-        Objective(world=world, architecture=arch, reset=reset, engine=solver.engine, target="return")  # refused here, before any process starts
+        price(as_pomdp(world), arch, reset, solver.engine)  # a memory no engine holds: refused here, before any process starts (no set-up paid)
         _on_pool(solver, client, count, best, (world, arch, reset, start, deadline))
     zero = next((outcome for outcome in best.outcomes if outcome["index"] == 0), None)
     chosen = zero if _at_bound(zero) else best.outcome  # restart 0 at its bound is the answer wherever it ran

@@ -28,6 +28,7 @@ a controller for the objective's memory.  Its random draws come from a generator
 from __future__ import annotations
 
 import math
+import time
 import weakref
 from collections.abc import Callable
 
@@ -295,14 +296,16 @@ class Search:
         """The best vector's value at the start belief: the value of a controller (a lower bound on the optimum)."""
         return float((self.vectors @ self.world.initial).max())
 
-    def graph(self, size: int | None = None) -> PolicyGraph:
+    def graph(self, size: int | None = None, deadline: float = math.inf) -> PolicyGraph:
         """The policy graph of the vectors as they stand (:func:`fsc.solver.graph.closed_graph`); with ``size``, one
         that fits ``RAM(size)``: itself or compressed (:func:`fsc.solver.graph.compress`), or that of ``size // 2``
         if better."""
         full = self._graphs.get((self.stages, 0))
         if full is None:
             self._graphs = {key: graph for key, graph in self._graphs.items() if key[0] == self.stages}
-            full = closed_graph(self.world, self.vectors, self.actions, self.witness)
+            full = closed_graph(self.world, self.vectors, self.actions, self.witness, deadline)
+            if time.monotonic() >= deadline:  # perhaps cut short: not kept for later calls
+                return full if size is None or fits(full, size) else compress(self.world, full, size)
             if full.value < self.bound - 1e-9 * self.scale:  # the plan of the best vector is worth the bound exactly
                 best = int(self.ids[np.argmax(self.vectors @ self.world.initial)])
                 exact = self.plans.graph(self.world, best, min(PLAN_NODES, PLAN_PAIRS // self.world.shape[0]))
@@ -312,17 +315,18 @@ class Search:
             return full
         if (self.stages, size) not in self._graphs:
             found = full if fits(full, size) else compress(self.world, full, size)
-            smaller = self.graph(size // 2) if size > 1 else found  # fits too: the value never falls as the memory grows
+            # fits too: the value never falls as the memory grows
+            smaller = self.graph(size // 2, deadline) if size > 1 and time.monotonic() < deadline else found
             self._graphs[self.stages, size] = found if found.value >= smaller.value else smaller
         return self._graphs[self.stages, size]
 
-    def controller(self, objective: Objective) -> Policy | None:
+    def controller(self, objective: Objective, deadline: float = math.inf) -> Policy | None:
         """The policy graph on the objective's ``RAM(K)`` (:meth:`graph` of ``K`` memories), as a deterministic
         policy; None when the search has not moved since the last call with this objective (it had it then)."""
         if self._offered.get(objective) == self.stages:
             return None
         self._offered[objective] = self.stages
-        return as_policy(self.graph(objective.architecture.M), objective.architecture)
+        return as_policy(self.graph(objective.architecture.M, deadline), objective.architecture)
 
 
 _SEARCHES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()

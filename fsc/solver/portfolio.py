@@ -25,23 +25,28 @@ import attrs
 import numpy as np
 
 from fsc.checks import integer, positive, value_scale
-from fsc.engines.registry import check_engine
+from fsc.engines.registry import check_engine, price
 from fsc.errors import InputError, InputTypeError
-from fsc.evaluate import evaluate, resolve_reset
+from fsc.evaluate import resolve_reset
 from fsc.limits import MAX_WORKERS, Deadline, TimeUp
 from fsc.model.architecture import MemoryArchitecture
 from fsc.model.memory import RAM, parse_memory
 from fsc.model.policy import Policy
 from fsc.model.pomdp import POMDP, Task, as_pomdp
 from fsc.objective import Objective
-from fsc.solver.bound import upper_bound
-from fsc.solver.methods import METHODS, Budget, Method, Shaped
+from fsc.solver.bound import uniform_value, upper_bound
+from fsc.solver.graph import as_policy
+from fsc.solver.methods import METHODS, Budget, Method, PointBased, Shaped
 from fsc.solver.parallel import check_scheduler, solve_parallel
-from fsc.solver.pointbased import forget
+from fsc.solver.pointbased import Search, forget, model
 from fsc.solver.solution import Solution
 from fsc.solver.starts import can_embed, random_start, split
 
 __all__ = ["Portfolio", "solve"]
+
+#: A set-up that cannot be cut is skipped when this many of its estimated seconds (the set-up with one evaluation,
+#: :func:`fsc.engines.registry.price`) do not fit the time left: the set-up, the evaluation a size times, the final one.
+SETUP_EVALUATIONS = 3
 
 
 def _architecture(world: POMDP | Task, memory: object) -> MemoryArchitecture:
@@ -142,22 +147,65 @@ class Portfolio:
         value_scale(float(np.abs(pomdp.expected_step(pomdp.reward_table)).max(initial=0.0)) / r, r)  # rewards whose values would overflow, refused first
         if self.workers is not None or self.scheduler is not None or self.restarts is not None:  # each restart splits the start its own way
             return solve_parallel(self, world, arch, reset=r, start=given, progress=progress, deadline=deadline)
-        final = Objective(world=world, architecture=arch, reset=r, engine=self.engine, target="return")  # refused here if it cannot be evaluated
         forget(world)  # the point-based search is this solve's, from its seed
+        need = price(pomdp, arch, r, self.engine).seconds  # the evaluator's set-up and one evaluation, which nothing can cut
+        if SETUP_EVALUATIONS * need > deadline.remaining():
+            return _unevaluated(self, world, arch, r, deadline, clock, need, progress)
+        final = Objective(world=world, architecture=arch, reset=r, engine=self.engine, target="return")  # refused here if it cannot be evaluated
         if deadline.expired():
             deadline.note("set-up")
-        bound = upper_bound(world, 1 - r, seconds=min(0.1 * self.seconds, 10.0), deadline=deadline)
+        bound = upper_bound(world, 1 - r, seconds=min(0.1 * deadline.remaining(), 10.0), deadline=deadline)
         run = _Run(self, world, r, deadline, progress, bound, final)
         run.climb(arch, start)
         value, policy, method = run.best
         if policy.architecture != arch:  # the time ran out on a smaller size: its best, split (the same value)
             policy = split(policy, arch, np.random.default_rng([self.seed, 1 << 21]))
-        exact = evaluate(world, policy, reset=r, engine=self.engine)
+        exact = final.evaluation(policy)  # on the evaluator built already: what fsc evaluate prints, without a second set-up
         return Solution(
             policy=policy, value=float(exact.value.detach()), upper_bound=bound, method=method,
             seconds=time.monotonic() - clock, history=run.history, seed=self.seed, reset=r, evaluations=run.evaluations,
             metrics={name: float(v.detach()) for name, v in exact.metrics.items()}, cut_short=tuple(deadline.cut),
         )  # fmt: skip
+
+
+def _unevaluated(solver: Portfolio, world, arch: MemoryArchitecture, reset: float, deadline: Deadline, clock: float, need: float,
+                 progress: Callable[[dict], None] | None) -> Solution:  # fmt: skip
+    """The answer when the evaluator's set-up does not fit the time left (``need`` seconds, estimated): the uniform
+    controller, valued exactly on the world's states (:func:`fsc.solver.bound.uniform_value`), or on a RAM the
+    point-based search's policy graph (valued exactly on its own pairs of node and state) when it is better; both
+    within the deadline, the set-up noted as cut."""
+    deadline.note(f"the evaluator of {arch!r} (set-up and one evaluation about {need:.3g} s, estimate)")
+    bound = upper_bound(world, 1 - reset, seconds=min(0.1 * deadline.remaining(), 10.0), deadline=deadline)
+    best = (uniform_value(world, reset), Policy.uniform(arch), "uniform")
+    history = [{"seconds": time.monotonic() - clock, "memory": repr(arch), "value": best[0], "method": "uniform"}]
+    graph = _graph_within(world, arch, reset, deadline, solver)
+    if graph is not None and graph.value > best[0]:
+        best = (graph.value, as_policy(graph, arch), "pointbased")
+        history.append({"seconds": time.monotonic() - clock, "memory": repr(arch), "value": best[0], "method": "pointbased"})
+    if progress is not None:
+        progress({**history[-1], "upper_bound": bound, "policy": best[1]})
+    value, policy, method = best
+    return Solution(policy=policy, value=value, upper_bound=bound, method=method, seconds=time.monotonic() - clock, history=history,
+                    seed=solver.seed, reset=reset, evaluations=0, metrics={}, cut_short=tuple(deadline.cut))  # fmt: skip
+
+
+def _graph_within(world, arch: MemoryArchitecture, reset: float, deadline: Deadline, solver: Portfolio):
+    """The point-based search's policy graph on ``RAM(M)`` after as many stages as fit the deadline (its ``steps``
+    at most), or None: another memory, no point-based method, or no time for the search's start."""
+    method = next((m for m in solver.methods if isinstance(m, PointBased)), None)
+    if type(arch) is not RAM or method is None or deadline.expired():
+        return None
+    search, longest = Search(model(world, reset), method.beliefs, np.random.default_rng([solver.seed, 1 << 22])), 0.0
+    for _ in range(method.steps):
+        if search.done or deadline.remaining() < 3 * longest:  # a stage, and the graph after it (priced as one more)
+            break
+        stage = time.monotonic()
+        search.advance()
+        longest = max(longest, time.monotonic() - stage)
+    if deadline.remaining() < longest:
+        deadline.note("the point-based search's graph")
+        return None
+    return search.graph(arch.M, deadline.end)
 
 
 def _ladder(arch: MemoryArchitecture, start: Policy | None) -> list[MemoryArchitecture]:
@@ -193,6 +241,9 @@ class _Run:
             except TimeUp:
                 continue
             share = 1.0 if last else size.M / sum(later.M for later in ladder[index:])  # a smaller size: in proportion to its memory
+            if not last and SETUP_EVALUATIONS * price(as_pomdp(self.world), size, self.reset, solver.engine).seconds > share * self.deadline.remaining():
+                self.deadline.note(f"the size {size!r} (its set-up, estimated, does not fit its share)")
+                continue
             if self.best is not None:
                 self.smaller = self.best[1]
                 start = split(self.smaller, size, np.random.default_rng([solver.seed, index, 1 << 20]))
@@ -230,10 +281,8 @@ class _Run:
         self.best = None
         self.offer(objective, start if start is not None else Policy.uniform(arch), "start" if start is not None else "uniform")
         stage_deadline = time.monotonic() + share * self.deadline.remaining()
-        if last:  # leave the time of the final evaluation (about one solve, timed once compiled) inside the budget
-            clock = time.monotonic()
-            objective.value_of(self.best[1])
-            stage_deadline -= 2 * (time.monotonic() - clock)
+        if last:  # leave the final evaluation inside the budget: two of the slowest evaluation measured (the start's, at least)
+            stage_deadline -= 2 * objective.seconds
         stale, n = 0, 0
         while time.monotonic() < stage_deadline and (solver.rounds is None or n < solver.rounds) and (last or stale < solver.patience) and not self.optimal():
             improved = self.round(objective, arch, n, np.random.default_rng([solver.seed, index, n]), stage_deadline)
@@ -249,7 +298,9 @@ class _Run:
         current, improved = self.round_start(arch, n, rng), False
         for i, method in enumerate(solver.methods):
             slice_ = (stage_deadline - time.monotonic()) / (len(solver.methods) - i)
-            current = method.solve(objective, current, Budget(steps=method.steps, deadline=time.monotonic() + slice_), rng)
+            # a method ends when its step in flight does, and values its result once more (offered here): priced as two evaluations
+            ends = time.monotonic() + slice_ - 2 * objective.seconds
+            current = method.solve(objective, current, Budget(steps=method.steps, deadline=ends), rng)
             improved |= self.offer(objective, current, method.name)
             if time.monotonic() >= stage_deadline or self.optimal():
                 break
