@@ -189,6 +189,12 @@ class Evaluator:
         cls._last = evaluator
         return evaluator
 
+    @classmethod
+    def keep(cls, evaluator: Evaluator) -> None:
+        """Make ``evaluator`` the one :meth:`of` gives next for its own arguments (a caller that built it already
+        and wants :func:`evaluate`'s read-out without paying the set-up again)."""
+        cls._last = evaluator
+
     def forward(self, w_pi: np.ndarray, w_0: np.ndarray) -> Pass:
         """Value and metrics at ``(w_pi, w_0)`` (logits ``(N, C)`` and ``(N,)``, no NaN or ``+inf``), and what :meth:`backward` needs."""
         arch = self.architecture

@@ -252,7 +252,7 @@ class Objective:
         evaluator: its set-up (the chain, the engine's tables) is not paid a second time."""
         if policy.architecture is not self.architecture:
             policy = Policy(architecture=self.architecture, logits=policy.logits, init_logits=policy.init_logits)
-        Evaluator._last = self._evaluator  # what Evaluator.of returns for these very objects
+        Evaluator.keep(self._evaluator)  # what Evaluator.of gives for these very objects
         return evaluate(self.world, policy, reset=self.reset, engine=self.engine, convention=self.convention)
 
     def policy(self, probs: np.ndarray, init_probs: np.ndarray) -> Policy:
