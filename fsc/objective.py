@@ -32,7 +32,7 @@ from fsc.model.pomdp import POMDP, Task, as_pomdp
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["TARGETS", "Array", "FlowSettings", "Look", "Objective", "Point", "as_numpy"]
+__all__ = ["TARGETS", "Array", "FlowSettings", "Look", "Objective", "Point", "as_numpy", "like"]
 
 #: A point's float64 arrays: torch tensors, or numpy arrays where the run imports no torch.
 Array = Union["torch.Tensor", np.ndarray]
@@ -43,7 +43,7 @@ def as_numpy(array: Array) -> np.ndarray:
     return array if isinstance(array, np.ndarray) else array.numpy()
 
 
-def _like(kind: Array, array: np.ndarray) -> Array:
+def like(kind: Array, array: np.ndarray) -> Array:
     """``array`` as the kind of ``kind``: itself beside a numpy array, wrapped (no copy) beside a tensor."""
     if isinstance(kind, np.ndarray):
         return array
@@ -283,8 +283,8 @@ class Objective:
             init_logits=init_logits,
             gain=run.gain,
             metrics=run.metrics,
-            grad_logits=_like(logits, grad_logits),
-            grad_init=_like(logits, grad_init),
+            grad_logits=like(logits, grad_logits),
+            grad_init=like(logits, grad_init),
         )
 
     def gradient(self, logits: np.ndarray, init_logits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -303,15 +303,15 @@ class Objective:
         """The point of a compiled evaluation, its arrays of the kind of ``kind`` (the logits it started from):
         ``expected`` holds the native expectations of the evaluator's tables."""
         gain, metrics = self._read_out(expected.tolist())
-        as_kind = lambda x: x if not isinstance(x, np.ndarray) else _like(kind, x)  # noqa: E731
+        as_kind = lambda x: x if not isinstance(x, np.ndarray) else like(kind, x)  # noqa: E731
         return Point(
             architecture=self.architecture,
             logits=as_kind(logits),
             init_logits=as_kind(init_logits),
             gain=gain,
             metrics=metrics,
-            grad_logits=_like(kind, grad_logits),
-            grad_init=_like(kind, grad_init),
+            grad_logits=like(kind, grad_logits),
+            grad_init=like(kind, grad_init),
         )
 
     def _read_out(self, expected: list[float]) -> tuple[float, dict[str, float]]:

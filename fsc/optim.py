@@ -51,7 +51,7 @@ from fsc.errors import InputError, InputTypeError
 from fsc.evaluate import CONVENTIONS, check_reset
 from fsc.model.policy import Policy, Weights, check_policy
 from fsc.model.pomdp import POMDP, Task, as_pomdp
-from fsc.objective import Objective, Point, as_numpy
+from fsc.objective import Objective, Point, as_numpy, like
 
 __all__ = [
     "OPTIMIZERS",
@@ -262,7 +262,7 @@ class GradientFlow(Step):
         while dt >= self.min_dt:
             # w + dt g in numpy: the same two roundings as torch, a third of the overhead.
             w, w0, g, g0 = _weights(point)
-            new = objective(*_like_point(point, w + dt * g, w0 + dt * g0))
+            new = objective(like(point.logits, w + dt * g), like(point.logits, w0 + dt * g0))
             tried += 1
             dpi = float(np.abs(as_numpy(new.grad_logits) - g).max())
             dp0 = float(np.abs(as_numpy(new.grad_init) - g0).max())
@@ -299,15 +299,6 @@ class GradientFlow(Step):
 def _weights(point: Point) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """A point's logits, initial logits and their gradients, as the compiled flow takes them."""
     return as_numpy(point.logits), as_numpy(point.init_logits), as_numpy(point.grad_logits), as_numpy(point.grad_init)
-
-
-def _like_point(point: Point, logits: np.ndarray, init_logits: np.ndarray) -> tuple:
-    """New logits as the kind of ``point``'s arrays: numpy's, or torch tensors on the same memory."""
-    if isinstance(point.logits, np.ndarray):
-        return logits, init_logits
-    import torch
-
-    return torch.from_numpy(logits), torch.from_numpy(init_logits)
 
 
 def _skipped(steps: dict | None, evaluations: int, seconds: float, now: float) -> dict | None:

@@ -71,7 +71,7 @@ from fsc.model.pomdp import as_pomdp
 from fsc.objective import Look, Objective
 from fsc.optim import State, no_clock
 
-__all__ = ["NodeController", "Program", "Values", "escape", "evaluate_values", "node_controller", "ram_policy", "start_state", "step", "sweep"]
+__all__ = ["NodeController", "Program", "Values", "escape", "evaluate_values", "node_controller", "ram_policy", "start_state", "step", "sweep", "valued_state"]
 
 #: Relative gains below this (of the reward scale) count as none; the LP's constraints hold to this too.
 TOLERANCE = 1e-9
@@ -519,15 +519,21 @@ def escape(tables: _Tables, values: Values, probs: np.ndarray, init: np.ndarray,
 # --- the step -----------------------------------------------------------------------------------------------
 
 
-def start_state(objective: Objective, start: Policy, clock: Callable[[], float] = no_clock) -> State:
-    """The state at ``start`` (one evaluation); ``slots["tables"]`` is None where BPI does not apply."""
+def valued_state(objective: Objective, start: Policy, clock: Callable[[], float] = no_clock, **slots: object) -> State:
+    """The state at ``start`` (one evaluation, on BPI's tables), its slots ``tables``, ``values`` and ``slots``;
+    ``slots["tables"]`` alone, None, where the tables do not apply (a memory BPI does not read)."""
     tables = _tables(objective)
     probs, init = start.probs().detach().numpy().copy(), start.init_probs().detach().numpy().copy()
     if tables is None:
         return State(point=objective.look(probs, init), seconds=clock(), slots={"tables": None})
     values = evaluate_values(tables, probs, init)
     objective.counter[0] += 1
-    return State(point=values.look, seconds=clock(), slots={"tables": tables, "values": values, "programs": [], "escapes": 0})
+    return State(point=values.look, seconds=clock(), slots={"tables": tables, "values": values, **slots})
+
+
+def start_state(objective: Objective, start: Policy, clock: Callable[[], float] = no_clock) -> State:
+    """The state at ``start`` (one evaluation); ``slots["tables"]`` is None where BPI does not apply."""
+    return valued_state(objective, start, clock, programs=[], escapes=0)
 
 
 def step(objective: Objective, state: State, *, tries: int, deadline: float = math.inf, clock: Callable[[], float] = no_clock) -> State | None:

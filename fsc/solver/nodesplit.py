@@ -59,7 +59,7 @@ from fsc.optim import State, no_clock
 from fsc.solver import bpi
 from fsc.solver.bpi import Values, evaluate_values
 from fsc.solver.graph import PolicyGraph, as_policy, backup, compress, evaluate_graph
-from fsc.solver.pointbased import _step, blind_values, model, qmdp_values
+from fsc.solver.pointbased import blind_values, model, qmdp_values, sample_step
 
 __all__ = ["Candidate", "Key", "candidates", "install", "start_state", "step", "trial_graph"]
 
@@ -285,7 +285,7 @@ def trial_graph(world, reset: float, rng: np.random.Generator, deadline: float =
         belief, path = tables.initial, [tables.initial]
         state = int(rng.choice(S, p=belief))
         for _ in range(LENGTH):
-            state, belief = _step(tables, state, belief, int(np.argmax(belief @ q)), rng)
+            state, belief = sample_step(tables, state, belief, int(np.argmax(belief @ q)), rng)
             if belief is None or np.abs(belief - path[-1]).max() <= 1e-12:  # absorbed: nothing more to learn on this run
                 break
             path.append(belief)
@@ -326,13 +326,10 @@ def _flat_start(objective: Objective, rng: np.random.Generator, deadline: float)
 def start_state(objective: Objective, start: Policy, clock: Callable[[], float] = no_clock) -> State:
     """The state at ``start``; ``slots["tables"]`` is None where the method does not apply (a memory BPI does not
     read), ``slots["flat"]`` says whether the first step tries :func:`trial_graph`'s controller."""
-    tables = bpi._tables(objective)
-    probs, init = start.probs().detach().numpy().copy(), start.init_probs().detach().numpy().copy()
-    if tables is None:
-        return State(point=objective.look(probs, init), seconds=clock(), slots={"tables": None})
-    values = evaluate_values(tables, probs, init)
-    objective.counter[0] += 1
-    return State(point=values.look, seconds=clock(), slots={"tables": tables, "values": values, "splits": 0, "flat": objective.flat(values.value)})
+    state = bpi.valued_state(objective, start, clock, splits=0)
+    if state.slots["tables"] is not None:
+        state.slots["flat"] = objective.flat(state.slots["values"].value)
+    return state
 
 
 def _from_flat(objective: Objective, state: State, rng: np.random.Generator | None, deadline: float, clock: Callable[[], float]) -> State:

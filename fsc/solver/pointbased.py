@@ -41,7 +41,7 @@ from fsc.model.pomdp import POMDP, Task, as_pomdp
 from fsc.objective import Objective
 from fsc.solver.graph import Model, PolicyGraph, as_policy, backup, closed_graph, compress, evaluate_graph, fits, minimal, reachable
 
-__all__ = ["Plans", "Search", "blind_values", "forget", "every_action", "model", "perseus_stage", "qmdp_values", "search_for", "trajectories"]
+__all__ = ["Plans", "Search", "blind_values", "forget", "every_action", "model", "perseus_stage", "qmdp_values", "sample_step", "search_for", "trajectories"]
 
 #: Uniform actions among the QMDP policy's and the value policy's, when they sample beliefs.
 EXPLORE = 0.1
@@ -93,7 +93,7 @@ def qmdp_values(world: Model, sweeps: int = 300) -> np.ndarray:
     return q
 
 
-def _step(world: Model, state: int, belief: np.ndarray, action: int, rng: np.random.Generator) -> tuple[int, np.ndarray | None]:
+def sample_step(world: Model, state: int, belief: np.ndarray, action: int, rng: np.random.Generator) -> tuple[int, np.ndarray | None]:
     """The world's next state after ``action`` in ``state``, and the belief after the observation it emits."""
     row = world.backward[action]
     lo, hi = row.indptr[state], row.indptr[state + 1]
@@ -113,7 +113,7 @@ def trajectories(world: Model, rng: np.random.Generator, count: int, chooser: Ca
         belief = world.initial
         state = int(rng.choice(S, p=belief))
         for _ in range(length):
-            state, belief = _step(world, state, belief, chooser(belief, rng), rng)
+            state, belief = sample_step(world, state, belief, chooser(belief, rng), rng)
             if belief is None or len(found) >= count:
                 break
             found.append(belief)
@@ -128,7 +128,7 @@ def every_action(world: Model, rng: np.random.Generator, beliefs: np.ndarray, co
     found = []
     for b in rng.choice(len(beliefs), size=min(len(beliefs), max(1, count // A)), replace=False):
         for a in range(A):
-            _, after = _step(world, int(rng.choice(S, p=beliefs[b])), beliefs[b], a, rng)
+            _, after = sample_step(world, int(rng.choice(S, p=beliefs[b])), beliefs[b], a, rng)
             if after is not None:
                 found.append(after)
     return found

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import logging
 
-import numpy as np
 import pytest
 
 import fsc
@@ -14,17 +13,11 @@ from fsc.cli import main
 from fsc.pool import executor
 from fsc.solver import Portfolio
 from fsc.solver.parallel import _restart, restart_seed
+from tests.fsc.test_solve import small_world
 
 
 def world_of(seed: int, S: int = 5, A: int = 3, O: int = 3) -> fsc.POMDP:
-    rng = np.random.default_rng(seed)
-    return fsc.POMDP(
-        transition=rng.dirichlet(np.ones(S) * 0.5, size=(S, A)),
-        observation=rng.dirichlet(np.ones(O), size=(A, S)),
-        reward=np.broadcast_to(rng.normal(size=(S, A, 1, 1)), (S, A, S, O)).copy(),
-        initial=rng.dirichlet(np.ones(S)),
-        discount=0.9,
-    )
+    return small_world(seed, S=S, A=A, O=O)
 
 
 def bits(solution) -> tuple:
