@@ -30,7 +30,6 @@ from typing import TYPE_CHECKING
 import attrs
 import numpy as np
 import scipy.sparse as sp
-import scipy.sparse.csgraph as csgraph
 
 from fsc.errors import InputError
 from fsc.model.architecture import MemoryArchitecture, readonly, successor_classes  # successor_classes: exported here as it was
@@ -440,6 +439,8 @@ def _after_choice_entries(chain: JointChain, class_of: np.ndarray, Q: int) -> tu
 
 def _upstream_of_cycles(graph: sp.csr_matrix) -> np.ndarray:
     """The nodes of a directed graph that no cycle reaches, in an order where every edge between them goes forward."""
+    import scipy.sparse.csgraph as csgraph  # here, not at the top: its import costs evaluate, draw and train a tenth of a second
+
     count, label = csgraph.connected_components(graph, directed=True, connection="strong")
     on_cycle = (np.bincount(label, minlength=count)[label] > 1) | (graph.diagonal() != 0)
     reached = on_cycle.copy()  # the cycles and all they lead to
