@@ -67,6 +67,11 @@ def run_paynt(path: Path, memory: int, seconds: float) -> dict:
     """PAYNT on a copy of ``path`` (with ``start: uniform`` if it has no start line)."""
     binary = shutil.which("paynt") or str(Path(os.sys.executable).parent / "paynt")
     with tempfile.TemporaryDirectory() as folder:
+        if path.suffix.lower() == ".pomdpx":  # PAYNT reads Cassandra's format only: give it the file's .POMDP twin
+            from fsc.io.pomdp_file import write_pomdp
+            from fsc.io.pomdpx import read_pomdpx
+
+            path = write_pomdp(read_pomdpx(path), Path(folder) / f"{path.stem}.POMDP")
         text = path.read_text()
         if not re.search(r"^\s*start", text, re.M):
             text = re.sub(r"^(\s*observations\s*:.*)$", r"\1\nstart: uniform", text, count=1, flags=re.M)
