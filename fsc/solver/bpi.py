@@ -327,10 +327,10 @@ def _undominated(block: np.ndarray) -> np.ndarray:
 
 
 def _node_program(backups: dict, rows: dict, probs: np.ndarray, allowed: np.ndarray, weight: np.ndarray, inside: np.ndarray,
-                  scale: float) -> tuple[dict | None, tuple[int, int, int]]:  # fmt: skip
-    """The rows of one choice that dominate its vector and gain most under ``weight`` (None: no gain), and the
-    program's size ``(rows, columns, nonzeros)``.  ``backups[o]``: ``H_{a, o}`` ``(S, C)``; ``rows[o]``: the node
-    whose row is ``x_o``."""
+                  scale: float, deadline: float = math.inf) -> tuple[dict | None, tuple[int, int, int]]:  # fmt: skip
+    """The rows of one choice that dominate its vector and gain most under ``weight`` (None: no gain, or the program
+    not solved by ``deadline``: HiGHS's time limit), and the program's size ``(rows, columns, nonzeros)``.
+    ``backups[o]``: ``H_{a, o}`` ``(S, C)``; ``rows[o]``: the node whose row is ``x_o``."""
     blocks, columns, base = [], [], 0.0
     for o, H in backups.items():
         block = H[inside] / scale
@@ -346,8 +346,10 @@ def _node_program(backups: dict, rows: dict, probs: np.ndarray, allowed: np.ndar
     dense = np.count_nonzero(matrix)
     upper = sp.csr_matrix(-matrix) if dense < 0.3 * matrix.size else -matrix
     size = (matrix.shape[0] + len(columns), matrix.shape[1], dense + starts[-1])
-    found = linprog(-objective, A_ub=upper, b_ub=-base, A_eq=equal, b_eq=np.ones(len(columns)), bounds=(0, None), method="highs",
-                    options={"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10})  # fmt: skip
+    options = {"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10}
+    if math.isfinite(deadline):  # a degenerate program can take HiGHS minutes
+        options["time_limit"] = max(deadline - time.monotonic(), 1e-3)
+    found = linprog(-objective, A_ub=upper, b_ub=-base, A_eq=equal, b_eq=np.ones(len(columns)), bounds=(0, None), method="highs", options=options)
     if found.status != 0:
         return None, size
     parts = [np.maximum(found.x[starts[j] : starts[j + 1]], 0.0) for j in range(len(columns))]
@@ -384,7 +386,7 @@ def sweep(tables: _Tables, values: Values, probs: np.ndarray, deadline: float = 
         for c in order[action[order] == a]:
             if time.monotonic() >= deadline:
                 break
-            programs.append(_improve(tables, backups, int(c), probs, new, chosen[:, c]))
+            programs.append(_improve(tables, backups, int(c), probs, new, chosen[:, c], deadline))
     at_start = tables.initial @ W
     for n in np.flatnonzero(arch.reset_mask):
         scores = np.where(arch.allowed[n], at_start, -np.inf)
@@ -394,12 +396,13 @@ def sweep(tables: _Tables, values: Values, probs: np.ndarray, deadline: float = 
     return new, programs
 
 
-def _improve(tables: _Tables, backups: dict, c: int, probs: np.ndarray, new: np.ndarray, visits: np.ndarray) -> Program:
-    """Choice ``c``'s program (:func:`_node_program`), its rows written into ``new`` when it gains."""
+def _improve(tables: _Tables, backups: dict, c: int, probs: np.ndarray, new: np.ndarray, visits: np.ndarray,
+             deadline: float = math.inf) -> Program:  # fmt: skip
+    """Choice ``c``'s program (:func:`_node_program`, solved by ``deadline``), its rows written into ``new`` when it gains."""
     clock = time.monotonic()
     rows = {o: tables.successor[c, o] for o in backups}
     allowed = tables.evaluator.architecture.allowed
-    found, size = _node_program(backups, rows, probs, allowed, _weights(visits, tables.inside), tables.inside, tables.scale)
+    found, size = _node_program(backups, rows, probs, allowed, _weights(visits, tables.inside), tables.inside, tables.scale, deadline)
     gain = 0.0
     if found is not None:
         for n, row in found.items():

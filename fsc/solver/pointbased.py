@@ -322,11 +322,14 @@ class Search:
 
     def controller(self, objective: Objective, deadline: float = math.inf) -> Policy | None:
         """The policy graph on the objective's ``RAM(K)`` (:meth:`graph` of ``K`` memories), as a deterministic
-        policy; None when the search has not moved since the last call with this objective (it had it then)."""
+        policy; None when the search has not moved since the last call with this objective (it had it then).  Its
+        own size alone (not the smaller ones' graphs, each a compression as costly): the portfolio starts a size from
+        the best of the smaller one."""
         if self._offered.get(objective) == self.stages:
             return None
         self._offered[objective] = self.stages
-        return as_policy(self.graph(objective.architecture.M, deadline), objective.architecture)
+        full, M = self.graph(None, deadline), objective.architecture.M
+        return as_policy(full if fits(full, M) else compress(self.world, full, M), objective.architecture)
 
 
 _SEARCHES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()

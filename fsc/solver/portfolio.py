@@ -4,8 +4,8 @@ controller its methods reach within a budget; :func:`solve` is the shorthand.
 The portfolio runs rounds.  A round starts from the best controller so far, from a fresh random one, or
 (first) from the start it was given, and passes it through the methods in turn (each a
 :class:`fsc.solver.methods.Method`, each from the previous one's result, each for at most ``steps`` steps and
-an equal share of the time left); whatever beats the best so far by exact value becomes the best, credited
-to the method that returned it.  A round that ends at a controller collecting no reward
+a share of the time left in proportion to its recent gains per second, :class:`_Credit`); whatever beats the
+best so far by exact value becomes the best, credited to the method that returned it.  A round that ends at a controller collecting no reward
 (:meth:`fsc.objective.Objective.flat`) is followed by the continuation of :class:`fsc.solver.methods.Shaped`.
 
 On ``RAM(M)`` it grows the memory: it first solves ``RAM(M // 2^k)``, ..., ``RAM(M // 2)`` for a share of
@@ -43,6 +43,13 @@ from fsc.solver.solution import Solution
 from fsc.solver.starts import can_embed, random_start, split
 
 __all__ = ["Portfolio", "solve"]
+
+#: The weight of a method's share of a round when it gained least, relative to the method that gained most per second
+#: (:class:`_Credit`): every method keeps at least this much of an equal share's weight.
+FLOOR = 0.4
+
+#: What a method's record of gains and seconds keeps of its earlier rounds at each new one (:class:`_Credit`).
+DECAY = 0.5
 
 #: A set-up that cannot be cut is skipped when this many of its estimated seconds (the set-up with one evaluation,
 #: :func:`fsc.engines.registry.price`) do not fit the time left: the set-up, the evaluation a size times, the final one.
@@ -216,6 +223,33 @@ def _ladder(arch: MemoryArchitecture, start: Policy | None) -> list[MemoryArchit
     return [RAM(m, arms=arch.arms, observations=arch.observations) if m != arch.M else arch for m in sizes]
 
 
+class _Credit:
+    """Each method's recent gains per second (a bandit over the methods of a round): the value it added to the
+    controller it was handed and the seconds it took, summed over its rounds with the earlier ones weighted by
+    :data:`DECAY`, on every size of the ladder (a method that pays on a smaller size is expected to pay on the next).
+    A round gives its methods shares of its time in proportion to :meth:`weights`, each at most an equal share (so
+    a method that gained little leaves its time to the methods after it); the shares only set deadlines, so with
+    time to spare (``rounds``) the result does not depend on them."""
+
+    def __init__(self, count: int):
+        self.gain, self.seconds = np.zeros(count), np.zeros(count)
+
+    def record(self, index: int, gain: float, seconds: float) -> None:
+        """Method ``index`` added ``gain`` (never negative: a method never returns worse) in ``seconds``."""
+        self.gain[index] = DECAY * self.gain[index] + max(gain, 0.0)
+        self.seconds[index] = DECAY * self.seconds[index] + max(seconds, 0.0)
+
+    def weights(self) -> np.ndarray:
+        """Each method's weight in a round's shares: 1 for a method not yet run and for the best gain per second,
+        down to :data:`FLOOR` for no gain; all equal while no method has gained."""
+        ran = self.seconds > 0
+        rate = np.where(ran, self.gain / np.where(ran, self.seconds, 1.0), 0.0)
+        top = rate.max(initial=0.0)
+        if not top > 0:
+            return np.ones(len(rate))
+        return np.where(ran, FLOOR + (1.0 - FLOOR) * rate / top, 1.0)
+
+
 class _Run:
     """The state of one call of :meth:`Portfolio.solve`: the best so far, the history, the deadline."""
 
@@ -228,6 +262,7 @@ class _Run:
         self.evaluations = 0
         self.final = final  # the objective of the memory asked for, built first (it may be refused)
         self.smaller: Policy | None = None  # the best of the size before, on the ladder
+        self.credit = _Credit(len(solver.methods))  # each method's recent gains per second: its share of a round
 
     def climb(self, arch: MemoryArchitecture, start: Policy | None) -> None:
         """Every size of the ladder in turn, each from the best of the one before; the smaller sizes the deadline leaves
@@ -293,15 +328,23 @@ class _Run:
 
     def round(self, objective: Objective, arch: MemoryArchitecture, n: int, rng: np.random.Generator, stage_deadline: float) -> bool:
         """Round ``n`` on ``arch``: from its start (:meth:`round_start`) through the methods in turn, each for at most
-        an equal share of what is left of the stage, then the continuation from a flat region; True if it found a better controller."""
+        its share of what is left of the stage (in proportion to its weight among the methods still to run,
+        :meth:`_Credit.weights` by recent gains per second, and never above an equal share: a method that gained
+        little leaves time to the ones after it), then the continuation from a flat region; True if it found a
+        better controller."""
         solver = self.solver
         current, improved = self.round_start(arch, n, rng), False
+        value, weights = objective.value_of(current), self.credit.weights()
         for i, method in enumerate(solver.methods):
-            slice_ = (stage_deadline - time.monotonic()) / (len(solver.methods) - i)
+            began = time.monotonic()
+            slice_ = (stage_deadline - began) * min(weights[i] / weights[i:].sum(), 1.0 / (len(weights) - i))  # never above an equal share
             # a method ends when its step in flight does, and values its result once more (offered here): priced as two evaluations
-            ends = time.monotonic() + slice_ - 2 * objective.seconds
+            ends = began + slice_ - 2 * objective.seconds
             current = method.solve(objective, current, Budget(steps=method.steps, deadline=ends), rng)
             improved |= self.offer(objective, current, method.name)
+            after = objective.value_of(current)  # valued by the offer already
+            self.credit.record(i, after - value, time.monotonic() - began)
+            value = after
             if time.monotonic() >= stage_deadline or self.optimal():
                 break
         if objective.flat(self.best[0]) and time.monotonic() < stage_deadline:
