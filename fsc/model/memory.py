@@ -103,7 +103,7 @@ class _MemoryWithLastObservation(_ArmsAndObservations):
         """``(N, C, O)``, read-only: a view of its ``(C, O)`` rows, the same from every node."""
         M, A, O = self.M, self.arms, self.observations
         C = M * A
-        target = (M + np.arange(C, dtype=np.int64)[:, None] * O + np.arange(O, dtype=np.int64)[None, :])
+        target = M + np.arange(C, dtype=np.int64)[:, None] * O + np.arange(O, dtype=np.int64)[None, :]
         return readonly(np.broadcast_to(target, (M + M * A * O, C, O)))
 
     @functools.cached_property
