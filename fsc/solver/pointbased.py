@@ -253,6 +253,7 @@ class Search:
         self.plans, self.ids = Plans(self.actions, world.shape[2]), np.arange(A)
         self.stages, self.since, self.done, self.gain = 0, 0, False, math.inf
         self._graphs: dict[tuple[int, int], PolicyGraph] = {}
+        self._best: dict[int, PolicyGraph] = {}  # memories -> the best graph of that size made at any stage
         self._offered: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # objective -> stages when last offered
 
     def advance(self) -> None:
@@ -298,14 +299,19 @@ class Search:
 
     def graph(self, size: int | None = None, deadline: float = math.inf) -> PolicyGraph:
         """The policy graph of the vectors as they stand (:func:`fsc.solver.graph.closed_graph`); with ``size``, one
-        that fits ``RAM(size)``: itself or compressed (:func:`fsc.solver.graph.compress`), or that of ``size // 2``
-        if better."""
+        that fits ``RAM(size)``: itself or compressed (:func:`fsc.solver.graph.compress`), or the best one made
+        before for this size or a smaller one (:meth:`best`) if better."""
         full = self._graphs.get((self.stages, 0))
         if full is None:
             self._graphs = {key: graph for key, graph in self._graphs.items() if key[0] == self.stages}
             full = closed_graph(self.world, self.vectors, self.actions, self.witness, deadline)
-            if time.monotonic() >= deadline:  # perhaps cut short: not kept for later calls
-                return full if size is None or fits(full, size) else compress(self.world, full, size)
+            if time.monotonic() >= deadline:  # perhaps cut short: not kept for later calls, nor compressed past the deadline
+                if size is None:
+                    return full
+                kept = [graph for memories, graph in self._best.items() if memories <= size]
+                if fits(full, size) or not kept:  # nothing made before fits: compressed all the same
+                    kept.append(full if fits(full, size) else compress(self.world, full, size))
+                return max(kept, key=lambda graph: graph.value)
             if full.value < self.bound - 1e-9 * self.scale:  # the plan of the best vector is worth the bound exactly
                 best = int(self.ids[np.argmax(self.vectors @ self.world.initial)])
                 exact = self.plans.graph(self.world, best, min(PLAN_NODES, PLAN_PAIRS // self.world.shape[0]))
@@ -315,10 +321,15 @@ class Search:
             return full
         if (self.stages, size) not in self._graphs:
             found = full if fits(full, size) else compress(self.world, full, size)
-            # fits too: the value never falls as the memory grows
-            smaller = self.graph(size // 2, deadline) if size > 1 and time.monotonic() < deadline else found
-            self._graphs[self.stages, size] = found if found.value >= smaller.value else smaller
-        return self._graphs[self.stages, size]
+            self._graphs[self.stages, size] = found
+            if size not in self._best or found.value > self._best[size].value:
+                self._best[size] = found
+        return self.best(size)
+
+    def best(self, size: int) -> PolicyGraph:
+        """The best graph made so far (every stage) for ``RAM(size)`` or a smaller RAM, which fits too: the value
+        never falls as the search goes on or the memory grows."""
+        return max((graph for kept, graph in self._best.items() if kept <= size), key=lambda graph: graph.value)
 
     def controller(self, objective: Objective, deadline: float = math.inf) -> Policy | None:
         """The policy graph on the objective's ``RAM(K)`` (:meth:`graph` of ``K`` memories), as a deterministic
