@@ -254,6 +254,8 @@ class Search:
         self.stages, self.since, self.done, self.gain = 0, 0, False, math.inf
         self._graphs: dict[tuple[int, int], PolicyGraph] = {}
         self._best: dict[int, PolicyGraph] = {}  # memories -> the best graph of that size made at any stage
+        self._top: PolicyGraph | None = None  # the best graph of every stage turned into one (uncompressed)
+        self._top_sizes: set[int] = set()  # the memories it has been compressed for
         self._offered: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # objective -> stages when last offered
 
     def advance(self) -> None:
@@ -300,7 +302,8 @@ class Search:
     def graph(self, size: int | None = None, deadline: float = math.inf) -> PolicyGraph:
         """The policy graph of the vectors as they stand (:func:`fsc.solver.graph.closed_graph`); with ``size``, one
         that fits ``RAM(size)``: itself or compressed (:func:`fsc.solver.graph.compress`), or the best one made
-        before for this size or a smaller one (:meth:`best`) if better."""
+        before (:meth:`best`: at an earlier stage, for this size or a smaller one, or compressed from the best graph
+        of an earlier stage) if better."""
         full = self._graphs.get((self.stages, 0))
         if full is None:
             self._graphs = {key: graph for key, graph in self._graphs.items() if key[0] == self.stages}
@@ -317,14 +320,24 @@ class Search:
                 exact = self.plans.graph(self.world, best, min(PLAN_NODES, PLAN_PAIRS // self.world.shape[0]))
                 full = exact if exact is not None and exact.value > full.value else full
             self._graphs[self.stages, 0] = full
+            if self._top is None or full.value > self._top.value:
+                self._top, self._top_sizes = full, set()
         if size is None:
             return full
         if (self.stages, size) not in self._graphs:
-            found = full if fits(full, size) else compress(self.world, full, size)
-            self._graphs[self.stages, size] = found
-            if size not in self._best or found.value > self._best[size].value:
-                self._best[size] = found
+            self._graphs[self.stages, size] = self._keep(size, full)
+        if size not in self._top_sizes and time.monotonic() < deadline:  # the best graph of the stages before, compressed for this size too
+            self._keep(size, self._top)
         return self.best(size)
+
+    def _keep(self, size: int, graph: PolicyGraph) -> PolicyGraph:
+        """``graph`` fitted to ``RAM(size)`` (itself or compressed), kept as :meth:`best` if better than those before."""
+        found = graph if fits(graph, size) else compress(self.world, graph, size)
+        if size not in self._best or found.value > self._best[size].value:
+            self._best[size] = found
+        if graph is self._top:
+            self._top_sizes.add(size)
+        return found
 
     def best(self, size: int) -> PolicyGraph:
         """The best graph made so far (every stage) for ``RAM(size)`` or a smaller RAM, which fits too: the value
