@@ -31,7 +31,7 @@ from fsc.model.policy import Policy
 
 __all__ = ["Model", "PolicyGraph", "as_policy", "closed_graph", "compress", "evaluate_graph", "merge", "minimal", "minimise", "occupancy", "reachable"]
 
-#: :func:`merge` chooses each merge among a dozen, valued by a few sweeps each, for a graph that needs at most ``MERGES`` merges
+#: :func:`merge` chooses each merge among six, valued by a few sweeps each, for a graph that needs at most ``MERGES`` merges
 #: to fit, others it merges by an estimate first; :func:`compress` merges graphs of at most ``MERGE_PAIRS`` pairs
 #: (node, state) and only covers larger ones (RockSample[7,8]: 12,800 states).
 MERGES = 8
@@ -363,8 +363,8 @@ def _estimate(model: Model, action: np.ndarray, successor: np.ndarray, initial: 
 
 
 def _estimate_sweeps(discount: float) -> int:
-    """Sweeps after which what a guess misses has shrunk below 1e-3 of itself (``gamma^k <= 1e-3``), at most :data:`SWEEPS`."""
-    return int(min(SWEEPS, max(1, math.ceil(math.log(1e-3) / math.log(max(discount, 1e-300))))))
+    """Sweeps after which what a guess misses has shrunk below 1e-2 of itself (``gamma^k <= 1e-2``), at most :data:`SWEEPS`."""
+    return int(min(SWEEPS, max(1, math.ceil(math.log(1e-2) / math.log(max(discount, 1e-300))))))
 
 
 def _candidates(model: Model, graph: PolicyGraph, memories: int) -> list[tuple[float, int, int]]:
@@ -382,7 +382,7 @@ def _candidates(model: Model, graph: PolicyGraph, memories: int) -> list[tuple[f
     return sorted(candidates)
 
 
-def merge(model: Model, graph: PolicyGraph, memories: int, tries: int = 12) -> PolicyGraph:
+def merge(model: Model, graph: PolicyGraph, memories: int, tries: int = 6) -> PolicyGraph:
     """Merge nodes of the same action until ``graph`` fits ``RAM(memories)``: each time, the merge (every move into
     one node sent to another of its action) that keeps the value highest among the ``tries`` of least estimated
     loss (:func:`_candidates`), each valued by a few sweeps of its fixed point (:func:`_estimate`), the chosen one

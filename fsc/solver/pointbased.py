@@ -302,8 +302,8 @@ class Search:
     def graph(self, size: int | None = None, deadline: float = math.inf) -> PolicyGraph:
         """The policy graph of the vectors as they stand (:func:`fsc.solver.graph.closed_graph`); with ``size``, one
         that fits ``RAM(size)``: itself or compressed (:func:`fsc.solver.graph.compress`), or the best one made
-        before (:meth:`best`: at an earlier stage, for this size or a smaller one, or compressed from the best graph
-        of an earlier stage) if better."""
+        before (:meth:`best`: at an earlier stage, for this size or a smaller one (``size // 2``, ... are made too),
+        or compressed from the best graph of an earlier stage) if better."""
         full = self._graphs.get((self.stages, 0))
         if full is None:
             self._graphs = {key: graph for key, graph in self._graphs.items() if key[0] == self.stages}
@@ -326,6 +326,8 @@ class Search:
             return full
         if (self.stages, size) not in self._graphs:
             self._graphs[self.stages, size] = self._keep(size, full)
+            if size > 1 and time.monotonic() < deadline:  # compressed further, merges drop the nodes that cost most: fits too
+                self.graph(size // 2, deadline)
         if size not in self._top_sizes and time.monotonic() < deadline:  # the best graph of the stages before, compressed for this size too
             self._keep(size, self._top)
         return self.best(size)
