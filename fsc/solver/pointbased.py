@@ -54,6 +54,10 @@ PLAN_PAIRS = 100_000
 #: How many times a search settled on a full belief set starts again on a fresh one (its vectors kept).
 REFRESHES = 8
 
+#: A memory that has a graph gets a new one (:meth:`Search.controller`) once the stages have grown by this factor
+#: since the last graph was made: graphs at stages 10, 15, 23, 35, ..., not after every round's few stages.
+GRAPH_GROWTH = 1.5
+
 #: Perseus stages after which the belief set grows even if the values still move.
 STAGES_PER_EXPANSION = 50
 
@@ -256,6 +260,7 @@ class Search:
         self._best: dict[int, PolicyGraph] = {}  # memories -> the best graph of that size made at any stage
         self._top: PolicyGraph | None = None  # the best graph of every stage turned into one (uncompressed)
         self._top_sizes: set[int] = set()  # the memories it has been compressed for
+        self._made = 0  # the stage of the last graph made
         self._offered: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # objective -> stages when last offered
 
     def advance(self) -> None:
@@ -320,6 +325,7 @@ class Search:
                 exact = self.plans.graph(self.world, best, min(PLAN_NODES, PLAN_PAIRS // self.world.shape[0]))
                 full = exact if exact is not None and exact.value > full.value else full
             self._graphs[self.stages, 0] = full
+            self._made = self.stages
             if self._top is None or full.value > self._top.value:
                 self._top, self._top_sizes = full, set()
         if size is None:
@@ -348,11 +354,16 @@ class Search:
 
     def controller(self, objective: Objective, deadline: float = math.inf) -> Policy | None:
         """The policy graph on the objective's ``RAM(K)`` (:meth:`graph` of ``K`` memories), as a deterministic
-        policy; None when the search has not moved since the last call with this objective (it had it then)."""
+        policy; None when the search has not moved since the last call with this objective (it had it then), or
+        when a graph for ``K`` exists and the stages have not grown by :data:`GRAPH_GROWTH` since the last graph
+        was made (a graph and its compressions cost more than many stages: Tag's ram:8, 10 s against 25 stages)."""
+        memories = objective.architecture.M
         if self._offered.get(objective) == self.stages:
             return None
+        if memories in self._best and self.stages < GRAPH_GROWTH * self._made:
+            return None
         self._offered[objective] = self.stages
-        return as_policy(self.graph(objective.architecture.M, deadline), objective.architecture)
+        return as_policy(self.graph(memories, deadline), objective.architecture)
 
 
 _SEARCHES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
