@@ -61,8 +61,10 @@ class _MemoryWithLastObservation(_ArmsAndObservations):
     observations: int
 
     def __attrs_post_init__(self) -> None:
-        name = f"{type(self).__name__.lower()}:{self.M}"
-        check_table_entries(name, self.M * (1 + self.arms * self.observations), self.M * self.arms, self.observations)
+        # What every engine holds: the policy's node x choice table.  The next-node table is a view of its
+        # (choice, observation) rows (:attr:`next_node`), never ``N x C x O`` entries; an engine that expands it
+        # (the joint chain's build) prices that itself (:mod:`fsc.engines.cost`).
+        check_table_entries(f"{type(self).__name__.lower()}:{self.M}", self.M * (1 + self.arms * self.observations), self.M * self.arms)
 
     @functools.cached_property
     def memory_and_arm(self) -> tuple[np.ndarray, np.ndarray]:
@@ -98,10 +100,11 @@ class _MemoryWithLastObservation(_ArmsAndObservations):
 
     @functools.cached_property
     def next_node(self) -> np.ndarray:
+        """``(N, C, O)``, read-only: a view of its ``(C, O)`` rows, the same from every node."""
         M, A, O = self.M, self.arms, self.observations
         C = M * A
-        target = M + np.arange(C)[:, None] * O + np.arange(O)[None, :]
-        return readonly(np.broadcast_to(target, (M + M * A * O, C, O)).astype(np.int64))
+        target = M + np.arange(C, dtype=np.int64)[:, None] * O + np.arange(O, dtype=np.int64)[None, :]
+        return readonly(np.broadcast_to(target, (M + M * A * O, C, O)))
 
     @functools.cached_property
     def choice_action(self) -> np.ndarray:

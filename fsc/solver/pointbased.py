@@ -54,6 +54,10 @@ PLAN_PAIRS = 100_000
 #: How many times a search settled on a full belief set starts again on a fresh one (its vectors kept).
 REFRESHES = 8
 
+#: A memory that has a graph gets a new one (:meth:`Search.controller`) once the stages have grown by this factor
+#: since the last graph was made: graphs at stages 10, 15, 23, 35, ..., not after every round's few stages.
+GRAPH_GROWTH = 1.5
+
 #: Perseus stages after which the belief set grows even if the values still move.
 STAGES_PER_EXPANSION = 50
 
@@ -253,6 +257,10 @@ class Search:
         self.plans, self.ids = Plans(self.actions, world.shape[2]), np.arange(A)
         self.stages, self.since, self.done, self.gain = 0, 0, False, math.inf
         self._graphs: dict[tuple[int, int], PolicyGraph] = {}
+        self._best: dict[int, PolicyGraph] = {}  # memories -> the best graph of that size made at any stage
+        self._top: PolicyGraph | None = None  # the best graph of every stage turned into one (uncompressed)
+        self._top_sizes: set[int] = set()  # the memories it has been compressed for
+        self._made = 0  # the stage of the last graph made
         self._offered: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # objective -> stages when last offered
 
     def advance(self) -> None:
@@ -298,38 +306,64 @@ class Search:
 
     def graph(self, size: int | None = None, deadline: float = math.inf) -> PolicyGraph:
         """The policy graph of the vectors as they stand (:func:`fsc.solver.graph.closed_graph`); with ``size``, one
-        that fits ``RAM(size)``: itself or compressed (:func:`fsc.solver.graph.compress`), or that of ``size // 2``
-        if better."""
+        that fits ``RAM(size)``: itself or compressed (:func:`fsc.solver.graph.compress`), or the best one made
+        before (:meth:`best`: at an earlier stage, for this size or a smaller one (``size // 2``, ... are made too),
+        or compressed from the best graph of an earlier stage) if better."""
         full = self._graphs.get((self.stages, 0))
         if full is None:
             self._graphs = {key: graph for key, graph in self._graphs.items() if key[0] == self.stages}
             full = closed_graph(self.world, self.vectors, self.actions, self.witness, deadline)
-            if time.monotonic() >= deadline:  # perhaps cut short: not kept for later calls
-                return full if size is None or fits(full, size) else compress(self.world, full, size)
+            if time.monotonic() >= deadline:  # perhaps cut short: not kept for later calls, nor compressed past the deadline
+                if size is None:
+                    return full
+                kept = [graph for memories, graph in self._best.items() if memories <= size]
+                if fits(full, size) or not kept:  # nothing made before fits: compressed all the same
+                    kept.append(full if fits(full, size) else compress(self.world, full, size))
+                return max(kept, key=lambda graph: graph.value)
             if full.value < self.bound - 1e-9 * self.scale:  # the plan of the best vector is worth the bound exactly
                 best = int(self.ids[np.argmax(self.vectors @ self.world.initial)])
                 exact = self.plans.graph(self.world, best, min(PLAN_NODES, PLAN_PAIRS // self.world.shape[0]))
                 full = exact if exact is not None and exact.value > full.value else full
             self._graphs[self.stages, 0] = full
+            self._made = self.stages
+            if self._top is None or full.value > self._top.value:
+                self._top, self._top_sizes = full, set()
         if size is None:
             return full
         if (self.stages, size) not in self._graphs:
-            found = full if fits(full, size) else compress(self.world, full, size)
-            # fits too: the value never falls as the memory grows
-            smaller = self.graph(size // 2, deadline) if size > 1 and time.monotonic() < deadline else found
-            self._graphs[self.stages, size] = found if found.value >= smaller.value else smaller
-        return self._graphs[self.stages, size]
+            self._graphs[self.stages, size] = self._keep(size, full)
+            if size > 1 and time.monotonic() < deadline:  # compressed further, merges drop the nodes that cost most: fits too
+                self.graph(size // 2, deadline)
+        if size not in self._top_sizes and time.monotonic() < deadline:  # the best graph of the stages before, compressed for this size too
+            self._keep(size, self._top)
+        return self.best(size)
+
+    def _keep(self, size: int, graph: PolicyGraph) -> PolicyGraph:
+        """``graph`` fitted to ``RAM(size)`` (itself or compressed), kept as :meth:`best` if better than those before."""
+        found = graph if fits(graph, size) else compress(self.world, graph, size)
+        if size not in self._best or found.value > self._best[size].value:
+            self._best[size] = found
+        if graph is self._top:
+            self._top_sizes.add(size)
+        return found
+
+    def best(self, size: int) -> PolicyGraph:
+        """The best graph made so far (every stage) for ``RAM(size)`` or a smaller RAM, which fits too: the value
+        never falls as the search goes on or the memory grows."""
+        return max((graph for kept, graph in self._best.items() if kept <= size), key=lambda graph: graph.value)
 
     def controller(self, objective: Objective, deadline: float = math.inf) -> Policy | None:
         """The policy graph on the objective's ``RAM(K)`` (:meth:`graph` of ``K`` memories), as a deterministic
-        policy; None when the search has not moved since the last call with this objective (it had it then).  Its
-        own size alone (not the smaller ones' graphs, each a compression as costly): the portfolio starts a size from
-        the best of the smaller one."""
+        policy; None when the search has not moved since the last call with this objective (it had it then), or
+        when a graph for ``K`` exists and the stages have not grown by :data:`GRAPH_GROWTH` since the last graph
+        was made (a graph and its compressions cost more than many stages: Tag's ram:8, 10 s against 25 stages)."""
+        memories = objective.architecture.M
         if self._offered.get(objective) == self.stages:
             return None
+        if memories in self._best and self.stages < GRAPH_GROWTH * self._made:
+            return None
         self._offered[objective] = self.stages
-        full, M = self.graph(None, deadline), objective.architecture.M
-        return as_policy(full if fits(full, M) else compress(self.world, full, M), objective.architecture)
+        return as_policy(self.graph(memories, deadline), objective.architecture)
 
 
 _SEARCHES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()

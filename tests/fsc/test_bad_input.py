@@ -146,7 +146,7 @@ CASES = [
     ("simulate-long-episodes", lambda: fsc.simulate(WORLD, fsc.Policy.uniform(RAM2), reset=1e-9), ValueError,
      r"simulate would take about 2.56e\+11 steps .* over the limit of 1e\+10"),
     ("simulate-steps-huge", lambda: fsc.simulate(WORLD, fsc.Policy.uniform(RAM2), reset=0.5, steps=10**20), ValueError, "over the limit"),
-    ("ram-observations", lambda: fsc.RAM(2, observations=60_000), ValueError, r"x 60,000 observations = 57,600,480,000 table entries"),
+    ("ram-table", lambda: fsc.RAM(2000, observations=10), ValueError, r"ram:2000 would have 42,000 nodes x 4,000 choices = 168,000,000 table entries"),
     ("memento-observations", lambda: fsc.Memento(1, arms=300, observations=300), ValueError, r"memento:1 would have 90,001 nodes x 300 choices"),
     ("ram-huge-count", lambda: fsc.RAM(10**100), ValueError, r"about 10\^100 nodes"),
     ("parse-long", lambda: fsc.parse_memory("ram:" + "x" * 10**6), ValueError, r"\.\.\. \(1,000,006 characters\)"),

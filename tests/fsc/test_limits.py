@@ -15,7 +15,7 @@ from fsc.cli import main
         (lambda: fsc.Memento(40), r"memento:40 would have 1,611,901,092,819,505,566,274,901 nodes \(estimate\), over the limit of 4,194,304"),
         (lambda: fsc.Memento(16), r"memento:16 would have 5,726,623,061 nodes"),
         (lambda: fsc.Memento(12), r"memento:12 would have 22,369,621 nodes"),
-        (lambda: fsc.RAM(100_000), r"ram:100000 would have 500,000 nodes x 200,000 choices x 2 observations = 200,000,000,000 table entries"),
+        (lambda: fsc.RAM(100_000), r"ram:100000 would have 500,000 nodes x 200,000 choices = 100,000,000,000 table entries"),
         (lambda: fsc.Column(10**20), r"column:100000000000000000000 would have 500,000,000,000,000,000,000 nodes"),
     ],
 )

@@ -1,0 +1,46 @@
+"""The point-based search keeps the best graph it has made for each memory: what it offers never falls as the
+search goes on or the memory grows, and each graph's value is the framework's exact value of its controller."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import fsc
+from fsc.io.pomdpx import parse_pomdpx
+from fsc.solver.graph import _estimate, _merged, as_policy, evaluate_graph, fits, merge
+from fsc.solver.pointbased import Search
+from tests.fsc.rocksample_pomdpx import rocksample_pomdpx
+from tests.fsc.test_pointbased import hand_plan, rocksample_model
+
+
+def test_the_graph_offered_for_a_memory_never_falls_as_the_search_goes_on_or_the_memory_grows():
+    world = rocksample_model(3, 2)
+    pomdp = parse_pomdpx(rocksample_pomdpx(3, 2))
+    search = Search(world, 200, np.random.default_rng(1))
+    offered = {1: -np.inf, 2: -np.inf, 4: -np.inf}
+    while not search.done and search.stages < 40:
+        search.advance()
+        if search.stages % 5:
+            continue
+        for memories in (1, 2, 4):
+            graph = search.graph(memories)
+            assert fits(graph, memories)
+            assert graph.value >= offered[memories] - 1e-12  # never below what this memory was offered before
+            assert graph.value >= offered.get(memories // 2, -np.inf) - 1e-12  # nor below a smaller memory's
+            offered[memories] = graph.value
+    for memories, value in offered.items():  # the values are the framework's own, on the RAM asked for
+        policy = as_policy(search.best(memories), fsc.RAM(memories, arms=7, observations=30))
+        assert float(fsc.evaluate(pomdp, policy, reset=0.05).value) == pytest.approx(value, abs=1e-9)
+
+
+def test_a_merge_ranked_by_estimate_is_evaluated_exactly_and_the_estimate_nears_the_exact_value():
+    world = rocksample_model(3, 2)
+    graph = evaluate_graph(world, *hand_plan(), initial=0)
+    merged = merge(world, graph, 1)
+    again = evaluate_graph(world, merged.action, merged.successor, initial=merged.initial)
+    assert merged.value == pytest.approx(again.value, abs=1e-12)
+    # one merge's estimate (a few sweeps from the old values) against its exact value: within 1e-2 of what changed
+    action, successor, initial, guess = _merged(world, graph, 5, 6)  # the two east nodes: moves into the last go to the other
+    exact = evaluate_graph(world, action, successor, initial=initial).value
+    assert _estimate(world, action, successor, initial, guess) == pytest.approx(exact, abs=1e-2 * max(1.0, abs(exact - graph.value)))
