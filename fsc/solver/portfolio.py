@@ -338,8 +338,10 @@ class _Run:
         for i, method in enumerate(solver.methods):
             began = time.monotonic()
             slice_ = (stage_deadline - began) * min(weights[i] / weights[i:].sum(), 1.0 / (len(weights) - i))  # never above an equal share
-            # a method ends when its step in flight does, and values its result once more (offered here): priced as two evaluations
-            ends = began + slice_ - 2 * objective.seconds
+            # a method ends when its step in flight does, and values its result once more (offered here): priced as two
+            # evaluations, but never more than half its slice (a slice shorter than that would be none at all: on Tag,
+            # whose evaluations take seconds, the point-based search, which evaluates nothing, then never ran)
+            ends = began + max(slice_ - 2 * objective.seconds, 0.5 * slice_)
             current = method.solve(objective, current, Budget(steps=method.steps, deadline=ends), rng)
             improved |= self.offer(objective, current, method.name)
             after = objective.value_of(current)  # valued by the offer already

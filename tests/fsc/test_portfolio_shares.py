@@ -87,3 +87,18 @@ def test_a_method_that_gained_gets_no_more_than_an_equal_share():
     assert len(gainer.seen) == 2 and len(idle.seen) == 2
     for k in range(2):
         assert abs(gainer.seen[k] / idle.seen[k] - 0.5) < 0.02
+
+
+def test_a_slice_shorter_than_two_evaluations_still_gives_the_method_half_of_it(monkeypatch):
+    """Each method's slice is cut by two evaluations (its step in flight, the offer of its result), but never below
+    half of it.  Evaluations priced at 10 s in a 60 s budget: the stage keeps 60 - 2 * 10 = 40 s for the final
+    evaluation's sake, the first of two methods a slice of 20 s, which two evaluations would cut to nothing; it gets
+    10 s (a method that evaluates nothing, such as the point-based search, would otherwise never run on a world of
+    slow evaluations).  The methods return at once."""
+    monkeypatch.setattr(fsc.Objective, "seconds", property(lambda self: 10.0))
+    tiger = tasks.Tiger()
+    arch = fsc.model.memory.RAM(1, arms=3, observations=2)
+    first, second = _Timed(), _Timed()
+    Portfolio(seconds=60, seed=0, rounds=1, methods=(first, second)).solve(tiger, arch)
+    assert len(first.seen) == 1 and len(second.seen) == 1
+    assert 9.0 < first.seen[0] <= 10.0
