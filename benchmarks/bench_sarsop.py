@@ -152,7 +152,13 @@ def run_paynt(path: Path, memory: str, budget: float) -> dict:
 
     cpu = children_cpu()
     found = paynt(path, int(memory.split(":")[1]), budget)
-    return {"value": found["value"], "wall_seconds": found["seconds"], "cpu_seconds": children_cpu() - cpu}
+    return {
+        "value": found["value"],
+        "wall_seconds": found["seconds"],
+        "cpu_seconds": children_cpu() - cpu,
+        **({"twin": True} if found.get("twin") else {}),
+        **({"tail": found["tail"]} if found["value"] is None else {}),
+    }
 
 
 # ---------------------------------------------------------------------------------------------------- the sides

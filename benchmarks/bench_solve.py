@@ -64,22 +64,32 @@ def run_ours(world, memory: int, method: str, seconds: float, seed: int, start, 
 
 
 def run_paynt(path: Path, memory: int, seconds: float) -> dict:
-    """PAYNT on a copy of ``path`` (with ``start: uniform`` if it has no start line)."""
+    """PAYNT on a copy of ``path`` (with ``start: uniform`` if it has no start line); on the file's ``.POMDP`` twin
+    written by fsc (the same world in plain Cassandra format) when PAYNT cannot read the file itself (POMDPX; the
+    layouts its parser refuses as "unknown format": machine, RockSample, Tag)."""
     binary = shutil.which("paynt") or str(Path(os.sys.executable).parent / "paynt")
-    with tempfile.TemporaryDirectory() as folder:
-        if path.suffix.lower() == ".pomdpx":  # PAYNT reads Cassandra's format only: give it the file's .POMDP twin
-            from fsc.io.pomdp_file import write_pomdp
-            from fsc.io.pomdpx import read_pomdpx
+    found = None if path.suffix.lower() == ".pomdpx" else _paynt_on(binary, path.read_text(), path.name, memory, seconds)
+    if found is None or "unknown format of input file" in found.pop("log"):
+        from fsc.io.pomdp_file import format_pomdp
+        from fsc.io.pomdpx import read_pomdpx
 
-            path = write_pomdp(read_pomdpx(path), Path(folder) / f"{path.stem}.POMDP")
-        text = path.read_text()
+        world = read_pomdpx(path) if path.suffix.lower() == ".pomdpx" else fsc.read_pomdp(path)
+        found = _paynt_on(binary, format_pomdp(world), f"{path.stem}.POMDP", memory, seconds)
+        found.pop("log")
+        found["twin"] = True
+    return found
+
+
+def _paynt_on(binary: str, text: str, name: str, memory: int, seconds: float) -> dict:
+    """PAYNT on ``text`` written as ``name`` in a folder of its own: its value, seconds, explored share and log."""
+    with tempfile.TemporaryDirectory() as folder:
         if not re.search(r"^\s*start", text, re.M):
             text = re.sub(r"^(\s*observations\s*:.*)$", r"\1\nstart: uniform", text, count=1, flags=re.M)
-        (Path(folder) / path.name).write_text(text)
+        (Path(folder) / name).write_text(text)
         clock = time.monotonic()
         try:
             done = subprocess.run(
-                [binary, folder, "--sketch", path.name, "--fsc-memory-size", str(memory), "--timeout", str(int(seconds))],
+                [binary, folder, "--sketch", name, "--fsc-memory-size", str(memory), "--timeout", str(int(seconds))],
                 capture_output=True, text=True, timeout=seconds * 3 + 60,
             )  # fmt: skip
             log = done.stdout + done.stderr
@@ -89,7 +99,7 @@ def run_paynt(path: Path, memory: int, seconds: float) -> dict:
     found = re.findall(r"optimum:\s*(-?[\d.eE+-]+)", log) or re.findall(r"value\s*=?\s*(-?[\d.eE+-]+)", log)
     explored = re.findall(r"explored:\s*([\d.]+)\s*%", log)
     return {
-        "value": float(found[-1]) if found else None, "seconds": elapsed,
+        "value": float(found[-1]) if found else None, "seconds": elapsed, "log": log,
         "explored": float(explored[-1]) if explored else None, "tail": log.strip().splitlines()[-1:] if not found else [],
     }  # fmt: skip
 
