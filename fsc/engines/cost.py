@@ -61,12 +61,17 @@ CHAIN_SECONDS_PER_CELL = 3e-8
 CHAIN_BYTES_PER_CELL = 24
 LARGE_SECONDS_PER_NONZERO = 5e-7
 #: Seconds per floating-point operation of a dense LU or of a sparse one (a factor with ``F`` nonzeros over
-#: ``Y`` columns takes about ``F^2 / Y`` operations), and per nonzero of a sparse matrix touched once.
+#: ``Y`` columns takes about ``F^2 / Y`` operations: measured 1.1e-10 to 2.3e-10 s on the large engine's factors of
+#: random sparse worlds and Tag, ``benchmarks/bench_budgets.py fill``), and per nonzero of a sparse matrix touched once.
 DENSE_SECONDS_PER_FLOP = 1e-9
-SPARSE_SECONDS_PER_FLOP = 3e-10
+SPARSE_SECONDS_PER_FLOP = 1.2e-10
 SPARSE_SECONDS_PER_NONZERO = 1e-7
 #: Products with ``B`` (and solves with its incomplete LU) a GMRES solve of the large engine takes, for the estimate.
 KRYLOV_PRODUCTS = 100
+#: The large engine takes GMRES over a complete LU that fits only when the LU is estimated this many times slower:
+#: GMRES converges fast on worlds that mix fast (random sparse ones, where the LU fills in), slowly where the LU is
+#: cheap (Tag with ``ram:8``: the LU in 25 s, GMRES not done in 190 s).
+KRYLOV_MARGIN = 10
 #: Above this many nonzeros of the joint chain, ``auto`` runs the large-world engine (when the architecture
 #: has classes of choices): building the chain's list would take longer than the whole large-world
 #: evaluation (benchmarks/bench_large.py).
@@ -226,10 +231,9 @@ def krylov_seconds(nonzeros: int, states: int) -> float:
 
 def complete_lu(fill: int, states: int, nonzeros: int, *, timed: bool = True) -> bool:
     """Whether the large engine factors ``B`` completely (else GMRES on an incomplete LU): when the factors fit the
-    memory and (``timed``: the fill was measured, :func:`state_fill`) are estimated no slower than GMRES, or under a
-    second."""
-    seconds = lu_seconds(fill, states, nonzeros)
-    return factor_fits(fill) and (not timed or seconds <= 1.0 or seconds <= krylov_seconds(nonzeros, states))
+    memory and (``timed``: the fill was measured, :func:`state_fill`) are estimated under :data:`KRYLOV_MARGIN` times
+    GMRES's seconds."""
+    return factor_fits(fill) and (not timed or lu_seconds(fill, states, nonzeros) <= KRYLOV_MARGIN * krylov_seconds(nonzeros, states))
 
 
 #: The state-level fill measured per world (:func:`state_fill`).

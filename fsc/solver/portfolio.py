@@ -35,7 +35,7 @@ from fsc.model.policy import Policy
 from fsc.model.pomdp import POMDP, Task, as_pomdp
 from fsc.objective import Objective
 from fsc.solver.bound import uniform_value, upper_bound
-from fsc.solver.graph import as_policy
+from fsc.solver.graph import as_policy, until
 from fsc.solver.methods import METHODS, Budget, Method, PointBased, Shaped
 from fsc.solver.parallel import check_scheduler, solve_parallel
 from fsc.solver.pointbased import Search, forget, model
@@ -156,7 +156,8 @@ class Portfolio:
             deadline.note("set-up")
         bound = upper_bound(world, 1 - r, seconds=min(0.1 * deadline.remaining(), 10.0), deadline=deadline)
         run = _Run(self, world, r, deadline, progress, bound, final)
-        run.climb(arch, start)
+        with until(deadline.end):  # a policy graph still evaluated at the deadline is dropped, not waited for
+            run.climb(arch, start)
         value, policy, method = run.best
         if policy.architecture != arch:  # the time ran out on a smaller size: its best, split (the same value)
             policy = split(policy, arch, np.random.default_rng([self.seed, 1 << 21]))
@@ -190,22 +191,34 @@ def _unevaluated(solver: Portfolio, world, arch: MemoryArchitecture, reset: floa
 
 
 def _graph_within(world, arch: MemoryArchitecture, reset: float, deadline: Deadline, solver: Portfolio):
-    """The point-based search's policy graph on ``RAM(M)`` after as many stages as fit the deadline (its ``steps``
-    at most), or None: another memory, no point-based method, or no time for the search's start."""
+    """The best policy graph on ``RAM(M)`` the point-based search gives within the deadline (its ``steps`` stages at
+    most), or None: another memory, no point-based method, or no time for the search's start or a graph.  Stages run
+    until three quarters of what is left remain for the first graph (a graph early, and its price), then until twice
+    the last graph's time (per vector) remains; a graph whose evaluation does not end in time is dropped (:func:`fsc.solver.graph.until`)."""
     method = next((m for m in solver.methods if isinstance(m, PointBased)), None)
     if type(arch) is not RAM or method is None or deadline.expired():
         return None
-    search, longest = Search(model(world, reset), method.beliefs, np.random.default_rng([solver.seed, 1 << 22])), 0.0
-    for _ in range(method.steps):
-        if search.done or deadline.remaining() < 3 * longest:  # a stage, and the graph after it (priced as one more)
+    search = Search(model(world, reset), method.beliefs, np.random.default_rng([solver.seed, 1 << 22]))
+    best, per_vector, stages = None, None, 0
+    while not deadline.expired():
+        reserve = 0.75 * deadline.remaining() if per_vector is None else 2 * per_vector * len(search.vectors)
+        longest, before = 0.0, stages
+        while stages < method.steps and not search.done and deadline.remaining() > reserve + 2 * longest:
+            stage = time.monotonic()
+            search.advance(deadline.end - reserve)
+            longest, stages = max(longest, time.monotonic() - stage), stages + 1
+        if best is not None and stages == before:
             break
-        stage = time.monotonic()
-        search.advance()
-        longest = max(longest, time.monotonic() - stage)
-    if deadline.remaining() < longest:
-        deadline.note("the point-based search's graph")
-        return None
-    return search.graph(arch.M, deadline.end)
+        clock = time.monotonic()
+        try:
+            with until(deadline.end):
+                graph = search.graph(arch.M, deadline.end)
+        except TimeUp:
+            deadline.note("the point-based search's graph (its evaluation did not end in time)")
+            break
+        per_vector = (time.monotonic() - clock) / max(len(search.vectors), 1)
+        best = graph if best is None or graph.value > best.value else best
+    return best
 
 
 def _ladder(arch: MemoryArchitecture, start: Policy | None) -> list[MemoryArchitecture]:
@@ -300,7 +313,11 @@ class _Run:
             slice_ = (stage_deadline - time.monotonic()) / (len(solver.methods) - i)
             # a method ends when its step in flight does, and values its result once more (offered here): priced as two evaluations
             ends = time.monotonic() + slice_ - 2 * objective.seconds
-            current = method.solve(objective, current, Budget(steps=method.steps, deadline=ends), rng)
+            try:
+                current = method.solve(objective, current, Budget(steps=method.steps, deadline=ends), rng)
+            except TimeUp as cut:  # a policy graph evaluated at the deadline (fsc.solver.graph.until): dropped
+                self.deadline.note(f"{method.name} ({cut.what})")
+                break
             improved |= self.offer(objective, current, method.name)
             if time.monotonic() >= stage_deadline or self.optimal():
                 break
