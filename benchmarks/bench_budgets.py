@@ -10,9 +10,13 @@ Modes (``bench_budgets.py MODE --help`` for each one's options):
   many seconds after the budget has passed, to show where an overrun goes; ``--big`` adds 60 s runs on the
   larger files (TagAvoid, RockSample 5 5 and 7 8).
 - ``engines``: ``auto`` against every engine that can hold the chain, on the files and memories given (default
-  RockSample 5 5 and 7 8, TagAvoid and hallway with ``memento:2`` and ``ram:8``): the first value and gradient of
-  the uniform controller, set-up included, each engine in a process of its own (``bench_evaluate.py files``'
-  cases); ``auto/best`` is auto's seconds over the fastest engine's.
+  RockSample 5 5 and 7 8, TagAvoid and hallway with ``memento:2`` and ``ram:8``), corridors and random sparse worlds
+  (``--corridors``, ``--sparse``): the first value and gradient of the uniform controller, set-up included, each
+  engine in a process of its own (``bench_evaluate.py files``' cases); ``auto/best`` is auto's seconds over the
+  fastest engine's.
+- ``fill``: the large engine's LU fill, ``nnz(L) + nnz(U)`` over ``nnz(B)``, measured (SuperLU as the engine calls
+  it, in a process of its own with ``--timeout``) against :func:`fsc.engines.cost.large_fill`'s estimate and the
+  reverse Cuthill-McKee profile of ``B``, on files, random sparse worlds and corridors.
 
 Usage: ``.venv/bin/python benchmarks/bench_budgets.py solve FOLDER [--budgets 10] [--memory ram:8]``
 """
@@ -115,9 +119,14 @@ def solve(args) -> None:
 
 
 def engines(args) -> None:
-    """``auto`` against every engine, by ``bench_evaluate.py files``' cases."""
-    command = [sys.executable, str(ROOT / "benchmarks" / "bench_evaluate.py"), "files", "--folder", args.folder, "--files", *args.files,
-               "--memories", *args.memories, "--corridors", *map(str, args.corridors), "--timeout", f"{args.timeout:g}"]  # fmt: skip
+    """``auto`` against every engine, by ``bench_evaluate.py files``' cases: the files, and the random sparse worlds and
+    corridors written beside links to them in a temporary folder."""
+    paths, folder = fill_worlds(args.folder, args.files, args.sparse, args.corridors)
+    for path in paths[: len(args.files)]:
+        os.symlink(os.path.abspath(path), os.path.join(folder, os.path.basename(path)))
+    names = [os.path.basename(path) for path in paths]
+    command = [sys.executable, str(ROOT / "benchmarks" / "bench_evaluate.py"), "files", "--folder", folder, "--files", *names,
+               "--memories", *args.memories, "--corridors", "--timeout", f"{args.timeout:g}"]  # fmt: skip
     subprocess.run(command, cwd=ROOT, check=False)
 
 
@@ -147,8 +156,9 @@ print(json.dumps({"fill": fill, "seconds": time.perf_counter() - clock}), flush=
 """
 
 
-def fill_worlds(folder: str, files: list[str], sparse: list[str], corridors: list[int]) -> list[str]:
-    """The paths of the files, and of random sparse worlds (``S:fanout``) and corridors written to a temporary folder."""
+def fill_worlds(folder: str, files: list[str], sparse: list[str], corridors: list[int]) -> tuple[list[str], str]:
+    """The paths of the files, and of random sparse worlds (``S:fanout``) and corridors written to a temporary folder;
+    and that folder."""
     import tempfile
 
     sys.path.insert(0, str(ROOT))
@@ -164,7 +174,7 @@ def fill_worlds(folder: str, files: list[str], sparse: list[str], corridors: lis
     for S in corridors:
         paths.append(os.path.join(made, f"corridor{S}.POMDP"))
         Path(paths[-1]).write_text(corridor_text(S))
-    return paths
+    return paths, made
 
 
 def fill(args) -> None:
@@ -172,7 +182,7 @@ def fill(args) -> None:
     factors) against :func:`fsc.engines.cost.large_fill`'s estimate and the RCM profile of ``B``."""
     print(f"{'world':<24} {'memory':<7} {'Y':>8} {'nnz(B)':>10} {'fill':>12} {'ratio':>7} {'estimate':>9} {'profile':>9} {'LU s':>7}")
     records = []
-    for path in fill_worlds(args.folder, args.files, args.sparse, args.corridors):
+    for path in fill_worlds(args.folder, args.files, args.sparse, args.corridors)[0]:
         for memory in args.memory:
             spec = json.dumps({"path": path, "memory": memory})
             try:
@@ -215,7 +225,8 @@ def main(argv: list[str] | None = None) -> None:
     mode.add_argument("folder", help="the folder of .POMDP / .pomdpx files")
     mode.add_argument("--files", nargs="+", default=["RockSample_5_5.pomdp", "TagAvoid.pomdp", "hallway.POMDP", "RockSample_7_8.pomdpx"])
     mode.add_argument("--memories", nargs="+", default=["memento:2", "ram:8"])
-    mode.add_argument("--corridors", type=int, nargs="+", default=[600], help="generated corridors of these many states too")
+    mode.add_argument("--corridors", type=int, nargs="*", default=[600, 2500], help="generated corridors of these many states too")
+    mode.add_argument("--sparse", nargs="*", default=["1000:3", "2000:3"], metavar="S:FANOUT", help="random sparse worlds too")
     mode.add_argument("--timeout", type=float, default=120.0)
     mode.set_defaults(run=engines)
     mode = sub.add_parser("fill", help="the large engine's LU fill, measured against its estimate")

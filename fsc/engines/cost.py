@@ -24,7 +24,8 @@ from fsc.model.pomdp import POMDP
 # Nothing here imports scipy or torch at import time (world_sizes imports what it uses): the commands call
 # fsc.engines.estimate.check_declared before they import them (fsc.cli.TORCH_AFTER_INPUT).
 
-__all__ = ["Estimate", "Sizes", "available_bytes", "chain_build", "factor_fits", "gb", "memory_limits", "world_sizes"]
+__all__ = ["Estimate", "Sizes", "available_bytes", "chain_build", "complete_lu", "factor_fits", "gb", "krylov_seconds", "large_fill", "lu_seconds",
+           "memory_limits", "profile", "state_fill", "world_sizes"]
 
 #: Bytes per stored nonzero of :class:`fsc.model.chain.JointChain` (five int32 index arrays and the weight,
 #: then the int64 tables the engines derive from them) and during its construction.

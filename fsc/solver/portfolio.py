@@ -211,8 +211,8 @@ def _graph_within(world, arch: MemoryArchitecture, reset: float, deadline: Deadl
             break
         clock = time.monotonic()
         try:
-            with until(deadline.end):
-                graph = search.graph(arch.M, deadline.end)
+            with until(deadline.end):  # the backups and the smaller sizes' graphs stop half-way, the evaluations at the end
+                graph = search.graph(arch.M, clock + 0.5 * deadline.remaining())
         except TimeUp:
             deadline.note("the point-based search's graph (its evaluation did not end in time)")
             break
