@@ -121,12 +121,12 @@ def solve(args) -> None:
 def engines(args) -> None:
     """``auto`` against every engine, by ``bench_evaluate.py files``' cases: the files, and the random sparse worlds and
     corridors written beside links to them in a temporary folder."""
-    paths, folder = fill_worlds(args.folder, args.files, args.sparse, args.corridors)
+    paths, folder = fill_worlds(args.folder, args.files, args.sparse, [])
     for path in paths[: len(args.files)]:
         os.symlink(os.path.abspath(path), os.path.join(folder, os.path.basename(path)))
     names = [os.path.basename(path) for path in paths]
     command = [sys.executable, str(ROOT / "benchmarks" / "bench_evaluate.py"), "files", "--folder", folder, "--files", *names,
-               "--memories", *args.memories, "--corridors", "--timeout", f"{args.timeout:g}"]  # fmt: skip
+               "--memories", *args.memories, "--corridors", *map(str, args.corridors), "--timeout", f"{args.timeout:g}"]  # fmt: skip
     subprocess.run(command, cwd=ROOT, check=False)
 
 
@@ -225,7 +225,7 @@ def main(argv: list[str] | None = None) -> None:
     mode.add_argument("folder", help="the folder of .POMDP / .pomdpx files")
     mode.add_argument("--files", nargs="+", default=["RockSample_5_5.pomdp", "TagAvoid.pomdp", "hallway.POMDP", "RockSample_7_8.pomdpx"])
     mode.add_argument("--memories", nargs="+", default=["memento:2", "ram:8"])
-    mode.add_argument("--corridors", type=int, nargs="*", default=[600, 2500], help="generated corridors of these many states too")
+    mode.add_argument("--corridors", type=int, nargs="+", default=[600, 2500], help="generated corridors of these many states too")
     mode.add_argument("--sparse", nargs="*", default=["1000:3", "2000:3"], metavar="S:FANOUT", help="random sparse worlds too")
     mode.add_argument("--timeout", type=float, default=120.0)
     mode.set_defaults(run=engines)

@@ -246,7 +246,9 @@ class Large(Engine):
         # G, G^T and the map from the policy to B's entries, CSR (12 bytes an entry), and their construction
         vectors += cost.STEP_BYTES_PER_NONZERO * sizes.step_nonzeros
         seconds = K * cost.lu_seconds(fill // K, Y, nnz // K) + cost.SPARSE_SECONDS_PER_NONZERO * KX * C
-        if not cost.complete_lu(fill // K, Y, nnz // K, timed=sizes.state_fill > 0):  # GMRES on an incomplete LU of at most 3 times the entries (LargeLU)
+        timed = sizes.state_fill > 0  # a world read: its fill measured (else its declared sizes: the factor alone)
+        besides = vectors + cost.LARGE_BYTES_PER_NONZERO * nnz + 12 * (fill - fill // K) if timed else 0  # all but one part's factor
+        if not cost.complete_lu(fill // K, Y, nnz // K, timed=timed, besides=besides):  # GMRES, an incomplete LU of 3 nnz(B)
             fill, seconds = 3 * nnz, K * cost.krylov_seconds(nnz // K, Y) + cost.SPARSE_SECONDS_PER_NONZERO * KX * C
         return cost.Estimate(self.name, vectors + cost.LARGE_BYTES_PER_NONZERO * nnz + 12 * fill, seconds)
 

@@ -230,11 +230,12 @@ def krylov_seconds(nonzeros: int, states: int) -> float:
     return lu_seconds(3 * nonzeros, states, KRYLOV_PRODUCTS * nonzeros)
 
 
-def complete_lu(fill: int, states: int, nonzeros: int, *, timed: bool = True) -> bool:
+def complete_lu(fill: int, states: int, nonzeros: int, *, timed: bool = True, besides: int = 0) -> bool:
     """Whether the large engine factors ``B`` completely (else GMRES on an incomplete LU): when the factors fit the
-    memory and (``timed``: the fill was measured, :func:`state_fill`) are estimated under :data:`KRYLOV_MARGIN` times
-    GMRES's seconds."""
-    return factor_fits(fill) and (not timed or lu_seconds(fill, states, nonzeros) <= KRYLOV_MARGIN * krylov_seconds(nonzeros, states))
+    memory with ``besides`` bytes more and (``timed``: the fill was measured, :func:`state_fill`) are estimated under
+    :data:`KRYLOV_MARGIN` times GMRES's seconds."""
+    fits = 12 * fill + besides <= MEMORY_SHARE * available_bytes()
+    return fits and (not timed or lu_seconds(fill, states, nonzeros) <= KRYLOV_MARGIN * krylov_seconds(nonzeros, states))
 
 
 #: The state-level fill measured per world (:func:`state_fill`).

@@ -241,6 +241,7 @@ class _Run:
         self.evaluations = 0
         self.final = final  # the objective of the memory asked for, built first (it may be refused)
         self.smaller: Policy | None = None  # the best of the size before, on the ladder
+        self.shaped_price: dict[MemoryArchitecture, float] = {}  # the continuation's set-ups, estimated, per size
 
     def climb(self, arch: MemoryArchitecture, start: Policy | None) -> None:
         """Every size of the ladder in turn, each from the best of the one before; the smaller sizes the deadline leaves
@@ -323,6 +324,12 @@ class _Run:
                 break
         if objective.flat(self.best[0]) and time.monotonic() < stage_deadline:
             budget = Budget(steps=solver.shaped.steps, deadline=time.monotonic() + 0.5 * (stage_deadline - time.monotonic()))
+            # each shaped world's evaluator is set up when the continuation starts: priced as the set-ups and an evaluation each
+            if arch not in self.shaped_price:
+                self.shaped_price[arch] = len(solver.shaped.weights) * price(as_pomdp(self.world), arch, self.reset, solver.engine).seconds
+            if time.monotonic() + self.shaped_price[arch] > budget.deadline:
+                self.deadline.note(f"the continuation on {arch!r} (the shaped worlds' set-ups, estimated, do not fit)")
+                return improved
             improved |= self.offer(objective, solver.shaped.solve(objective, self.best[1], budget, rng, methods=solver.methods), solver.shaped.name)
         return improved
 
