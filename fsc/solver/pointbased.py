@@ -265,12 +265,14 @@ class Search:
         along the trajectories of the policy the values give, or (when those repeat) one step of every action
         from beliefs of the set (:func:`every_action`), up to ``beliefs``; settled on a full set, the set may
         double, up to :data:`GROWTH` times ``beliefs``; done when settled on a set that may not grow.  A stage cut short
-        at ``deadline`` (:func:`perseus_stage`) counts as a stage, and the set stays as it is."""
+        at ``deadline`` (:func:`perseus_stage`) counts as a stage, and the set stays as it is, as it does when less than
+        the stage's time is left (the set's growth is priced as one more stage)."""
+        started = time.monotonic()
         stage = perseus_stage(self.world, self.vectors, self.actions, self.witness, self.beliefs, self.rng, deadline=deadline)
         self.vectors, self.actions, self.witness, self.gain, origin = stage
         self.ids = self.plans.record(self.ids, self.actions, origin)
         self.stages, self.since = self.stages + 1, self.since + 1
-        if time.monotonic() >= deadline:
+        if 2 * time.monotonic() - started >= deadline:
             return
         settled = self.gain <= SETTLED * self.scale
         if (settled or self.since >= STAGES_PER_EXPANSION) and len(self.beliefs) < self.most:
