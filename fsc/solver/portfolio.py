@@ -299,7 +299,8 @@ class _Run:
             stage_deadline -= 2 * objective.seconds
         stale, n = 0, 0
         while time.monotonic() < stage_deadline and (solver.rounds is None or n < solver.rounds) and (last or stale < solver.patience) and not self.optimal():
-            improved = self.round(objective, arch, n, np.random.default_rng([solver.seed, index, n]), stage_deadline)
+            with until(stage_deadline):  # a graph still evaluated at the size's end is dropped (the final evaluation's time kept)
+                improved = self.round(objective, arch, n, np.random.default_rng([solver.seed, index, n]), stage_deadline)
             stale, n = (0 if improved else stale + 1), n + 1
         if n == 0 and not self.optimal():
             self.deadline.note(f"the methods on {arch!r} (no round)")
