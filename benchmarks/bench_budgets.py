@@ -232,9 +232,9 @@ def main(argv: list[str] | None = None) -> None:
     mode = sub.add_parser("fill", help="the large engine's LU fill, measured against its estimate")
     mode.add_argument("folder", help="the folder of .POMDP / .pomdpx files")
     mode.add_argument("--files", nargs="+", default=["RockSample_4_4.pomdp", "RockSample_5_5.pomdp", "TagAvoid.pomdp", "hallway.POMDP"])
-    mode.add_argument("--sparse", nargs="+", default=["250:3", "500:3", "1000:3", "2000:3", "500:6", "1000:6"], metavar="S:FANOUT",
+    mode.add_argument("--sparse", nargs="*", default=["250:3", "500:3", "1000:3", "2000:3", "500:6", "1000:6"], metavar="S:FANOUT",
                       help="random sparse worlds of S states, each action reaching FANOUT states")
-    mode.add_argument("--corridors", type=int, nargs="+", default=[600, 2500])
+    mode.add_argument("--corridors", type=int, nargs="*", default=[600, 2500])
     mode.add_argument("--memory", nargs="+", default=["ram:1", "ram:2"])
     mode.add_argument("--timeout", type=float, default=60.0)
     mode.add_argument("--json", default="")
