@@ -10,9 +10,13 @@ Modes (``bench_budgets.py MODE --help`` for each one's options):
   many seconds after the budget has passed, to show where an overrun goes; ``--big`` adds 60 s runs on the
   larger files (TagAvoid, RockSample 5 5 and 7 8).
 - ``engines``: ``auto`` against every engine that can hold the chain, on the files and memories given (default
-  RockSample 5 5 and 7 8, TagAvoid and hallway with ``memento:2`` and ``ram:8``): the first value and gradient of
-  the uniform controller, set-up included, each engine in a process of its own (``bench_evaluate.py files``'
-  cases); ``auto/best`` is auto's seconds over the fastest engine's.
+  RockSample 5 5 and 7 8, TagAvoid and hallway with ``memento:2`` and ``ram:8``), corridors and random sparse worlds
+  (``--corridors``, ``--sparse``): the first value and gradient of the uniform controller, set-up included, each
+  engine in a process of its own (``bench_evaluate.py files``' cases); ``auto/best`` is auto's seconds over the
+  fastest engine's.
+- ``fill``: the large engine's LU fill, ``nnz(L) + nnz(U)`` over ``nnz(B)``, measured (SuperLU as the engine calls
+  it, in a process of its own with ``--timeout``) against :func:`fsc.engines.cost.large_fill`'s estimate and the
+  reverse Cuthill-McKee profile of ``B``, on files, random sparse worlds and corridors.
 
 Usage: ``.venv/bin/python benchmarks/bench_budgets.py solve FOLDER [--budgets 10] [--memory ram:8]``
 """
@@ -115,10 +119,94 @@ def solve(args) -> None:
 
 
 def engines(args) -> None:
-    """``auto`` against every engine, by ``bench_evaluate.py files``' cases."""
-    command = [sys.executable, str(ROOT / "benchmarks" / "bench_evaluate.py"), "files", "--folder", args.folder, "--files", *args.files,
+    """``auto`` against every engine, by ``bench_evaluate.py files``' cases: the files, and the random sparse worlds and
+    corridors written beside links to them in a temporary folder."""
+    paths, folder = fill_worlds(args.folder, args.files, args.sparse, [])
+    for path in paths[: len(args.files)]:
+        os.symlink(os.path.abspath(path), os.path.join(folder, os.path.basename(path)))
+    names = [os.path.basename(path) for path in paths]
+    command = [sys.executable, str(ROOT / "benchmarks" / "bench_evaluate.py"), "files", "--folder", folder, "--files", *names,
                "--memories", *args.memories, "--corridors", *map(str, args.corridors), "--timeout", f"{args.timeout:g}"]  # fmt: skip
     subprocess.run(command, cwd=ROOT, check=False)
+
+
+FILL_CASE = """
+import json, sys, time
+import numpy as np
+sys.path.insert(0, ".")
+import fsc
+from fsc.engines import cost
+from fsc.engines.large import b_matrices, large_chain
+from fsc.resolve import resolve_world_and_memory
+import scipy.sparse.linalg as spla
+spec = json.loads(sys.argv[1])
+resolved, arch = resolve_world_and_memory(spec["memory"], pomdp=spec["path"])
+world = fsc.model.pomdp.as_pomdp(resolved.world)
+sizes = cost.world_sizes(world, arch)
+clock = time.perf_counter()
+chain = large_chain(world, arch)
+matrices = b_matrices(chain, chain.class_weights(fsc.Policy.uniform(arch).probs().detach().numpy()), 0.05)
+built = time.perf_counter() - clock
+print(json.dumps({"Y": chain.size, "parts": len(matrices), "nnz": chain.nnz, "large_nonzeros": sizes.large_nonzeros,
+                  "estimate": cost.large_fill(sizes), "profile": sum(cost.profile(B.indptr, B.indices, B.shape[0]) for B in matrices),
+                  "build": built}), flush=True)
+clock = time.perf_counter()
+fill = sum(spla.splu(B, permc_spec="COLAMD", diag_pivot_thresh=0.0).nnz for B in matrices)
+print(json.dumps({"fill": fill, "seconds": time.perf_counter() - clock}), flush=True)
+"""
+
+
+def fill_worlds(folder: str, files: list[str], sparse: list[str], corridors: list[int]) -> tuple[list[str], str]:
+    """The paths of the files, and of random sparse worlds (``S:fanout``) and corridors written to a temporary folder;
+    and that folder."""
+    import tempfile
+
+    sys.path.insert(0, str(ROOT))
+    from tests.fsc.corridor import corridor_text
+    from tests.fsc.sparse_world import sparse_world_text
+
+    made = tempfile.mkdtemp(prefix="bench-fill-")
+    paths = [os.path.join(folder, name) for name in files]
+    for spec in sparse:
+        S, fanout = (int(x) for x in spec.split(":"))
+        paths.append(os.path.join(made, f"sparse{S}x{fanout}.POMDP"))
+        Path(paths[-1]).write_text(sparse_world_text(S, fanout=fanout))
+    for S in corridors:
+        paths.append(os.path.join(made, f"corridor{S}.POMDP"))
+        Path(paths[-1]).write_text(corridor_text(S))
+    return paths, made
+
+
+def fill(args) -> None:
+    """The large engine's LU fill, ``nnz(L) + nnz(U)`` over ``nnz(B)``, measured (SuperLU, COLAMD, as the engine
+    factors) against :func:`fsc.engines.cost.large_fill`'s estimate and the RCM profile of ``B``."""
+    print(f"{'world':<24} {'memory':<7} {'Y':>8} {'nnz(B)':>10} {'fill':>12} {'ratio':>7} {'estimate':>9} {'profile':>9} {'LU s':>7}")
+    records = []
+    for path in fill_worlds(args.folder, args.files, args.sparse, args.corridors)[0]:
+        for memory in args.memory:
+            spec = json.dumps({"path": path, "memory": memory})
+            try:
+                out = subprocess.run([sys.executable, "-c", FILL_CASE, spec], capture_output=True, text=True, cwd=ROOT, timeout=args.timeout)
+                stdout = out.stdout
+            except subprocess.TimeoutExpired as error:
+                stdout = error.stdout.decode() if isinstance(error.stdout, bytes) else (error.stdout or "")
+            found = {}
+            for line in stdout.splitlines():
+                found.update(json.loads(line) if line.startswith("{") else {})
+            if "nnz" not in found:
+                print(f"{os.path.basename(path):<24} {memory:<7} failed", flush=True)
+                continue
+            nnz = found["nnz"]
+            ratio = f"{found['fill'] / nnz:7.2f}" if "fill" in found else f"{'>' + format(args.timeout, '.0f') + 's':>7}"
+            fill_text = f"{found['fill']:>12,}" if "fill" in found else f"{'-':>12}"
+            seconds = f"{found['seconds']:7.2f}" if "seconds" in found else f"{'-':>7}"
+            estimate, prof = found["estimate"] / nnz, (2 * found["profile"] + found["Y"] * found["parts"]) / nnz
+            print(f"{os.path.basename(path):<24} {memory:<7} {found['Y']:>8,} {nnz:>10,} {fill_text} {ratio} {estimate:>9.2f} {prof:>9.2f} "
+                  f"{seconds}", flush=True)  # fmt: skip
+            records.append({"world": os.path.basename(path), "memory": memory, **found})
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(records, f, indent=1)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -137,9 +225,20 @@ def main(argv: list[str] | None = None) -> None:
     mode.add_argument("folder", help="the folder of .POMDP / .pomdpx files")
     mode.add_argument("--files", nargs="+", default=["RockSample_5_5.pomdp", "TagAvoid.pomdp", "hallway.POMDP", "RockSample_7_8.pomdpx"])
     mode.add_argument("--memories", nargs="+", default=["memento:2", "ram:8"])
-    mode.add_argument("--corridors", type=int, nargs="+", default=[600], help="generated corridors of these many states too")
+    mode.add_argument("--corridors", type=int, nargs="+", default=[600, 2500], help="generated corridors of these many states too")
+    mode.add_argument("--sparse", nargs="*", default=["1000:3", "2000:3"], metavar="S:FANOUT", help="random sparse worlds too")
     mode.add_argument("--timeout", type=float, default=120.0)
     mode.set_defaults(run=engines)
+    mode = sub.add_parser("fill", help="the large engine's LU fill, measured against its estimate")
+    mode.add_argument("folder", help="the folder of .POMDP / .pomdpx files")
+    mode.add_argument("--files", nargs="+", default=["RockSample_4_4.pomdp", "RockSample_5_5.pomdp", "TagAvoid.pomdp", "hallway.POMDP"])
+    mode.add_argument("--sparse", nargs="*", default=["250:3", "500:3", "1000:3", "2000:3", "500:6", "1000:6"], metavar="S:FANOUT",
+                      help="random sparse worlds of S states, each action reaching FANOUT states")
+    mode.add_argument("--corridors", type=int, nargs="*", default=[600, 2500])
+    mode.add_argument("--memory", nargs="+", default=["ram:1", "ram:2"])
+    mode.add_argument("--timeout", type=float, default=60.0)
+    mode.add_argument("--json", default="")
+    mode.set_defaults(run=fill)
     args = parser.parse_args(argv)
     if getattr(args, "workers", 1) == 0:
         args.workers = None

@@ -171,7 +171,7 @@ def _sparse_estimate(engine: str, sizes: cost.Sizes, factor_bytes_per_nonzero: i
     """The chain's list, a CSC copy, and the factor or the preconditioner."""
     vectors, chain_bytes, chain_seconds = _joint_costs(sizes)
     factor = factor_bytes_per_nonzero * sizes.chain_nonzeros
-    return cost.Estimate(engine, vectors + chain_bytes + factor, chain_seconds + cost.SPARSE_SECONDS_PER_NONZERO * cost.LARGE_FILL * sizes.chain_nonzeros)
+    return cost.Estimate(engine, vectors + chain_bytes + factor, chain_seconds + cost.SPARSE_SECONDS_PER_NONZERO * cost.JOINT_FILL * sizes.chain_nonzeros)
 
 
 class Sparse(JointEngine):
@@ -180,7 +180,7 @@ class Sparse(JointEngine):
     name = "sparse"
 
     def estimate(self, sizes: cost.Sizes) -> cost.Estimate:
-        return _sparse_estimate(self.name, sizes, 12 * cost.LARGE_FILL)
+        return _sparse_estimate(self.name, sizes, 12 * cost.JOINT_FILL)
 
     def auto_cost(self, chain: JointChain, reset: float) -> float | None:
         return 3.0 if chain.size <= SPARSE_STATES else None
@@ -236,18 +236,20 @@ class Large(Engine):
     def estimate(self, sizes: cost.Sizes) -> cost.Estimate:
         vectors, _, _ = _joint_costs(sizes)
         KX, C = sizes.placed * sizes.nodes, sizes.choices
-        K, Q = sizes.parts, sizes.classes
-        Y = sizes.placed * Q
+        K, Q = max(sizes.parts, 1), sizes.classes
+        Y = sizes.states_per_part * Q  # each part's B
         nnz = sizes.large_nonzeros
-        fill = cost.LARGE_FILL * nnz
+        fill = cost.large_fill(sizes)
         # Per block, the dense (S_part, Q_a, Q) table of sum_o O W and the (Q_a, Q) masks of the classes that follow.
         vectors += 8 * sizes.states_per_part * sizes.largest_action_classes * Q
         vectors += (9 + sizes.observations) * K * sizes.actions * sizes.largest_action_classes * Q
         # G, G^T and the map from the policy to B's entries, CSR (12 bytes an entry), and their construction
         vectors += cost.STEP_BYTES_PER_NONZERO * sizes.step_nonzeros
-        seconds = cost.SPARSE_SECONDS_PER_FLOP * fill**2 / max(Y, 1) + cost.SPARSE_SECONDS_PER_NONZERO * (nnz + KX * C)
-        if not cost.factor_fits(nnz):  # GMRES on an incomplete LU of at most 3 times the entries (LargeLU)
-            fill, seconds = 3 * nnz, cost.SPARSE_SECONDS_PER_NONZERO * (cost.KRYLOV_PRODUCTS * nnz + KX * C)
+        seconds = K * cost.lu_seconds(fill // K, Y, nnz // K) + cost.SPARSE_SECONDS_PER_NONZERO * KX * C
+        timed = sizes.state_fill > 0  # a world read: its fill measured (else its declared sizes: the factor alone)
+        besides = vectors + cost.LARGE_BYTES_PER_NONZERO * nnz + 12 * (fill - fill // K) if timed else 0  # all but one part's factor
+        if not cost.complete_lu(fill // K, Y, nnz // K, timed=timed, besides=besides):  # GMRES, an incomplete LU of 3 nnz(B)
+            fill, seconds = 3 * nnz, K * cost.krylov_seconds(nnz // K, Y) + cost.SPARSE_SECONDS_PER_NONZERO * KX * C
         return cost.Estimate(self.name, vectors + cost.LARGE_BYTES_PER_NONZERO * nnz + 12 * fill, seconds)
 
     def set_up_seconds(self, sizes: cost.Sizes) -> float:

@@ -11,7 +11,9 @@ a factor of a few, which is what deciding and refusing need (:func:`fsc.engines.
 
 from __future__ import annotations
 
+import math
 import os
+import weakref
 
 import attrs
 import numpy as np
@@ -22,7 +24,8 @@ from fsc.model.pomdp import POMDP
 # Nothing here imports scipy or torch at import time (world_sizes imports what it uses): the commands call
 # fsc.engines.estimate.check_declared before they import them (fsc.cli.TORCH_AFTER_INPUT).
 
-__all__ = ["Estimate", "Sizes", "available_bytes", "chain_build", "factor_fits", "gb", "memory_limits", "world_sizes"]
+__all__ = ["Estimate", "Sizes", "available_bytes", "chain_build", "complete_lu", "factor_fits", "gb", "krylov_seconds", "large_fill", "lu_seconds",
+           "memory_limits", "profile", "state_fill", "world_sizes"]
 
 #: Bytes per stored nonzero of :class:`fsc.model.chain.JointChain` (five int32 index arrays and the weight,
 #: then the int64 tables the engines derive from them) and during its construction.
@@ -32,9 +35,21 @@ LARGE_BYTES_PER_NONZERO = 48
 #: Bytes per entry of the large engine's step ``G``: it, its transpose and the map to ``B``'s entries (CSR, 12 bytes
 #: an entry each), and the index arrays they are built from.
 STEP_BYTES_PER_NONZERO = 60
-#: SuperLU's factors hold about this many times the nonzeros of ``B`` (1.2 to 1.8 measured on the benchmark's
-#: worlds with COLAMD; kept pessimistic, since it grows with the world's graph).
+#: SuperLU's factors of the joint chain (the ``sparse`` engine) hold about this many times its nonzeros (kept
+#: pessimistic; ``auto`` gives that engine small chains only).
+JOINT_FILL = 4
+#: The large engine's factors (:func:`large_fill`): ``B`` over ``(s, q)`` has the pattern of the graph of the world's
+#: states with blocks of classes, and its LU that of the graph's LU with blocks: about :func:`state_fill` ``x Q^2``
+#: entries per part, never more than a dense ``Y x Y``, and at least ``LARGE_FILL`` times ``B``'s entries (what a
+#: world's declared sizes give before it is read, :mod:`fsc.engines.estimate`).  Measured
+#: (``benchmarks/bench_budgets.py fill``) from 1.1 times ``B``'s entries (corridors, hallway) to 15 (Tag) and over
+#: 300 (random sparse worlds, whose graph has no small separator); the estimate is within a factor of 5 above and 1.5
+#: below there.
 LARGE_FILL = 4
+#: The states of the graph whose LU :func:`state_fill` measures at once (a dense one of this size: about 0.3 s);
+#: a larger part is measured on the first ``FILL_SAMPLE // 2`` and ``FILL_SAMPLE`` states of a breadth-first
+#: order, and the fill's growth between the two extrapolated to the whole part.
+FILL_SAMPLE = 1000
 #: Seconds per nonzero of the joint chain to build it (a pass of numpy per world state), and per entry of
 #: ``B`` to lay out its pattern (a sort).
 CHAIN_SECONDS_PER_NONZERO = 2e-7
@@ -47,12 +62,17 @@ CHAIN_SECONDS_PER_CELL = 3e-8
 CHAIN_BYTES_PER_CELL = 24
 LARGE_SECONDS_PER_NONZERO = 5e-7
 #: Seconds per floating-point operation of a dense LU or of a sparse one (a factor with ``F`` nonzeros over
-#: ``Y`` columns takes about ``F^2 / Y`` operations), and per nonzero of a sparse matrix touched once.
+#: ``Y`` columns takes about ``F^2 / Y`` operations: measured 1.1e-10 to 2.3e-10 s on the large engine's factors of
+#: random sparse worlds and Tag, ``benchmarks/bench_budgets.py fill``), and per nonzero of a sparse matrix touched once.
 DENSE_SECONDS_PER_FLOP = 1e-9
-SPARSE_SECONDS_PER_FLOP = 3e-10
+SPARSE_SECONDS_PER_FLOP = 1.2e-10
 SPARSE_SECONDS_PER_NONZERO = 1e-7
 #: Products with ``B`` (and solves with its incomplete LU) a GMRES solve of the large engine takes, for the estimate.
 KRYLOV_PRODUCTS = 100
+#: The large engine takes GMRES over a complete LU that fits only when the LU is estimated this many times slower:
+#: GMRES converges fast on worlds that mix fast (random sparse ones, where the LU fills in), slowly where the LU is
+#: cheap (Tag with ``ram:8``: the LU in 25 s, GMRES not done in 190 s).
+KRYLOV_MARGIN = 10
 #: Above this many nonzeros of the joint chain, ``auto`` runs the large-world engine (when the architecture
 #: has classes of choices): building the chain's list would take longer than the whole large-world
 #: evaluation (benchmarks/bench_large.py).
@@ -85,6 +105,8 @@ class Sizes:
         allowed_pairs: ``E``, the allowed (node, choice) pairs.
         dense_world_bytes: the dense ``T`` and ``O`` the joint chain's build makes of a world stored sparse (0 when
             the world is dense already).
+        state_fill: estimated entries of the sparse LU of ``I - T`` on the largest part's states, ``T`` the pattern of
+            all actions' transitions (:func:`state_fill`; 0: not measured).
     """
 
     states: int
@@ -103,6 +125,7 @@ class Sizes:
     placed_states: int | None = None
     allowed_pairs: int = 0
     dense_world_bytes: int = 0
+    state_fill: int = 0
 
     @property
     def joint_states(self) -> int:
@@ -172,6 +195,7 @@ def world_sizes(world: POMDP, arch: MemoryArchitecture) -> Sizes:
         step_nonzeros=int((nnz_to * classes_per_action).sum()),
         allowed_pairs=int(np.count_nonzero(arch.allowed)),
         dense_world_bytes=8 * world.num_states * world.num_actions * (world.num_states + world.num_observations) if world.is_sparse else 0,
+        state_fill=state_fill(world),
     )
 
 
@@ -183,10 +207,67 @@ def chain_build(sizes: Sizes) -> tuple[int, float]:
     return nbytes, CHAIN_SECONDS_PER_NONZERO * sizes.chain_nonzeros + CHAIN_SECONDS_PER_CELL * sizes.build_cells
 
 
-def factor_fits(nonzeros: int) -> bool:
-    """Whether the complete sparse LU of a matrix with ``nonzeros`` entries (about ``LARGE_FILL`` times as many in
-    its factors, 12 bytes each) fits in ``MEMORY_SHARE`` of the available memory."""
-    return 12 * LARGE_FILL * nonzeros <= MEMORY_SHARE * available_bytes()
+def factor_fits(fill: int) -> bool:
+    """Whether a sparse LU whose factors hold ``fill`` entries (12 bytes each) fits in ``MEMORY_SHARE`` of the
+    available memory."""
+    return 12 * fill <= MEMORY_SHARE * available_bytes()
+
+
+def large_fill(sizes: Sizes) -> int:
+    """Estimated entries of the large engine's complete LU factors, over all parts (:data:`FILL_SAMPLE`)."""
+    Y = sizes.states_per_part * sizes.classes
+    return max(LARGE_FILL * sizes.large_nonzeros, sizes.parts * min(sizes.state_fill * sizes.classes**2, Y * Y))
+
+
+def lu_seconds(fill: int, states: int, nonzeros: int) -> float:
+    """Seconds of a sparse LU whose factors hold ``fill`` entries over ``states`` columns (about ``fill^2 / states``
+    operations) and of touching its ``nonzeros`` once."""
+    return SPARSE_SECONDS_PER_FLOP * fill**2 / max(states, 1) + SPARSE_SECONDS_PER_NONZERO * nonzeros
+
+
+def krylov_seconds(nonzeros: int, states: int) -> float:
+    """Seconds of GMRES on an incomplete LU of at most 3 times ``nonzeros`` entries (:data:`KRYLOV_PRODUCTS` products)."""
+    return lu_seconds(3 * nonzeros, states, KRYLOV_PRODUCTS * nonzeros)
+
+
+def complete_lu(fill: int, states: int, nonzeros: int, *, timed: bool = True, besides: int = 0) -> bool:
+    """Whether the large engine factors ``B`` completely (else GMRES on an incomplete LU): when the factors fit the
+    memory with ``besides`` bytes more and (``timed``: the fill was measured, :func:`state_fill`) are estimated under
+    :data:`KRYLOV_MARGIN` times GMRES's seconds."""
+    fits = 12 * fill + besides <= MEMORY_SHARE * available_bytes()
+    return fits and (not timed or lu_seconds(fill, states, nonzeros) <= KRYLOV_MARGIN * krylov_seconds(nonzeros, states))
+
+
+#: The state-level fill measured per world (:func:`state_fill`).
+_STATE_FILLS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def state_fill(world: POMDP) -> int:
+    """Estimated entries of the LU (SuperLU, COLAMD, diagonal pivots: as the large engine factors) of ``I - T / 2``
+    on the states of the world's largest part, ``T`` the sum of every action's transitions: measured where the part
+    has at most :data:`FILL_SAMPLE` states, else extrapolated from two samples of the part (once per world)."""
+    if world not in _STATE_FILLS:
+        import scipy.sparse as sp
+        from scipy.sparse.csgraph import reverse_cuthill_mckee
+
+        part = np.asarray(max(world.parts, key=len), dtype=np.int64)
+        union = sum(abs(m) for m in world.sparse_transition).tocsr()[part][:, part]
+        pattern = (sp.identity(len(part), format="csr") + (union / max(1.0, float(abs(union).max())) * 0.5)).tocsr()
+        if len(part) <= FILL_SAMPLE:
+            found = _lu_entries(pattern)
+        else:
+            order = reverse_cuthill_mckee(pattern, symmetric_mode=False)[::-1]  # a breadth-first order from a far state
+            small, large = (_lu_entries(pattern[order[:n]][:, order[:n]]) / n for n in (FILL_SAMPLE // 2, FILL_SAMPLE))
+            growth = min(1.0, max(0.0, math.log2(large / small)))  # per state, as n^growth: 0 banded, 1 dense
+            found = min(int(large * len(part) * (len(part) / FILL_SAMPLE) ** growth), len(part) ** 2)
+        _STATE_FILLS[world] = int(found)
+    return _STATE_FILLS[world]
+
+
+def _lu_entries(matrix) -> int:
+    from scipy.sparse.linalg import splu
+
+    return int(splu(matrix.tocsc(), permc_spec="COLAMD", diag_pivot_thresh=0.0).nnz)
 
 
 def available_bytes() -> int:
@@ -274,3 +355,22 @@ def _cgroup_left() -> int | None:
 def gb(n: float) -> str:
     """``n`` bytes in GB, to three digits (the refusals' unit)."""
     return f"{n / 1e9:.3g} GB"
+
+
+def profile(indptr: np.ndarray, indices: np.ndarray, n: int) -> int:
+    """The envelope of the symmetric pattern ``A + A^T`` (``A``: ``n x n``, CSR or CSC ``indptr``, ``indices``), diagonal
+    included, in reverse Cuthill-McKee order: the sum over rows of the distance from the row's first entry to the
+    diagonal.  An LU without pivoting in that order has at most this many entries below the diagonal and as many
+    above; ``O(nnz log nnz)``."""
+    import scipy.sparse as sp
+    from scipy.sparse.csgraph import reverse_cuthill_mckee
+
+    if n == 0:
+        return 0
+    pattern = sp.csr_matrix((np.ones(len(indices), dtype=np.int8), indices, indptr), shape=(n, n))
+    sym = (pattern + pattern.T + sp.identity(n, dtype=np.int8, format="csr")).tocsr()
+    order = reverse_cuthill_mckee(sym, symmetric_mode=True)
+    rank = np.empty(n, dtype=np.int64)
+    rank[order] = np.arange(n)
+    first = np.minimum.reduceat(rank[sym.indices], sym.indptr[:-1])  # every row holds its diagonal: no empty row
+    return int((rank - first).sum())

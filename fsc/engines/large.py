@@ -31,7 +31,7 @@ import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
-from fsc.engines.cost import factor_fits
+from fsc.engines import cost
 from fsc.engines.iterative import ConvergenceError
 from fsc.engines.sparse import Backend
 from fsc.model.architecture import MemoryArchitecture, readonly
@@ -91,6 +91,7 @@ class LargeChain:
         orderings: per part, the fill-reducing ordering of ``B`` (:class:`_Ordering`), found by the first
             factorisation (COLAMD) and reused by the next ones: the pattern of ``B`` depends on the world
             and the memory only.
+        fill: the estimated entries of the complete LU factors of every part's ``B`` (:func:`fsc.engines.cost.large_fill`).
     """
 
     frame: ChainFrame
@@ -101,6 +102,7 @@ class LargeChain:
     choice_is_class: bool
     steps: tuple[tuple[sp.csr_matrix, sp.csr_matrix], ...]
     value_maps: tuple[sp.csr_matrix | None, ...]
+    fill: int = 0
     orderings: list = attrs.field(factory=list, repr=False)
 
     @property
@@ -263,7 +265,8 @@ def build_large_chain(world: POMDP, arch: MemoryArchitecture) -> LargeChain:
     by_part = [[b for b in blocks if b.part == k] for k in range(frame.num_parts)]
     steps = tuple(_steps(part, S, arch.num_nodes, Q) for part in by_part)
     value_maps = tuple(_value_map(part, pattern[k][0], S, arch.num_nodes, Q) for k, part in enumerate(by_part))
-    return LargeChain(frame, Q, class_of, tuple(blocks), tuple(pattern), choice_is_class, steps, value_maps)
+    fill = cost.large_fill(cost.world_sizes(world, arch))
+    return LargeChain(frame, Q, class_of, tuple(blocks), tuple(pattern), choice_is_class, steps, value_maps, fill)
 
 
 def _observed_steps(b: Block) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -378,47 +381,52 @@ class _Krylov:
         return x
 
 
+def b_matrices(chain: LargeChain, W: np.ndarray, reset: float) -> list[sp.csc_matrix]:
+    """``B = I - (1 - r) Pi G`` of each part (module docstring), CSC, for the class weights ``W``."""
+    a, Y, matrices = 1 - reset, chain.size, []
+    blocks = collections.defaultdict(list)
+    for b in chain.blocks:
+        blocks[b.part].append(b)
+    for k, (indptr, indices, slot, diag_slot, nnz) in enumerate(chain.pattern):
+        if chain.value_maps[k] is not None:  # one product lays the entries out in B's own order
+            data = chain.entries(k, W)
+        else:
+            values_k = np.concatenate([chain.block_values(b, W) for b in blocks[k]]) if blocks[k] else np.zeros(0)
+            if chain.unique_slots[k]:  # each entry of B made once: placed, not summed
+                data = np.zeros(nnz)
+                data[slot] = values_k
+            else:
+                data = np.bincount(slot, weights=values_k, minlength=nnz)
+        data *= -a
+        data[diag_slot] += 1.0
+        B = sp.csc_matrix((data, indices, indptr), shape=(Y, Y), copy=False)
+        B.has_canonical_format = True
+        matrices.append(B)
+    return matrices
+
+
 class LargeLU(Backend):
     """A :class:`fsc.engines.sparse.Backend` on :class:`LargeChain`: one SuperLU of ``B`` per part (module
     docstring), reused for the adjoint; :meth:`transition_gradient` gives ``dL/dpi`` through ``P``.
 
     ``krylov``: instead of the complete LU, GMRES preconditioned by an incomplete one (:class:`_Krylov`);
-    ``None`` (the default) takes it when the complete factor's estimated size (:data:`fsc.engines.cost.LARGE_FILL`
-    times the entries of ``B``) is over the machine's available memory (:func:`fsc.engines.cost.factor_fits`).
+    ``None`` (the default) takes it when the complete factors' estimated entries (:attr:`LargeChain.fill`) do not fit
+    the memory available or are estimated slower than GMRES (:func:`fsc.engines.cost.complete_lu`).
     """
 
     def __init__(self, chain: LargeChain, values: object, p0: np.ndarray, reset: float, *, probs: np.ndarray, krylov: bool | None = None):
         start = time.perf_counter()
-        krylov = not factor_fits(chain.nnz) if krylov is None else krylov
+        parts = max(len(chain.pattern), 1)
+        krylov = not cost.complete_lu(chain.fill // parts, chain.size, chain.nnz // parts) if krylov is None else krylov
         self.chain, self.p0, self.reset = chain, p0, reset
         frame = chain.frame
         self.K, self.S, self.N = frame.num_parts, frame.states_per_part, frame.architecture.num_nodes
         self.W = chain.class_weights(np.ascontiguousarray(probs, dtype=np.float64))
-        a = 1 - reset
-        Y = chain.size
-        self.matrices, self.factors = [], []
-        blocks = collections.defaultdict(list)
-        for b in chain.blocks:
-            blocks[b.part].append(b)
-        for k, (indptr, indices, slot, diag_slot, nnz) in enumerate(chain.pattern):
-            if chain.value_maps[k] is not None:  # one product lays the entries out in B's own order
-                data = chain.entries(k, self.W)
-            else:
-                values_k = np.concatenate([chain.block_values(b, self.W) for b in blocks[k]]) if blocks[k] else np.zeros(0)
-                if chain.unique_slots[k]:  # each entry of B made once: placed, not summed
-                    data = np.zeros(nnz)
-                    data[slot] = values_k
-                else:
-                    data = np.bincount(slot, weights=values_k, minlength=nnz)
-            data *= -a
-            data[diag_slot] += 1.0
-            B = sp.csc_matrix((data, indices, indptr), shape=(Y, Y), copy=False)
-            B.has_canonical_format = True
-            self.matrices.append(B)
-            self.factors.append(_Krylov(B) if krylov else self._factor(k, B))
+        self.matrices = b_matrices(chain, self.W, reset)
+        self.factors = [_Krylov(B) if krylov else self._factor(k, B) for k, B in enumerate(self.matrices)]
         fill = sum(f.nnz for f in self.factors)
         seconds = time.perf_counter() - start
-        self.info = {"states": int(Y), "nonzeros": chain.nnz, "fill": int(fill), "factor_seconds": seconds, "solver": "gmres" if krylov else "lu"}
+        self.info = {"states": int(chain.size), "nonzeros": chain.nnz, "fill": int(fill), "factor_seconds": seconds, "solver": "gmres" if krylov else "lu"}
 
     def _factor(self, k: int, B: sp.csc_matrix) -> object:
         """The LU of part ``k``'s ``B``: on the ordering the first one found (COLAMD), kept on the chain."""

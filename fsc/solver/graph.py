@@ -16,6 +16,8 @@ graph onto the framework's policy on ``RAM(K)`` (:func:`fsc.model.controller.con
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import math
 import time
 
@@ -25,11 +27,12 @@ import scipy.sparse as sp
 from scipy.sparse.linalg import bicgstab
 
 from fsc.errors import InputError, InputTypeError
+from fsc.limits import TimeUp
 from fsc.model.architecture import MemoryArchitecture
 from fsc.model.memory import RAM
 from fsc.model.policy import Policy
 
-__all__ = ["Model", "PolicyGraph", "as_policy", "closed_graph", "compress", "evaluate_graph", "merge", "minimal", "minimise", "occupancy", "reachable"]
+__all__ = ["Model", "PolicyGraph", "as_policy", "closed_graph", "compress", "evaluate_graph", "merge", "minimal", "minimise", "occupancy", "reachable", "until"]
 
 #: :func:`merge` chooses each merge among six, valued by a few sweeps each, for a graph that needs at most ``MERGES`` merges
 #: to fit, others it merges by an estimate first; :func:`compress` merges graphs of at most ``MERGE_PAIRS`` pairs
@@ -42,6 +45,26 @@ CHUNK = 16
 
 #: Sweeps of the fixed-point iteration of a graph's values before BiCGSTAB takes over (a discount near 1).
 SWEEPS = 2000
+
+#: The ``time.monotonic()`` reading past which a graph's evaluation raises :class:`fsc.limits.TimeUp` (:func:`until`).
+_UNTIL: contextvars.ContextVar[float] = contextvars.ContextVar("fsc_graph_until", default=math.inf)
+
+
+@contextlib.contextmanager
+def until(deadline: float):
+    """A block in which every graph evaluation (:func:`evaluate_graph`, :func:`occupancy`, and so everything built on
+    them: :func:`compress`, :func:`closed_graph`) raises :class:`fsc.limits.TimeUp` once ``deadline`` (a
+    ``time.monotonic()`` reading, or an enclosing block's if earlier) has passed, between two sweeps."""
+    token = _UNTIL.set(min(deadline, _UNTIL.get()))
+    try:
+        yield
+    finally:
+        _UNTIL.reset(token)
+
+
+def _in_time(*_) -> None:
+    if time.monotonic() >= _UNTIL.get():
+        raise TimeUp("a policy graph's evaluation")
 
 
 @attrs.frozen(kw_only=True, eq=False)
@@ -129,12 +152,13 @@ def _fixed_point(step: sp.csr_matrix, discount: float, source: np.ndarray, guess
     of its size, or by BiCGSTAB from there after :data:`SWEEPS` sweeps (a discount near 1)."""
     x = guess
     for _ in range(SWEEPS):
+        _in_time()
         new = source + discount * (step @ x)
         if np.abs(new - x).max() <= 1e-13 * max(1.0, float(np.abs(new).max())):
             return new
         x = new
     system = sp.identity(len(x), format="csr") - discount * step
-    solved, _ = bicgstab(system, source, x0=x, rtol=1e-14, maxiter=100 * SWEEPS)
+    solved, _ = bicgstab(system, source, x0=x, rtol=1e-14, maxiter=100 * SWEEPS, callback=_in_time)
     return solved
 
 

@@ -391,7 +391,7 @@ class PointBased(Method):
         search = state.slots["search"]
         if search.done:
             return None
-        search.advance()
+        search.advance(state.slots.get("deadline", math.inf))  # a stage in flight stops at the round's deadline
         return State(point=None, step=state.step + 1, evaluations=0, seconds=clock(), slots=state.slots)
 
     def result(self, objective: Objective, start: Policy, state: State) -> Policy:

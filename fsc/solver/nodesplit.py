@@ -51,6 +51,7 @@ from collections.abc import Callable
 import attrs
 import numpy as np
 
+from fsc.limits import TimeUp
 from fsc.model.memory import RAM
 from fsc.model.policy import Policy
 from fsc.model.pomdp import as_pomdp
@@ -314,9 +315,12 @@ def _flat_start(objective: Objective, rng: np.random.Generator, deadline: float)
     if objective not in _FLAT:
         world = as_pomdp(objective.world)
         graphs = _GRAPHS.setdefault(world, {})
-        if objective.reset not in graphs:
-            graphs[objective.reset] = trial_graph(world, objective.reset, rng, deadline)
-        _FLAT[objective] = as_policy(compress(model(world, objective.reset), graphs[objective.reset], arch.M), arch)
+        try:
+            if objective.reset not in graphs:
+                graphs[objective.reset] = trial_graph(world, objective.reset, rng, deadline)
+            _FLAT[objective] = as_policy(compress(model(world, objective.reset), graphs[objective.reset], arch.M), arch)
+        except TimeUp:  # its evaluation or compression did not end within the solve (fsc.solver.graph.until): no such start
+            _FLAT[objective] = None
     return _FLAT[objective]
 
 

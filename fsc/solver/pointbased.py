@@ -36,6 +36,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.linalg import splu
 
+from fsc.limits import TimeUp
 from fsc.model.policy import Policy
 from fsc.model.pomdp import POMDP, Task, as_pomdp
 from fsc.objective import Objective
@@ -164,12 +165,13 @@ def _distinct(beliefs: np.ndarray, new: list[np.ndarray]) -> np.ndarray:
 
 
 def perseus_stage(world: Model, vectors: np.ndarray, actions: np.ndarray, witness: np.ndarray, beliefs: np.ndarray,
-                  rng: np.random.Generator, batch: int = 8) -> tuple[np.ndarray, np.ndarray, np.ndarray, float, np.ndarray]:  # fmt: skip
+                  rng: np.random.Generator, batch: int = 8, deadline: float = math.inf,
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, float, np.ndarray]:  # fmt: skip
     """One stage of Perseus: new ``(vectors, actions, witness)`` whose value at every belief is at least the old one,
     the largest gain at a belief, and where each new vector comes from ``(k, 1 + O)``: ``[j, ...]`` the old vector
     ``j`` kept, ``[-1, c_1, ..., c_O]`` a backup moving to old vector ``c_o`` after ``o``.  Beliefs are backed up
     ``batch`` at a time, drawn among those not yet improved; a backup that does not improve its belief keeps the
-    old vector best there."""
+    old vector best there; past ``deadline`` (``time.monotonic()``), so does every belief not yet improved."""
     old = beliefs @ vectors.T
     before, was = old.max(axis=1), old.argmax(axis=1)
     slack = 1e-12 * max(1.0, float(np.abs(before).max()))
@@ -178,8 +180,11 @@ def perseus_stage(world: Model, vectors: np.ndarray, actions: np.ndarray, witnes
     O = world.shape[2]
     todo = np.arange(len(beliefs))
     while todo.size:
-        pick = rng.choice(todo, size=min(batch, todo.size), replace=False)
-        value, action, new, choice = backup(world, vectors, beliefs[pick])
+        if time.monotonic() >= deadline:  # no more backups: each belief left keeps its old vector
+            pick, value, action, new, choice = todo, before[todo] - 1.0, None, None, None
+        else:
+            pick = rng.choice(todo, size=min(batch, todo.size), replace=False)
+            value, action, new, choice = backup(world, vectors, beliefs[pick])
         added = len(kept_v)
         for j, b in enumerate(pick):
             if value[j] >= before[b]:
@@ -263,15 +268,20 @@ class Search:
         self._made = 0  # the stage of the last graph made
         self._offered: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # objective -> stages when last offered
 
-    def advance(self) -> None:
+    def advance(self, deadline: float = math.inf) -> None:
         """One Perseus stage; when the values settle (or every :data:`STAGES_PER_EXPANSION` stages), more beliefs
         along the trajectories of the policy the values give, or (when those repeat) one step of every action
         from beliefs of the set (:func:`every_action`), up to ``beliefs``; settled on a full set, the set may
-        double, up to :data:`GROWTH` times ``beliefs``; done when settled on a set that may not grow."""
-        stage = perseus_stage(self.world, self.vectors, self.actions, self.witness, self.beliefs, self.rng)
+        double, up to :data:`GROWTH` times ``beliefs``; done when settled on a set that may not grow.  A stage cut short
+        at ``deadline`` (:func:`perseus_stage`) counts as a stage, and the set stays as it is, as it does when less than
+        the stage's time is left (the set's growth is priced as one more stage)."""
+        started = time.monotonic()
+        stage = perseus_stage(self.world, self.vectors, self.actions, self.witness, self.beliefs, self.rng, deadline=deadline)
         self.vectors, self.actions, self.witness, self.gain, origin = stage
         self.ids = self.plans.record(self.ids, self.actions, origin)
         self.stages, self.since = self.stages + 1, self.since + 1
+        if 2 * time.monotonic() - started >= deadline:
+            return
         settled = self.gain <= SETTLED * self.scale
         if (settled or self.since >= STAGES_PER_EXPANSION) and len(self.beliefs) < self.most:
             count = max(1, self.most // 6)
@@ -308,7 +318,11 @@ class Search:
         """The policy graph of the vectors as they stand (:func:`fsc.solver.graph.closed_graph`); with ``size``, one
         that fits ``RAM(size)``: itself or compressed (:func:`fsc.solver.graph.compress`), or the best one made
         before (:meth:`best`: at an earlier stage, for this size or a smaller one (``size // 2``, ... are made too),
-        or compressed from the best graph of an earlier stage) if better."""
+        or compressed from the best graph of an earlier stage) if better.
+
+        Raises:
+            TimeUp: the time limit of an enclosing :func:`fsc.solver.graph.until` passed while a graph was evaluated.
+        """
         full = self._graphs.get((self.stages, 0))
         if full is None:
             self._graphs = {key: graph for key, graph in self._graphs.items() if key[0] == self.stages}
@@ -362,8 +376,12 @@ class Search:
             return None
         if memories in self._best and self.stages < GRAPH_GROWTH * self._made:
             return None
+        try:
+            graph = self.graph(memories, deadline)
+        except TimeUp:  # no graph within the solve's time (fsc.solver.graph.until): the start stays
+            return None
         self._offered[objective] = self.stages
-        return as_policy(self.graph(memories, deadline), objective.architecture)
+        return as_policy(graph, objective.architecture)
 
 
 _SEARCHES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()

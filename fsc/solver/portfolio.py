@@ -35,7 +35,7 @@ from fsc.model.policy import Policy
 from fsc.model.pomdp import POMDP, Task, as_pomdp
 from fsc.objective import Objective
 from fsc.solver.bound import uniform_value, upper_bound
-from fsc.solver.graph import as_policy
+from fsc.solver.graph import as_policy, until
 from fsc.solver.methods import METHODS, Budget, Method, PointBased, Shaped
 from fsc.solver.parallel import check_scheduler, solve_parallel
 from fsc.solver.pointbased import Search, forget, model
@@ -163,7 +163,8 @@ class Portfolio:
             deadline.note("set-up")
         bound = upper_bound(world, 1 - r, seconds=min(0.1 * deadline.remaining(), 10.0), deadline=deadline)
         run = _Run(self, world, r, deadline, progress, bound, final)
-        run.climb(arch, start)
+        with until(deadline.end):  # a policy graph still evaluated at the deadline is dropped, not waited for
+            run.climb(arch, start)
         value, policy, method = run.best
         if policy.architecture != arch:  # the time ran out on a smaller size: its best, split (the same value)
             policy = split(policy, arch, np.random.default_rng([self.seed, 1 << 21]))
@@ -197,22 +198,34 @@ def _unevaluated(solver: Portfolio, world, arch: MemoryArchitecture, reset: floa
 
 
 def _graph_within(world, arch: MemoryArchitecture, reset: float, deadline: Deadline, solver: Portfolio):
-    """The point-based search's policy graph on ``RAM(M)`` after as many stages as fit the deadline (its ``steps``
-    at most), or None: another memory, no point-based method, or no time for the search's start."""
+    """The best policy graph on ``RAM(M)`` the point-based search gives within the deadline (its ``steps`` stages at
+    most), or None: another memory, no point-based method, or no time for the search's start or a graph.  Stages run
+    until three quarters of what is left remain for the first graph (a graph early, and its price), then until twice
+    the last graph's time (per vector) remains; a graph whose evaluation does not end in time is dropped (:func:`fsc.solver.graph.until`)."""
     method = next((m for m in solver.methods if isinstance(m, PointBased)), None)
     if type(arch) is not RAM or method is None or deadline.expired():
         return None
-    search, longest = Search(model(world, reset), method.beliefs, np.random.default_rng([solver.seed, 1 << 22])), 0.0
-    for _ in range(method.steps):
-        if search.done or deadline.remaining() < 3 * longest:  # a stage, and the graph after it (priced as one more)
+    search = Search(model(world, reset), method.beliefs, np.random.default_rng([solver.seed, 1 << 22]))
+    best, per_vector, stages = None, None, 0
+    while not deadline.expired():
+        reserve = 0.75 * deadline.remaining() if per_vector is None else 2 * per_vector * len(search.vectors)
+        longest, before = 0.0, stages
+        while stages < method.steps and not search.done and deadline.remaining() > reserve + 2 * longest:
+            stage = time.monotonic()
+            search.advance(deadline.end - reserve)
+            longest, stages = max(longest, time.monotonic() - stage), stages + 1
+        if best is not None and stages == before:
             break
-        stage = time.monotonic()
-        search.advance()
-        longest = max(longest, time.monotonic() - stage)
-    if deadline.remaining() < longest:
-        deadline.note("the point-based search's graph")
-        return None
-    return search.graph(arch.M, deadline.end)
+        clock = time.monotonic()
+        try:
+            with until(deadline.end):  # the backups and the smaller sizes' graphs stop half-way, the evaluations at the end
+                graph = search.graph(arch.M, clock + 0.5 * deadline.remaining())
+        except TimeUp:
+            deadline.note("the point-based search's graph (its evaluation did not end in time)")
+            break
+        per_vector = (time.monotonic() - clock) / max(len(search.vectors), 1)
+        best = graph if best is None or graph.value > best.value else best
+    return best
 
 
 def _ladder(arch: MemoryArchitecture, start: Policy | None) -> list[MemoryArchitecture]:
@@ -263,6 +276,7 @@ class _Run:
         self.final = final  # the objective of the memory asked for, built first (it may be refused)
         self.smaller: Policy | None = None  # the best of the size before, on the ladder
         self.credit = _Credit(len(solver.methods))  # each method's recent gains per second: its share of a round
+        self.shaped_price: dict[MemoryArchitecture, float] = {}  # the continuation's set-ups, estimated, per size
 
     def climb(self, arch: MemoryArchitecture, start: Policy | None) -> None:
         """Every size of the ladder in turn, each from the best of the one before; the smaller sizes the deadline leaves
@@ -320,7 +334,8 @@ class _Run:
             stage_deadline -= 2 * objective.seconds
         stale, n = 0, 0
         while time.monotonic() < stage_deadline and (solver.rounds is None or n < solver.rounds) and (last or stale < solver.patience) and not self.optimal():
-            improved = self.round(objective, arch, n, np.random.default_rng([solver.seed, index, n]), stage_deadline)
+            with until(stage_deadline):  # a graph still evaluated at the size's end is dropped (the final evaluation's time kept)
+                improved = self.round(objective, arch, n, np.random.default_rng([solver.seed, index, n]), stage_deadline)
             stale, n = (0 if improved else stale + 1), n + 1
         if n == 0 and not self.optimal():
             self.deadline.note(f"the methods on {arch!r} (no round)")
@@ -342,7 +357,11 @@ class _Run:
             # evaluations, but never more than half its slice (a slice shorter than that would be none at all: on Tag,
             # whose evaluations take seconds, the point-based search, which evaluates nothing, then never ran)
             ends = began + max(slice_ - 2 * objective.seconds, 0.5 * slice_)
-            current = method.solve(objective, current, Budget(steps=method.steps, deadline=ends), rng)
+            try:
+                current = method.solve(objective, current, Budget(steps=method.steps, deadline=ends), rng)
+            except TimeUp as cut:  # a policy graph evaluated at the deadline (fsc.solver.graph.until): dropped
+                self.deadline.note(f"{method.name} ({cut.what})")
+                break
             improved |= self.offer(objective, current, method.name)
             after = objective.value_of(current)  # valued by the offer already
             self.credit.record(i, after - value, time.monotonic() - began)
@@ -351,6 +370,12 @@ class _Run:
                 break
         if objective.flat(self.best[0]) and time.monotonic() < stage_deadline:
             budget = Budget(steps=solver.shaped.steps, deadline=time.monotonic() + 0.5 * (stage_deadline - time.monotonic()))
+            # each shaped world's evaluator is set up when the continuation starts: priced as the set-ups and an evaluation each
+            if arch not in self.shaped_price:
+                self.shaped_price[arch] = len(solver.shaped.weights) * price(as_pomdp(self.world), arch, self.reset, solver.engine).seconds
+            if time.monotonic() + self.shaped_price[arch] > budget.deadline:
+                self.deadline.note(f"the continuation on {arch!r} (the shaped worlds' set-ups, estimated, do not fit)")
+                return improved
             improved |= self.offer(objective, solver.shaped.solve(objective, self.best[1], budget, rng, methods=solver.methods), solver.shaped.name)
         return improved
 

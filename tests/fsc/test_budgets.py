@@ -25,6 +25,7 @@ from fsc.model.architecture import successor_classes
 from fsc.solver import Portfolio, upper_bound
 from tests.fsc.corridor import corridor_text
 from tests.fsc.registry import ARCHITECTURES
+from tests.fsc.sparse_world import sparse_world_text
 
 
 def corridor(S: int) -> fsc.POMDP:
@@ -149,17 +150,7 @@ def test_the_two_state_bound_is_the_interpolated_iteration_and_stops_at_its_dead
 
 def _sparse_world(S: int = 2000, A: int = 4, O: int = 30, seed: int = 0) -> fsc.POMDP:
     """A random sparse world: from each state each action reaches 3 states, each end state gives 2 observations."""
-    rng = np.random.default_rng(seed)
-    lines = [f"discount: 0.95\nvalues: reward\nstates: {S}\nactions: {A}\nobservations: {O}\nstart: 0"]
-    for s in range(S):
-        for a in range(A):
-            targets, weights = rng.choice(S, 3, replace=False), rng.dirichlet(np.ones(3))
-            lines += [f"T: {a} : {s} : {t} {float(w)!r}" for t, w in zip(targets, weights, strict=True)]
-            lines.append(f"R: {a} : {s} : * : * {float(rng.normal())!r}")
-    for s in range(S):
-        o1, o2 = rng.choice(O, 2, replace=False)
-        lines.append(f"O: * : {s} : {o1} 0.5\nO: * : {s} : {o2} 0.5")
-    return parse_pomdp("\n".join(lines) + "\n")
+    return parse_pomdp(sparse_world_text(S, A, O, fanout=3, seed=seed))
 
 
 def test_the_solvers_upper_bound_stays_sparse():
@@ -232,13 +223,32 @@ def _rocksample(n: int, k: int) -> fsc.POMDP:
     return fsc.POMDP(**tables, reward=reward, discount=0.95)
 
 
+def flat_corridor(L: int) -> fsc.POMDP:
+    """``2 L + 1`` states in a row, the start in the middle, unseen but at the ends: 'right' and 'left' move one state
+    with probability 0.9; arriving at the right end pays 1, at the left end -1, and both lead back to the middle;
+    discount 0.99.  A random walk reaches an end after about ``L^2`` steps: the uniform controller's value is about
+    1e-20, a flat start (:meth:`fsc.objective.Objective.flat`), from which node splitting tries its trial graph."""
+    S = 2 * L + 1
+    lines = [f"discount: 0.99\nvalues: reward\nstates: {S}\nactions: right left\nobservations: end middle\nstart: {L}"]
+    for s in range(1, S - 1):
+        lines.append(f"T: right : {s} : {s + 1} 0.9\nT: right : {s} : {s} 0.1\nT: left : {s} : {s - 1} 0.9\nT: left : {s} : {s} 0.1")
+    lines.append(f"T: * : 0 : {L} 1.0\nT: * : {S - 1} : {L} 1.0\nO: * : * : middle 1.0\nO: * : 0\n1 0\nO: * : {S - 1}\n1 0")
+    lines.append(f"R: * : * : {S - 1} : * 1.0\nR: * : * : 0 : * -1.0")
+    return parse_pomdp("\n".join(lines) + "\n")
+
+
 BUDGET_CASES = {
     "set-up and bound on a sparse world": [("corridor", 800, "ram:2")],
     "thousands of observations": [("observations", 2000, "ram:1")],
     "the point-based graph and its backups": [("rocksample", 4, "ram:2")],
     "an evaluator that does not fit the budget": [("rocksample", 4, "ram:8")],
+    # the large engine's LU fills in (a dense factor of 16,000 columns): priced from the measured fill, and GMRES instead
+    "a sparse LU that fills in (a random sparse world)": [("sparse", 2000, "ram:2")],
+    # a flat start: node splitting's trial graph and the point-based graph, each cut at the deadline
+    "a flat start (rewards far from the start)": [("flat", 100, "ram:2")],
 }
-WORLDS = {"corridor": corridor, "observations": many_observations, "rocksample": lambda n: _rocksample(n, 4)}
+WORLDS = {"corridor": corridor, "observations": many_observations, "rocksample": lambda n: _rocksample(n, 4), "sparse": _sparse_world,
+          "flat": flat_corridor}  # fmt: skip
 
 
 @pytest.mark.parametrize(("kind", "size", "memory"), [case for cases in BUDGET_CASES.values() for case in cases])
