@@ -51,6 +51,18 @@ def test_a_hand_checked_graph_has_its_closed_form_value_here_and_on_ram():
     assert beliefs == pytest.approx(np.full((2, 2), 0.5), abs=1e-12)
 
 
+@pytest.mark.parametrize("reset", [1e-5, 1e-7])
+def test_a_graph_of_a_discount_near_one_has_its_closed_form_value(reset, monkeypatch):
+    """The same hand-checked cycle at discounts where sweeps cannot settle (0.99999, 0.9999999): solved directly
+    (never by BiCGSTAB, which can stall there), its value is the closed form, written without cancellation
+    (1 - gamma^2 = r (2 - r)), to relative 1e-9 (the system's condition number is about 1 / r)."""
+    monkeypatch.setattr("fsc.solver.graph.bicgstab", lambda *args, **kwargs: pytest.fail("BiCGSTAB on a graph of 4 pairs"))
+    world, gamma = model(tasks.Tiger(), reset), 1 - reset
+    cycle = evaluate_graph(world, [LISTEN, OPEN_LEFT], [[1, 1], [0, 0]], initial=0)
+    assert cycle.value == pytest.approx((-1 - 45 * gamma) / (reset * (2 - reset)), rel=1e-9)
+    assert evaluate_graph(world, [LISTEN], [[0, 0]]).value == pytest.approx(-1 / reset, rel=1e-9)
+
+
 def test_perseus_reaches_tigers_optimum_from_below_and_never_lowers_a_beliefs_value():
     world = model(tasks.Tiger(), 0.05)
     search = Search(world, 300, np.random.default_rng(0))
