@@ -30,8 +30,8 @@ $(STAMP): pyproject.toml | $(BIN)/python
 # commands pass (fsc/cli/warm.py: train by each optimiser, to a step count and
 # to a time as a sweep's points run, a sweep's pool worker, evaluate with and
 # without --grad, solve's methods; on the dense and choices engines), so that
-# no command compiles at first use; and the modules' bytecode.  Compiled again
-# when kernels.py changes.
+# no command compiles at first use; the two engines' kernels in two processes
+# at once; and the modules' bytecode.  Compiled again when kernels.py changes.
 $(VENV)/.kernels: $(STAMP) fsc/engines/kernels.py fsc/cli/warm.py
 	$(BIN)/python -m fsc.cli.warm
 	$(BIN)/python -m compileall -q fsc tasks policies viz
@@ -46,14 +46,17 @@ dot:
 	    echo "graphviz's dot program is missing: install Debian's graphviz package (apt-get install graphviz)"; exit 1; \
 	  fi; }
 
-# The tests: pytest and ruff, Dask (the cluster extra) and the Storm model
-# checker, a second opinion on the evaluations (the storm extra).
+# The tests: pytest, pytest-xdist and ruff, Dask (the cluster extra) and the
+# Storm model checker, a second opinion on the evaluations (the storm extra).
+# They run in one worker process per core, at most two (pytest-xdist; more
+# workers would each import torch for little gain); tests/conftest.py gives
+# each worker one torch thread.
 $(VENV)/.test: $(STAMP)
 	$(BIN)/python -m pip install -q -e '.[test,cluster,storm]'
 	touch $(VENV)/.test
 
 test: setup $(VENV)/.test
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n auto --maxprocesses 2
 
 # The report needs the runtime dependencies, graphviz and the modules'
 # bytecode, not the kernels of solve, sweep and the other optimisers: on a

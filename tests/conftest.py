@@ -1,8 +1,22 @@
-"""Shared test set-up: float64 and fixed seeds, restored afterwards."""
+"""Shared test set-up: float64 and fixed seeds, restored afterwards; one torch thread in each of `make test`'s
+workers (pytest-xdist)."""
+
+import os
 
 import numpy as np
 import pytest
 import torch
+
+
+def pytest_configure(config):
+    """In a worker of ``pytest -n``: one torch thread (the workers share the cores; more threads only spin), and
+    numba's cache saves one at a time across the workers (``fsc.cli.warm.one_cache_writer_at_a_time``: two
+    workers compiling a kernel ``make setup`` left out would otherwise overwrite each other's index)."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        from fsc.cli.warm import one_cache_writer_at_a_time
+
+        torch.set_num_threads(1)
+        one_cache_writer_at_a_time()
 
 
 @pytest.fixture(autouse=True)
