@@ -86,16 +86,17 @@ def check_memento_nodes(m: int, arms: int, observations: int, *, limit: int = MA
     )
 
 
-def check_table_entries(name: str, nodes: int, choices: int, observations: int = 1, *, limit: int = MAX_TABLE_ENTRIES) -> None:
+def check_table_entries(name: str, nodes: int, choices: int, observations: int = 1, *, limit: int = MAX_TABLE_ENTRIES, world: str = "") -> None:
     """Raise ``ValueError`` when a table of memory ``name`` exceeds ``limit`` entries: the ``nodes x choices``
-    logits, or the ``nodes x choices x observations`` next-node table (one int64 per entry)."""
+    logits, or the ``nodes x choices x observations`` next-node table (one int64 per entry); ``world``: the sizes
+    the memory was built for, said in the message (``300 actions, 300 observations``)."""
     entries = nodes * choices * observations
     if nodes > MAX_NODES or entries > limit:
         per = f" x {count_text(observations)} observations" if observations > 1 else ""
         raise InputError(
             f"memory {name} would have {count_text(nodes)} nodes x {count_text(choices)} choices{per} = {count_text(entries)} "
             f"table entries (estimate {_gib(8 * entries)} GiB per 8-byte table), over the limit of {limit:,} "
-            f"entries; choose a smaller size"
+            f"entries; choose a smaller size{f' for {world}' if world else ''}"
         )
 
 

@@ -64,7 +64,8 @@ class _MemoryWithLastObservation(_ArmsAndObservations):
         # What every engine holds: the policy's node x choice table.  The next-node table is a view of its
         # (choice, observation) rows (:attr:`next_node`), never ``N x C x O`` entries; an engine that expands it
         # (the joint chain's build) prices that itself (:mod:`fsc.engines.cost`).
-        check_table_entries(f"{type(self).__name__.lower()}:{self.M}", self.M * (1 + self.arms * self.observations), self.M * self.arms)
+        check_table_entries(f"{type(self).__name__.lower()}:{self.M}", self.M * (1 + self.arms * self.observations), self.M * self.arms,
+                            world=f"{self.arms:,} actions and {self.observations:,} observations")  # fmt: skip
 
     @functools.cached_property
     def memory_and_arm(self) -> tuple[np.ndarray, np.ndarray]:

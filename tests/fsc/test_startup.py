@@ -95,9 +95,9 @@ def test_a_policy_file_evaluated_without_torch_gives_the_numbers_of_fsc_evaluate
     assert record["value"] == pytest.approx(float(expected.value), rel=1e-12)
 
 
-#: A 98-byte file declaring 30 actions and 12,000 observations: ``ram:1`` on it has 360,001 nodes, whose table of
-#: next nodes (129.6 billion entries) is over fsc.limits.MAX_TABLE_ENTRIES.
-HUGE_MEMORY = "discount: 0.9\nvalues: reward\nstates: 3\nactions: 30\nobservations: 12000\nT: * identity\nO: * uniform\n"
+#: A 99-byte file declaring 30 actions and 120,000 observations: ``ram:1`` on it has 3,600,001 nodes, whose table of
+#: node x choice (108 million entries) is over fsc.limits.MAX_TABLE_ENTRIES.
+HUGE_MEMORY = "discount: 0.9\nvalues: reward\nstates: 3\nactions: 30\nobservations: 120000\nT: * identity\nO: * uniform\n"
 #: Ten million states and 3,000 actions: the reader refuses the tables (S*A rows) before building any.
 HUGE_WORLD = "discount: 0.9\nvalues: reward\nstates: 10000000\nactions: 3000\nobservations: 2\nT: * identity\nO: * uniform\n"
 HUGE = {"memory": (HUGE_MEMORY, "over the limit of 67,108,864 entries"), "world": (HUGE_WORLD, "over the limit of 2 GiB")}
