@@ -319,8 +319,8 @@ def _flat_start(objective: Objective, rng: np.random.Generator, deadline: float)
             if objective.reset not in graphs:
                 graphs[objective.reset] = trial_graph(world, objective.reset, rng, deadline)
             _FLAT[objective] = as_policy(compress(model(world, objective.reset), graphs[objective.reset], arch.M), arch)
-        except TimeUp:  # its evaluation or compression did not end within the solve (fsc.solver.graph.until): no such start
-            _FLAT[objective] = None
+        except TimeUp:  # its evaluation or compression did not end within this round (fsc.solver.graph.until): none now,
+            return None  # tried again in a later round (the trial graph, once made, is kept): never given up for good
     return _FLAT[objective]
 
 

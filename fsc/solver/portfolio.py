@@ -370,9 +370,12 @@ class _Run:
                 break
         if objective.flat(self.best[0]) and time.monotonic() < stage_deadline:
             budget = Budget(steps=solver.shaped.steps, deadline=time.monotonic() + 0.5 * (stage_deadline - time.monotonic()))
-            # each shaped world's evaluator is set up when the continuation starts: priced as the set-ups and an evaluation each
+            # each shaped world's evaluator is set up when the continuation starts: priced as the set-ups and an evaluation
+            # each, by the estimate or four of this size's slowest evaluation measured, the lower (the estimate errs high:
+            # on sunysb it skipped every continuation, and the solve stayed at the controller worth 0)
             if arch not in self.shaped_price:
-                self.shaped_price[arch] = len(solver.shaped.weights) * price(as_pomdp(self.world), arch, self.reset, solver.engine).seconds
+                setup = min(price(as_pomdp(self.world), arch, self.reset, solver.engine).seconds, 4 * objective.seconds)
+                self.shaped_price[arch] = len(solver.shaped.weights) * setup
             if time.monotonic() + self.shaped_price[arch] > budget.deadline:
                 self.deadline.note(f"the continuation on {arch!r} (the shaped worlds' set-ups, estimated, do not fit)")
                 return improved
