@@ -25,7 +25,7 @@ from fsc.model.pomdp import POMDP
 # fsc.engines.estimate.check_declared before they import them (fsc.cli.TORCH_AFTER_INPUT).
 
 __all__ = ["Estimate", "Sizes", "available_bytes", "chain_build", "complete_lu", "factor_fits", "gb", "krylov_seconds", "large_fill", "lu_seconds",
-           "memory_limits", "profile", "state_fill", "world_sizes"]
+           "memory_limits", "state_fill", "world_sizes"]
 
 #: Bytes per stored nonzero of :class:`fsc.model.chain.JointChain` (five int32 index arrays and the weight,
 #: then the int64 tables the engines derive from them) and during its construction.
@@ -355,22 +355,3 @@ def _cgroup_left() -> int | None:
 def gb(n: float) -> str:
     """``n`` bytes in GB, to three digits (the refusals' unit)."""
     return f"{n / 1e9:.3g} GB"
-
-
-def profile(indptr: np.ndarray, indices: np.ndarray, n: int) -> int:
-    """The envelope of the symmetric pattern ``A + A^T`` (``A``: ``n x n``, CSR or CSC ``indptr``, ``indices``), diagonal
-    included, in reverse Cuthill-McKee order: the sum over rows of the distance from the row's first entry to the
-    diagonal.  An LU without pivoting in that order has at most this many entries below the diagonal and as many
-    above; ``O(nnz log nnz)``."""
-    import scipy.sparse as sp
-    from scipy.sparse.csgraph import reverse_cuthill_mckee
-
-    if n == 0:
-        return 0
-    pattern = sp.csr_matrix((np.ones(len(indices), dtype=np.int8), indices, indptr), shape=(n, n))
-    sym = (pattern + pattern.T + sp.identity(n, dtype=np.int8, format="csr")).tocsr()
-    order = reverse_cuthill_mckee(sym, symmetric_mode=True)
-    rank = np.empty(n, dtype=np.int64)
-    rank[order] = np.arange(n)
-    first = np.minimum.reduceat(rank[sym.indices], sym.indptr[:-1])  # every row holds its diagonal: no empty row
-    return int((rank - first).sum())

@@ -152,6 +152,12 @@ def _operator(model: Model, action: np.ndarray, successor: np.ndarray) -> sp.csr
     return sp.csr_matrix((np.concatenate(data), (np.concatenate(rows), np.concatenate(cols))), shape=(N * S, N * S))
 
 
+def _system(model: Model, action: np.ndarray, successor: np.ndarray) -> tuple[sp.csr_matrix, np.ndarray]:
+    """The graph's equations ``x = source + discount * step @ x`` on the pairs ``(n, s)``: ``step`` (:func:`_operator`)
+    and the reward of each node's action in each state."""
+    return _operator(model, action, successor), np.ascontiguousarray(model.reward[:, action].T).reshape(-1)
+
+
 def _fixed_point(step: sp.csr_matrix, discount: float, source: np.ndarray, guess: np.ndarray) -> np.ndarray:
     """``x = source + discount * step @ x``: iterated from ``guess`` (a contraction) until it moves by less than 1e-13
     of its size, or after :data:`SWEEPS` sweeps (a discount near 1) solved from there: by a sparse LU on at most
@@ -185,8 +191,7 @@ def evaluate_graph(model: Model, action, successor, initial: int | None = None, 
         raise InputError(f"a policy graph needs actions (N,) and successors (N, {O}), got {action.shape} and {successor.shape}")
     if action.min() < 0 or action.max() >= A or successor.min() < 0 or successor.max() >= N:
         raise InputError(f"a policy graph's actions must lie in [0, {A}) and its successors in [0, {N})")
-    step = _operator(model, action, successor)
-    source = np.ascontiguousarray(model.reward[:, action].T).reshape(-1)
+    step, source = _system(model, action, successor)
     vectors = _fixed_point(step, model.discount, source, source if guess is None else np.asarray(guess, dtype=np.float64).reshape(-1)).reshape(N, S)
     if initial is None:
         initial = int(np.argmax(vectors @ model.initial))
@@ -387,8 +392,7 @@ def _estimate(model: Model, action: np.ndarray, successor: np.ndarray, initial: 
     """The value at the start belief of a graph after :func:`_estimate_sweeps` sweeps of its fixed point from ``guess``
     (its nodes' values before a small change): enough to rank a few candidate changes, each then evaluated exactly."""
     S = model.shape[0]
-    step = _operator(model, action, successor)
-    source = np.ascontiguousarray(model.reward[:, action].T).reshape(-1)
+    step, source = _system(model, action, successor)
     x = np.asarray(guess, dtype=np.float64).reshape(-1)
     for _ in range(_estimate_sweeps(model.discount)):
         x = source + model.discount * (step @ x)

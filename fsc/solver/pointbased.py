@@ -280,7 +280,8 @@ class Search:
         self.vectors, self.actions, self.witness, self.gain, origin = stage
         self.ids = self.plans.record(self.ids, self.actions, origin)
         self.stages, self.since = self.stages + 1, self.since + 1
-        if 2 * time.monotonic() - started >= deadline:
+        now = time.monotonic()
+        if now + (now - started) >= deadline:  # less than one more stage's time left: the set stays as it is
             return
         settled = self.gain <= SETTLED * self.scale
         if (settled or self.since >= STAGES_PER_EXPANSION) and len(self.beliefs) < self.most:
