@@ -36,9 +36,18 @@ __all__ = ["Model", "PolicyGraph", "as_policy", "closed_graph", "compress", "eva
 
 #: :func:`merge` chooses each merge among six, valued by a few sweeps each, for a graph that needs at most ``MERGES`` merges
 #: to fit, others it merges by an estimate first; :func:`compress` merges graphs of at most ``MERGE_PAIRS`` pairs
-#: (node, state) and only covers larger ones (RockSample[7,8]: 12,800 states).
+#: (node, state) with each merged node moving as the kept one did.
 MERGES = 8
 MERGE_PAIRS = 200_000
+
+#: :func:`compress` also merges graphs of at most ``UNION_PAIRS`` pairs with each merged node moving, after each
+#: observation, as the node that hears it more did: RockSample[7,8], whose observations show the position, has plans
+#: of about 200 nodes on 12,800 states, merged to fit ``ram:8`` with nothing lost.
+UNION_PAIRS = 4_000_000
+
+#: How closely :func:`occupancy` solves for the discounted visits (relative to the largest): they rank merges and
+#: place beliefs, where a digit more changes nothing, and a graph of millions of pairs settles in a third of the sweeps.
+OCCUPANCY_TOLERANCE = 1e-8
 
 #: Beliefs backed up at once when a graph is closed (:func:`closed_graph`), between two looks at the deadline.
 CHUNK = 16
@@ -158,22 +167,22 @@ def _system(model: Model, action: np.ndarray, successor: np.ndarray) -> tuple[sp
     return _operator(model, action, successor), np.ascontiguousarray(model.reward[:, action].T).reshape(-1)
 
 
-def _fixed_point(step: sp.csr_matrix, discount: float, source: np.ndarray, guess: np.ndarray) -> np.ndarray:
-    """``x = source + discount * step @ x``: iterated from ``guess`` (a contraction) until it moves by less than 1e-13
-    of its size, or after :data:`SWEEPS` sweeps (a discount near 1) solved from there: by a sparse LU on at most
-    :data:`DIRECT_PAIRS` pairs (at once when the sweeps could not settle), else by BiCGSTAB."""
+def _fixed_point(step: sp.csr_matrix, discount: float, source: np.ndarray, guess: np.ndarray, tolerance: float = 1e-13) -> np.ndarray:
+    """``x = source + discount * step @ x``: iterated from ``guess`` (a contraction) until it moves by less than
+    ``tolerance`` of its size, or after :data:`SWEEPS` sweeps (a discount near 1) solved from there: by a sparse LU on at
+    most :data:`DIRECT_PAIRS` pairs (at once when the sweeps could not settle), else by BiCGSTAB."""
     x, direct = guess, len(guess) <= DIRECT_PAIRS
-    for _ in range(0 if direct and discount**SWEEPS > 1e-13 else SWEEPS):
+    for _ in range(0 if direct and discount**SWEEPS > tolerance else SWEEPS):
         _in_time()
         new = source + discount * (step @ x)
-        if np.abs(new - x).max() <= 1e-13 * max(1.0, float(np.abs(new).max())):
+        if np.abs(new - x).max() <= tolerance * max(1.0, float(np.abs(new).max())):
             return new
         x = new
     _in_time()
     system = sp.identity(len(x), format="csr") - discount * step
     if direct:
         return splu(system.tocsc()).solve(source)
-    solved, _ = bicgstab(system, source, x0=x, rtol=1e-14, maxiter=100 * SWEEPS, callback=_in_time)
+    solved, _ = bicgstab(system, source, x0=x, rtol=max(tolerance, 1e-14), maxiter=100 * SWEEPS, callback=_in_time)
     return solved
 
 
@@ -206,7 +215,7 @@ def occupancy(model: Model, graph: PolicyGraph) -> tuple[np.ndarray, np.ndarray]
     step = graph._step if graph._step is not None else _operator(model, graph.action, graph.successor)
     start = np.zeros(N * S)
     start[graph.initial * S : (graph.initial + 1) * S] = model.initial
-    pairs = np.maximum(_fixed_point(step.T.tocsr(), model.discount, start, start).reshape(N, S), 0.0)
+    pairs = np.maximum(_fixed_point(step.T.tocsr(), model.discount, start, start, OCCUPANCY_TOLERANCE).reshape(N, S), 0.0)
     visits = pairs.sum(axis=1)
     beliefs = np.where(visits[:, None] > 0, pairs / np.where(visits > 0, visits, 1.0)[:, None], model.initial[None])
     return visits, beliefs
@@ -326,25 +335,27 @@ def _covering(vectors: np.ndarray, action: np.ndarray, beliefs: np.ndarray, weig
 
 
 def compress(model: Model, graph: PolicyGraph, memories: int, rounds: int = 5) -> PolicyGraph:
-    """A graph that fits ``RAM(memories)`` (:func:`fits`) from ``graph`` minimised (:func:`minimise`), the better by
-    exact value of two: merged node pair by node pair (:func:`merge`; at most :data:`MERGE_PAIRS` pairs), and the nodes that best
-    cover the beliefs ``graph`` reaches (weighted by their discounted visits; :func:`_covering`), each node's
-    successors the kept vector best at the belief that follows; each then ``rounds`` rounds of node improvement
-    (:func:`improve`)."""
+    """A graph that fits ``RAM(memories)`` (:func:`fits`) from ``graph`` minimised (:func:`minimise`), the best by
+    exact value of: merged node pair by node pair (:func:`merge`) with each merged node moving as after the merge's
+    kept node (graphs of at most :data:`MERGE_PAIRS` pairs) and as the node that hears the observation more (at most
+    :data:`UNION_PAIRS`); and the nodes that best cover the beliefs ``graph`` reaches (weighted by their discounted
+    visits; :func:`_covering`), each node's successors the kept vector best at the belief that follows; each then
+    ``rounds`` rounds of node improvement (:func:`improve`).  A merge that loses nothing is taken at once."""
     if fits(graph, memories):
         return graph
     graph = minimise(model, graph)
-    merged = None
-    if graph.size * model.shape[0] <= MERGE_PAIRS:  # larger: each merge pass is a costly evaluation
-        merged = improve(model, merge(model, graph, memories), memories, rounds)
-        if merged.value >= graph.value - 1e-12 * max(1.0, abs(graph.value)):
-            return merged  # nothing lost: no cover can beat it
+    pairs, found = graph.size * model.shape[0], []
+    for union, most in ((True, UNION_PAIRS), (False, MERGE_PAIRS)):
+        if pairs <= most:  # larger: each merge pass is a costly evaluation
+            found.append(improve(model, merge(model, graph, memories, union=union), memories, rounds))
+            if found[-1].value >= graph.value - 1e-12 * max(1.0, abs(graph.value)):
+                return found[-1]  # nothing lost: nothing can beat it
     visits, beliefs = occupancy(model, graph)
     keep = _covering(graph.vectors, graph.action, beliefs, visits, graph.initial, memories)
     action = graph.action[keep]
     best = evaluate_graph(model, action, _best_after(model, beliefs[keep], action, graph.vectors[keep]), guess=graph.vectors[keep])
-    covered = improve(model, best, memories, rounds)
-    return merged if merged is not None and merged.value >= covered.value else covered
+    found.append(improve(model, best, memories, rounds))
+    return max(found, key=lambda candidate: candidate.value)
 
 
 def _excess(graph: PolicyGraph, memories: int) -> int:
@@ -378,14 +389,32 @@ def minimise(model: Model, graph: PolicyGraph) -> PolicyGraph:
     return PolicyGraph(action=action, successor=successor, initial=initial, vectors=graph.vectors[first], value=graph.value)
 
 
-def _merged(model: Model, graph: PolicyGraph, into: int, gone: int) -> tuple[np.ndarray, np.ndarray, int, np.ndarray]:
-    """``graph`` with node ``gone`` removed and every move into it sent to ``into`` instead: its actions, successors,
-    initial node and the old values of its nodes (a guess of the new ones)."""
+def _merged(graph: PolicyGraph, into: int, gone: int, heard: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, int, np.ndarray]:
+    """``graph`` with node ``gone`` removed and every move into it sent to ``into`` instead, ``into`` moving as before
+    (``heard`` None) or after each observation as the node of the two that hears it more often did (:func:`_heard`:
+    nodes reached where the other is not, as on worlds that show the position, merge with nothing lost): its
+    actions, successors, initial node and the old values of its nodes (a guess of the new ones)."""
+    successor = graph.successor.copy()
+    if heard is not None:
+        takes = heard[gone] > heard[into]
+        successor[into, takes] = successor[gone, takes]
     keep = np.flatnonzero(np.arange(graph.size) != gone)
     renumber = np.zeros(graph.size, dtype=np.int64)
     renumber[keep] = np.arange(len(keep))
     renumber[gone] = renumber[into]
-    return graph.action[keep], renumber[graph.successor[keep]], int(renumber[graph.initial]), graph.vectors[keep]
+    return graph.action[keep], renumber[successor[keep]], int(renumber[graph.initial]), graph.vectors[keep]
+
+
+def _heard(model: Model, graph: PolicyGraph, visits: np.ndarray, beliefs: np.ndarray) -> np.ndarray:
+    """``(N, O)``: how often (discounted, from the start) each node hears each observation: its visits times the
+    chance of the observation after its action at the belief it is reached in (:func:`occupancy`)."""
+    heard = np.zeros((graph.size, model.shape[2]))
+    for a in np.unique(graph.action):
+        rows = np.flatnonzero(graph.action == a)
+        reached = model.reached(beliefs[rows], int(a))
+        for o, states, chance in model.emitters(int(a)):
+            heard[rows, o] = reached[:, states] @ chance
+    return visits[:, None] * heard
 
 
 def _estimate(model: Model, action: np.ndarray, successor: np.ndarray, initial: int, guess: np.ndarray) -> float:
@@ -404,44 +433,65 @@ def _estimate_sweeps(discount: float) -> int:
     return int(min(SWEEPS, max(1, math.ceil(math.log(1e-2) / math.log(max(discount, 1e-300))))))
 
 
-def _candidates(model: Model, graph: PolicyGraph, memories: int) -> list[tuple[float, int, int]]:
+def _candidates(model: Model, graph: PolicyGraph, memories: int, union: bool) -> tuple[list[tuple[float, int, int]], np.ndarray | None]:
     """Merges ``(estimated loss, into, gone)`` of two nodes of an action with more than ``memories`` nodes, least loss
-    first: the dropped node's visits times what its vector exceeds the kept one's at the belief it is reached in."""
+    first, and (``union``) how often each node hears each observation (:func:`_heard`), else None.  The loss is, for
+    each of the two, its visits times what its vector exceeds the other's at the belief it is reached in, times the
+    share of what it hears that it now follows the other's moves for: all for ``gone``, none for ``into``, unless
+    ``union`` (the merged node moves after each observation as the node that hears it more did, :func:`_merged`)."""
     visits, beliefs = occupancy(model, graph)
+    heard = _heard(model, graph, visits, beliefs) if union else None
+    share = None if heard is None else heard / np.maximum(heard.sum(axis=1, keepdims=True), 1e-300)
     counts = np.bincount(graph.action)
     nodes = np.flatnonzero(counts[graph.action] > memories)
     own = np.einsum("ns,ns->n", graph.vectors, beliefs)
     candidates = []
     for gone in nodes:
         into = nodes[(graph.action[nodes] == graph.action[gone]) & (nodes != gone)]
-        loss = visits[gone] * (own[gone] - graph.vectors[into] @ beliefs[gone])
+        loss = visits[gone] * np.maximum(own[gone] - graph.vectors[into] @ beliefs[gone], 0.0)
+        if heard is not None:
+            takes = heard[gone][None] > heard[into]  # (into, O): where the merged node moves as gone did
+            loss = loss * (share[gone][None] * ~takes).sum(axis=1)
+            loss += visits[into] * np.maximum(own[into] - beliefs[into] @ graph.vectors[gone], 0.0) * (share[into] * takes).sum(axis=1)
         candidates += [(float(cost), int(n), int(gone)) for cost, n in zip(loss, into, strict=True)]
-    return sorted(candidates)
+    return sorted(candidates), heard
 
 
-def merge(model: Model, graph: PolicyGraph, memories: int, tries: int = 6) -> PolicyGraph:
-    """Merge nodes of the same action until ``graph`` fits ``RAM(memories)``: each time, the merge (every move into
-    one node sent to another of its action) that keeps the value highest among the ``tries`` of least estimated
-    loss (:func:`_candidates`), each valued by a few sweeps of its fixed point (:func:`_estimate`), the chosen one
-    then exactly.  A graph more than :data:`MERGES` merges from fitting is first merged by
-    the estimate alone, about half of what is left at a time (a node merged once is not merged again before the
-    graph is evaluated)."""
+def merge(model: Model, graph: PolicyGraph, memories: int, tries: int = 6, union: bool = False) -> PolicyGraph:
+    """Merge nodes of the same action until ``graph`` fits ``RAM(memories)`` (:func:`_merged`, each merged node
+    moving as the kept one did or, ``union``, after each observation as the one that hears it more did).  A graph more
+    than :data:`MERGES` merges from fitting is first merged by the estimate alone (:func:`_candidates`): every merge
+    it needs at once (with ``union``, nothing is lost where the merged nodes hear apart, as on worlds that show the
+    position), else, when that lost value, about half of them at a time.  Then one merge at a time: the one that
+    keeps the value highest among the ``tries`` of least estimated loss, each valued by a few sweeps of its fixed
+    point (:func:`_estimate`), the chosen one then exactly."""
+    whole = True
     while _excess(graph, memories) > MERGES:
-        graph = _merged_by_estimate(model, graph, memories, max(1, (_excess(graph, memories) + 1) // 2))
+        excess, found = _excess(graph, memories), _candidates(model, graph, memories, union)
+        merged = _merged_by_estimate(model, graph, memories, excess, found) if whole else None
+        if merged is None or merged.value < graph.value - 1e-9 * max(1.0, abs(graph.value)):
+            merged = _merged_by_estimate(model, graph, memories, (excess + 1) // 2, found)
+        graph, whole = merged, False
     while not fits(graph, memories):
-        merges = [_merged(model, graph, into, gone) for _, into, gone in _candidates(model, graph, memories)[:tries]]
+        candidates, heard = _candidates(model, graph, memories, union)
+        merges = [_merged(graph, into, gone, heard) for _, into, gone in candidates[:tries]]
         action, successor, initial, guess = max(merges, key=lambda merged: _estimate(model, *merged))
         graph = evaluate_graph(model, action, successor, initial=initial, guess=guess)
     return graph
 
 
-def _merged_by_estimate(model: Model, graph: PolicyGraph, memories: int, merges: int) -> PolicyGraph:
-    """``graph`` after up to ``merges`` merges of least estimated loss (:func:`_candidates`), no node in two, evaluated once."""
+def _merged_by_estimate(model: Model, graph: PolicyGraph, memories: int, merges: int, found: tuple[list, np.ndarray]) -> PolicyGraph:
+    """``graph`` after up to ``merges`` merges of least estimated loss (``found``: :func:`_candidates`, each merge as
+    :func:`_merged` makes it), no node in two, evaluated once."""
     successor, initial = graph.successor.copy(), graph.initial
     counts, alive, touched = np.bincount(graph.action), np.ones(graph.size, dtype=bool), set()
-    for _, into, gone in _candidates(model, graph, memories):
+    candidates, heard = found
+    for _, into, gone in candidates:
         if counts[graph.action[gone]] <= memories or into in touched or gone in touched:
             continue
+        if heard is not None:
+            takes = heard[gone] > heard[into]
+            successor[into, takes] = successor[gone, takes]
         successor[successor == gone], initial = into, (into if initial == gone else initial)
         alive[gone], counts[graph.action[gone]] = False, counts[graph.action[gone]] - 1
         touched |= {into, gone}

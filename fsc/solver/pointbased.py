@@ -50,7 +50,7 @@ EXPLORE = 0.1
 #: The plan of the best vector becomes the policy graph when its minimal graph has at most ``PLAN_NODES`` nodes
 #: and ``PLAN_PAIRS`` pairs (node, state) (a deep plan is a large graph: slow to evaluate and to compress).
 PLAN_NODES = 2000
-PLAN_PAIRS = 100_000
+PLAN_PAIRS = 4_000_000
 
 #: How many times a search settled on a full belief set starts again on a fresh one (its vectors kept).
 REFRESHES = 8
@@ -318,7 +318,8 @@ class Search:
     def graph(self, size: int | None = None, deadline: float = math.inf) -> PolicyGraph:
         """The policy graph of the vectors as they stand (:func:`fsc.solver.graph.closed_graph`); with ``size``, one
         that fits ``RAM(size)``: itself or compressed (:func:`fsc.solver.graph.compress`), or the best one made
-        before (:meth:`best`: at an earlier stage, for this size or a smaller one (``size // 2``, ... are made too),
+        before (:meth:`best`: at an earlier stage, for this size or a smaller one (``size // 2``, ... are made too, each
+        compressed from the one before),
         or compressed from the best graph of an earlier stage) if better.
 
         Raises:
@@ -345,10 +346,11 @@ class Search:
                 self._top, self._top_sizes = full, set()
         if size is None:
             return full
-        if (self.stages, size) not in self._graphs:
-            self._graphs[self.stages, size] = self._keep(size, full)
-            if size > 1 and time.monotonic() < deadline:  # compressed further, merges drop the nodes that cost most: fits too
-                self.graph(size // 2, deadline)
+        source = full
+        for smaller in (size >> k for k in range(size.bit_length())):  # and the smaller sizes, each from the one before
+            if (self.stages, smaller) in self._graphs or (smaller < size and time.monotonic() >= deadline):
+                break
+            source = self._graphs[self.stages, smaller] = self._keep(smaller, source)
         if size not in self._top_sizes and time.monotonic() < deadline:  # the best graph of the stages before, compressed for this size too
             self._keep(size, self._top)
         return self.best(size)
