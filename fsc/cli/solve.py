@@ -88,7 +88,8 @@ def cmd_solve(args: argparse.Namespace) -> int:
     if not args.max_seconds > 0:
         raise InputError(f"--max-seconds must be > 0, got {args.max_seconds!r}")
     deadline = Deadline.after(args.max_seconds)  # the limit covers everything from here: reading, set-up, bound, methods
-    world, arch = resolve_world_and_memory(args.memory, **world_arguments(args), option="--", memory_option="--memory")
+    pointbased = args.methods is None or "pointbased" in args.methods.split(",")  # a RAM no engine holds: the search's graph alone
+    world, arch = resolve_world_and_memory(args.memory, **world_arguments(args), option="--", memory_option="--memory", graph=pointbased)
     reset = resolve_reset(world.world, args.reset, args.discount, allow_zero=False, default=1e-3)
     out = _out_directory(args.out)  # refused at once, before the world's chain is built
     with deadline.paused():  # start-up, not counted: the libraries' import
