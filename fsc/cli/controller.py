@@ -26,8 +26,10 @@ DRAW_FORMATS = ("svg", "png", "dot")
 
 def cmd_evaluate(args) -> int:
     from fsc.cli.options import resolve_controller, world_record
+    from fsc.resolve import is_policy_file
 
-    controller = resolve_controller(args, arrays=not args.grad, graph=not args.grad)  # without --grad, no torch (uniform or a policy file)
+    # without --grad, no torch (uniform or a policy file); a policy file may be deterministic, valued as a policy graph
+    controller = resolve_controller(args, arrays=not args.grad, graph=not args.grad and is_policy_file(args.policy))
     from fsc.evaluate import evaluate, evaluate_weights
 
     start = time.perf_counter()

@@ -89,7 +89,7 @@ def resolve_controller(args: argparse.Namespace, *, allow_zero: bool = True, joi
         world = resolve_world(**world_arguments(args), option="--", check=check)
         arch = None if memory is None else resolve_memory(memory, world.world, option="--memory")
     else:  # a world and memory no engine can hold: refused from the file's declared sizes, before its tables
-        world, arch = resolve_world_and_memory(memory, **world_arguments(args), option="--", memory_option="--memory", graph=graph)
+        world, arch = resolve_world_and_memory(memory, **world_arguments(args), option="--", memory_option="--memory", graph=0 if graph else None)
     reset = resolve_reset(world.world, args.reset, args.discount, allow_zero=allow_zero, default=1e-3)
     numpy = arrays and (args.policy == "uniform" or is_policy_file(args.policy))
     if not numpy:

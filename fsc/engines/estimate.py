@@ -74,17 +74,19 @@ def evaluable(world: POMDP, arch: MemoryArchitecture, reset: float, engine: str 
     return _joint_bytes(X, arch.num_nodes, arch.num_choices, world.num_observations) <= limit and holds(world, arch, reset, engine)
 
 
-def graph_bytes(states: int, arch: MemoryArchitecture) -> int | None:
+def graph_bytes(states: int, arch: MemoryArchitecture, beliefs: int = 0) -> int | None:
     """What valuing a deterministic controller on ``RAM(M)`` as a policy graph holds (:func:`fsc.solver.graph.from_policy`,
     the graph-only path of :meth:`fsc.solver.Portfolio.solve`), estimated: the policy's tables (``N x C``: logits, the
-    probabilities of the controller made from the graph) and at most ``M x A`` graph nodes times ``states`` pairs, each
-    with :data:`GRAPH_PAIR_BYTES` (its vectors and its share of the sparse operator).  None: not a RAM (its graph may
-    have every node of the architecture, as many pairs as the joint chain)."""
+    probabilities of the controller made from the graph), at most ``M x A`` graph nodes times ``states`` pairs, each
+    with :data:`GRAPH_PAIR_BYTES` (its vectors and its share of the sparse operator), and the point-based search that
+    makes the graph: ``beliefs`` dense beliefs, as many vectors and their witnesses (0: a controller valued alone, as
+    ``fsc evaluate`` does).  None: not a RAM (its graph may have every node of the architecture, as many pairs as the
+    joint chain)."""
     from fsc.model.memory import RAM
 
     if type(arch) is not RAM:
         return None
-    return 24 * arch.num_nodes * arch.num_choices + GRAPH_PAIR_BYTES * arch.M * arch.arms * states
+    return 24 * arch.num_nodes * arch.num_choices + GRAPH_PAIR_BYTES * arch.M * arch.arms * states + 3 * 8 * beliefs * states
 
 
 def least_sizes(states: int, actions: int, observations: int, arch: MemoryArchitecture, *, started: int | None = None) -> Sizes:
@@ -140,7 +142,9 @@ def least_bytes(sizes: Sizes) -> Estimate:
     return min((engine.estimate(sizes) for engine in ENGINES.values()), key=lambda e: e.bytes)
 
 
-def check_declared(states: int, actions: int, observations: int, arch: MemoryArchitecture, *, started: int | None = None, graph: bool = False) -> None:
+def check_declared(
+    states: int, actions: int, observations: int, arch: MemoryArchitecture, *, started: int | None = None, graph: int | None = None
+) -> None:
     """Refuse, from the sizes a file declares (before its tables are read), a world and memory that
     :func:`check_sizes` or every engine of :func:`fsc.engines.registry.choose_engine` would refuse once they are built.
 
@@ -150,7 +154,8 @@ def check_declared(states: int, actions: int, observations: int, arch: MemoryArc
     can hold, whatever the engine asked for, so nothing refused here would have been accepted after reading.
 
     ``graph``: a caller that can value a RAM controller as a policy graph instead (``fsc solve``'s graph-only path,
-    :meth:`fsc.solver.Portfolio.solve`) is refused only when that path's own need (:func:`graph_bytes`) does not fit either.
+    :meth:`fsc.solver.Portfolio.solve`, the point-based search's beliefs; ``fsc evaluate`` of a policy file, 0) is
+    refused only when that path's own need (:func:`graph_bytes`) does not fit either.
 
     Raises:
         ValueError: one line: the memory (``--memory``, as :func:`check_sizes` names it), the declared sizes, the
@@ -167,11 +172,11 @@ def check_declared(states: int, actions: int, observations: int, arch: MemoryArc
         need, what = lightest.bytes, f"the lightest engine's estimate, {lightest.engine!r}"
     else:
         what = "the joint chain's vectors and next nodes"
-    alone = graph_bytes(states, arch) if graph else None
+    alone = None if graph is None else graph_bytes(states, arch, graph)
     if alone is not None and alone <= limit:
         return
-    also = "" if alone is None else f", and its policy graph alone about {gb(alone)} (estimate)"
+    also = "" if alone is None else f" (its policy graph: {gb(alone)})"  # with the point-based search's beliefs, if any
     raise InputError(
         f"memory (--memory) {arch!r} on the declared S={states:,}, A={actions:,}, O={observations:,} needs at least {gb(need)} "
-        f"({what}){also}, over the {gb(limit)} this machine has available; choose a smaller memory or world"
+        f"({what}), over the {gb(limit)} this machine has available{also}; choose a smaller memory or world"
     )

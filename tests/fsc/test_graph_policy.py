@@ -92,3 +92,74 @@ def test_a_stochastic_policy_gives_none_and_an_unreached_stochastic_node_does_no
     mixed = np.full(arch.num_nodes, 0.0)
     mixed[arch.reset_mask] = 1.0 / arch.reset_mask.sum()
     assert from_policy(m, fsc.Policy.from_probs(arch, policy.probs().detach().numpy(), mixed)) is None  # a stochastic start
+
+
+def many_observations(tmp_path):
+    """A random sparse world of 40 observations as a ``.POMDP`` file and its RAM(2) (N = 242 nodes): the joint chain
+    needs about a megabyte (the large engine 1.4 MB), the policy graph about 50 kB."""
+    path = tmp_path / "many.POMDP"
+    path.write_text(sparse_world_text(S=30, A=3, O=40, seed=3))
+    world = fsc.read_pomdp(path)
+    return path, world, fsc.RAM(2, arms=3, observations=40)
+
+
+def small_machine(monkeypatch, world, arch):
+    """The machine's memory cut so that no engine holds ``arch`` on ``world`` but its policy graph fits."""
+    from fsc.engines import cost
+    from fsc.engines.estimate import evaluable, graph_bytes
+
+    limit = 4 * graph_bytes(world.num_states, arch)
+    monkeypatch.setattr(cost, "available_bytes", lambda: int(limit / cost.MEMORY_SHARE))
+    assert not evaluable(world, arch, 0.05)
+
+
+def test_a_ram_no_engine_holds_is_solved_on_the_graph_only_path_with_the_exact_value_of_its_policy(monkeypatch, tmp_path):
+    _, world, arch = many_observations(tmp_path)
+    small_machine(monkeypatch, world, arch)
+    with pytest.raises(ValueError, match="this machine has available"):
+        fsc.evaluate(world, fsc.Policy.uniform(arch), reset=0.05)
+    for settings in ({}, {"workers": 1, "restarts": 2}):
+        solution = fsc.solve(world, arch, reset=0.05, seconds=1, seed=0, **settings)
+        assert solution.method == "pointbased" and solution.evaluations == 0
+        assert any("does not fit the memory" in cut for cut in solution.cut_short)
+        graph = from_policy(model(world, 0.05), solution.policy)
+        assert graph is not None and graph.value == pytest.approx(solution.value, rel=1e-10)
+        assert solution.value <= solution.upper_bound + 1e-9
+    with pytest.raises(ValueError, match="this machine has available"):  # no point-based method: refused as before
+        fsc.solve(world, arch, reset=0.05, seconds=3, methods="mirror")
+    monkeypatch.undo()  # the whole machine: the joint chain's evaluator agrees
+    assert float(fsc.evaluate(world, solution.policy, reset=0.05).value) == pytest.approx(solution.value, rel=1e-10)
+
+
+def test_fsc_solve_and_evaluate_on_a_ram_no_engine_holds(monkeypatch, tmp_path, capsys):
+    import json
+
+    from fsc.cli import main
+    from fsc.resolve import resolve_world_and_memory
+
+    path, world, arch = many_observations(tmp_path)
+    small_machine(monkeypatch, world, arch)
+    with pytest.raises(ValueError, match="this machine has available"):  # the declared sizes alone: refused
+        resolve_world_and_memory("ram:2", pomdp=str(path))
+    out = tmp_path / "solved"
+    common = ["--pomdp", str(path), "--memory", "ram:2", "--reset", "0.05"]
+    solve = ["solve", *common, "--max-seconds", "2", "--workers", "1", "--quiet"]
+    assert main([*solve, "--out", str(out)]) == 2  # the search's 1,000 beliefs with the graph do not fit: refused, both needs said
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "available (its policy graph: 0.000769 GB); choose" in err, err
+    assert not out.exists()
+    assert main([*solve, "--pointbased-beliefs", "100", "--json", "--out", str(out)]) == 0
+    solved = json.loads(capsys.readouterr().out)
+    assert main(["evaluate", *common, "--policy", str(out / "policy.npz"), "--json"]) == 0
+    evaluated = json.loads(capsys.readouterr().out)
+    assert evaluated["engine"] == "graph" and evaluated["graph_nodes"] >= 1
+    assert evaluated["value"] == pytest.approx(solved["value"], rel=1e-10)
+    assert evaluated["gain"] == pytest.approx(0.05 * solved["value"], rel=1e-10)
+    assert main(["evaluate", *common, "--policy", str(out / "policy.npz"), "--convention", "paper", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["value"] == pytest.approx(0.95 * solved["value"], rel=1e-10)
+    for refused in (["--policy", "uniform"], ["--policy", str(out / "policy.npz"), "--grad"]):  # stochastic; a gradient
+        assert main(["evaluate", *common, *refused]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "this machine has available" in err
+    assert main(["solve", *common, "--max-seconds", "2", "--workers", "1", "--methods", "mirror", "--quiet"]) == 2
+    assert "this machine has available" in capsys.readouterr().err
