@@ -55,14 +55,15 @@ def cmd_evaluate(args) -> int:
 
 
 def _as_graph(controller, engine: str):
-    """The policy as a policy graph with its exact values (:func:`fsc.solver.graph.from_policy`) when no engine holds its
-    evaluator (:func:`fsc.engines.estimate.evaluable`), the reset is positive and the policy deterministic; else None
-    (the evaluator runs, or refuses as it does)."""
+    """The policy as a policy graph with its exact values (:func:`fsc.solver.graph.from_policy`) when neither ``engine``
+    nor any engine ``auto`` may pick holds its evaluator (:func:`fsc.engines.estimate.evaluable`), the reset is positive
+    and the policy deterministic; else None (the evaluator runs, or refuses as it does)."""
     from fsc.engines.estimate import evaluable
     from fsc.model.pomdp import as_pomdp
 
-    if not controller.reset > 0 or evaluable(as_pomdp(controller.world), controller.arch, controller.reset, engine):
-        return None
+    world, arch, reset = as_pomdp(controller.world), controller.arch, controller.reset
+    if not reset > 0 or any(evaluable(world, arch, reset, name) for name in dict.fromkeys((engine, "auto"))):
+        return None  # an engine holds it (the one asked for refuses where another fits: said in its refusal)
     from fsc.solver.graph import from_policy
     from fsc.solver.pointbased import model
 

@@ -61,9 +61,12 @@ def check_scheduler(scheduler: object, workers: int | None) -> None:
 
 def graph_only(solver, world, arch, reset: float) -> bool:
     """Whether ``solver`` solves ``arch`` on ``world`` on the graph-only path (:meth:`fsc.solver.Portfolio.solve`): a
-    RAM whose evaluator no engine holds in memory (:func:`fsc.engines.estimate.evaluable`), with a point-based method
-    among the solver's, whose policy graph is valued on its own pairs (node, state) instead."""
-    return type(arch) is RAM and any(isinstance(method, PointBased) for method in solver.methods) and not evaluable(as_pomdp(world), arch, reset, solver.engine)
+    RAM whose evaluator fits the machine's memory neither with the solver's engine nor with any ``auto`` may pick
+    (:func:`fsc.engines.estimate.evaluable`; a named engine that does not fit where another does stays refused, with
+    the hint), with a point-based method among the solver's, whose policy graph is valued on its own pairs instead."""
+    if type(arch) is not RAM or not any(isinstance(method, PointBased) for method in solver.methods):
+        return False
+    return not any(evaluable(as_pomdp(world), arch, reset, engine) for engine in dict.fromkeys((solver.engine, "auto")))
 
 
 def restart_seed(seed: int, index: int) -> int:

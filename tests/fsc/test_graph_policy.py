@@ -127,6 +127,11 @@ def test_a_ram_no_engine_holds_is_solved_on_the_graph_only_path_with_the_exact_v
         assert solution.value <= solution.upper_bound + 1e-9
     with pytest.raises(ValueError, match="this machine has available"):  # no point-based method: refused as before
         fsc.solve(world, arch, reset=0.05, seconds=3, methods="mirror")
+    from fsc.engines import cost
+
+    monkeypatch.setattr(cost, "available_bytes", lambda: int(10**8 / cost.MEMORY_SHARE))  # the large engine fits, dense not
+    with pytest.raises(ValueError, match="--engine large fits"):  # an engine named that does not fit where another does
+        fsc.solve(world, arch, reset=0.05, seconds=1, engine="dense")
     monkeypatch.undo()  # the whole machine: the joint chain's evaluator agrees
     assert float(fsc.evaluate(world, solution.policy, reset=0.05).value) == pytest.approx(solution.value, rel=1e-10)
 
