@@ -215,14 +215,18 @@ def _build_memory(memory: object, actions: int, observations: int, option: str) 
 
 
 def resolve_world_and_memory(
-    memory: object, *, mu: object = None, pomdp: object = None, world: object = None, option: str = "", memory_option: str = "memory"
-) -> tuple[ResolvedWorld, MemoryArchitecture]:
+    memory: object, *, mu: object = None, pomdp: object = None, world: object = None, option: str = "", memory_option: str = "memory",
+    graph: int | None = None,
+) -> tuple[ResolvedWorld, MemoryArchitecture]:  # fmt: skip
     """:func:`resolve_world` and :func:`resolve_memory`, for a world that is evaluated on the joint chain.
 
     A ``.POMDP`` file's memory is built from the actions and observations its preamble declares, and a world and
     memory that no engine could hold is refused there, before the file's tables are read
     (:func:`fsc.engines.estimate.check_declared`, from lower bounds of what the engines' full estimate needs once
-    the world is built: it refuses nothing that estimate would accept).  The memory is built once.
+    the world is built: it refuses nothing that estimate would accept).  The memory is built once.  ``graph``: a caller
+    that values a controller on ``RAM(M)`` as a policy graph when no engine holds it (``fsc solve``: the point-based
+    search's beliefs; ``fsc evaluate`` of a policy file: 0) is refused only when that graph does not fit either
+    (:func:`fsc.engines.estimate.graph_bytes`).
 
     Raises:
         ValueError, TypeError: as :func:`resolve_world` and :func:`resolve_memory`; a world and memory too large.
@@ -232,7 +236,7 @@ def resolve_world_and_memory(
     def check(declared: Declared) -> None:
         arch = _build_memory(memory, declared.actions, declared.observations, memory_option)
         if arch.num_actions == declared.actions and arch.num_observations == declared.observations:  # else refused below, as ever
-            check_declared(declared.states, declared.actions, declared.observations, arch, started=declared.started)
+            check_declared(declared.states, declared.actions, declared.observations, arch, started=declared.started, graph=graph)
         built.append(arch)
 
     named = resolve_world(mu=mu, pomdp=pomdp, world=world, option=option, check=check)

@@ -26,11 +26,18 @@ DRAW_FORMATS = ("svg", "png", "dot")
 
 def cmd_evaluate(args) -> int:
     from fsc.cli.options import resolve_controller, world_record
+    from fsc.resolve import is_policy_file
 
-    controller = resolve_controller(args, arrays=not args.grad)  # without --grad, no torch (uniform or a policy file)
+    # without --grad, no torch (uniform or a policy file); a policy file may be deterministic, valued as a policy graph
+    controller = resolve_controller(args, arrays=not args.grad, graph=not args.grad and is_policy_file(args.policy))
     from fsc.evaluate import evaluate, evaluate_weights
 
     start = time.perf_counter()
+    graph = None if args.grad else _as_graph(controller, args.engine)
+    if graph is not None:
+        record = _graph_record(graph, controller, args.convention) | _description(args, controller, controller.reset)
+        emit(args.json, record | {"seconds": time.perf_counter() - start})
+        return 0
     if args.grad:
         result = evaluate(controller.world, controller.policy, reset=controller.reset, engine=args.engine, convention=args.convention, gradient=True)
     else:
@@ -45,6 +52,36 @@ def cmd_evaluate(args) -> int:
     record |= _description(args, controller, result.reset) | {"seconds": seconds}
     emit(args.json, record)
     return 0
+
+
+def _as_graph(controller, engine: str):
+    """The policy as a policy graph with its exact values (:func:`fsc.solver.graph.from_policy`) when neither ``engine``
+    nor any engine ``auto`` may pick holds its evaluator (:func:`fsc.engines.estimate.evaluable`), the reset is positive
+    and the policy deterministic; else None (the evaluator runs, or refuses as it does)."""
+    from fsc.engines.estimate import evaluable
+    from fsc.model.pomdp import as_pomdp
+
+    world, arch, reset = as_pomdp(controller.world), controller.arch, controller.reset
+    if not reset > 0 or any(evaluable(world, arch, reset, name) for name in dict.fromkeys((engine, "auto"))):
+        return None  # an engine holds it (the one asked for refuses where another fits: said in its refusal)
+    from fsc.solver.graph import from_policy
+    from fsc.solver.pointbased import model
+
+    return from_policy(model(controller.world, controller.reset), controller.policy)
+
+
+def _graph_record(graph, controller, convention: str) -> dict:
+    """What ``evaluate`` prints of a policy valued as a policy graph: the gain and the value read out in the convention
+    asked for (:func:`fsc.evaluate.read_out`), the graph's nodes; the world's metrics are not computed."""
+    from fsc.evaluate import read_out
+    from fsc.model.pomdp import as_pomdp
+
+    reset = controller.reset
+    gain, _ = read_out(controller.world, convention, reset, reset * graph.value, {})
+    record = {"gain": float(gain), "value": float(gain) / reset}
+    if as_pomdp(controller.world).metrics:
+        record["metrics"] = "not computed (the policy graph values the reward alone)"
+    return record | {"engine": "graph", "graph_nodes": graph.size}
 
 
 def _description(args, controller, reset: float) -> dict:

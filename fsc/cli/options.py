@@ -66,7 +66,8 @@ class Controller:
         return self.policy.architecture
 
 
-def resolve_controller(args: argparse.Namespace, *, allow_zero: bool = True, joint_chain: bool = True, arrays: bool = False) -> Controller:
+def resolve_controller(args: argparse.Namespace, *, allow_zero: bool = True, joint_chain: bool = True, arrays: bool = False,
+                       graph: bool = False) -> Controller:  # fmt: skip
     """The world, reset, memory and policy that ``args`` name; ``args`` is left as it is.
 
     ``--memory`` left out: a policy file's own architecture, a policy name's :data:`DEFAULT_MEMORY`; given
@@ -77,7 +78,9 @@ def resolve_controller(args: argparse.Namespace, *, allow_zero: bool = True, joi
     The world, the reset and the memory come first, without torch (where a size nobody can afford is
     refused, :mod:`fsc.limits`); then torch is imported (:func:`fsc.console.import_torch`) and the policy built.
     ``arrays``: the policy as :class:`fsc.model.policy.Weights` (numpy), built without torch when it is
-    ``uniform`` or a file (a command that computes no gradient).
+    ``uniform`` or a file (a command that computes no gradient).  ``graph``: a command that values a deterministic
+    policy on ``RAM(M)`` as a policy graph when no engine holds it (``evaluate``): refused from the declared sizes only
+    when that graph does not fit either.
     """
     memory = DEFAULT_MEMORY if args.memory is None and not is_policy_file(args.policy) else args.memory
     if memory is None or not joint_chain:  # a policy file's own memory (read with torch), or no joint chain to hold
@@ -86,7 +89,7 @@ def resolve_controller(args: argparse.Namespace, *, allow_zero: bool = True, joi
         world = resolve_world(**world_arguments(args), option="--", check=check)
         arch = None if memory is None else resolve_memory(memory, world.world, option="--memory")
     else:  # a world and memory no engine can hold: refused from the file's declared sizes, before its tables
-        world, arch = resolve_world_and_memory(memory, **world_arguments(args), option="--", memory_option="--memory")
+        world, arch = resolve_world_and_memory(memory, **world_arguments(args), option="--", memory_option="--memory", graph=0 if graph else None)
     reset = resolve_reset(world.world, args.reset, args.discount, allow_zero=allow_zero, default=1e-3)
     numpy = arrays and (args.policy == "uniform" or is_policy_file(args.policy))
     if not numpy:

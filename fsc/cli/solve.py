@@ -88,7 +88,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
     if not args.max_seconds > 0:
         raise InputError(f"--max-seconds must be > 0, got {args.max_seconds!r}")
     deadline = Deadline.after(args.max_seconds)  # the limit covers everything from here: reading, set-up, bound, methods
-    world, arch = resolve_world_and_memory(args.memory, **world_arguments(args), option="--", memory_option="--memory")
+    world, arch = resolve_world_and_memory(args.memory, **world_arguments(args), option="--", memory_option="--memory", graph=_graph_beliefs(args))
     reset = resolve_reset(world.world, args.reset, args.discount, allow_zero=False, default=1e-3)
     out = _out_directory(args.out)  # refused at once, before the world's chain is built
     with deadline.paused():  # start-up, not counted: the libraries' import
@@ -99,6 +99,16 @@ def cmd_solve(args: argparse.Namespace) -> int:
         record = _solve_saving(solver, world, arch, reset, start, out, quiet=args.quiet, deadline=deadline)
     emit(args.json, record)
     return 0
+
+
+def _graph_beliefs(args: argparse.Namespace) -> int | None:
+    """The beliefs of the point-based search when it is among ``--methods`` (on a RAM no engine holds, its policy graph
+    alone is the answer: :meth:`fsc.solver.Portfolio.solve`), else None."""
+    from fsc.choices import SOLVER_METHODS
+
+    if args.methods is not None and "pointbased" not in args.methods.split(","):
+        return None
+    return SOLVER_METHODS["pointbased"]["beliefs"] if args.pointbased_beliefs is None else args.pointbased_beliefs
 
 
 def _start(text: str | None, world):

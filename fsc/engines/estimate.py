@@ -22,7 +22,12 @@ from fsc.model.pomdp import POMDP
 # Nothing here imports scipy or torch at import time (world_sizes and check_sizes import what they use): the
 # commands call check_declared before they import them (fsc.cli.TORCH_AFTER_INPUT).
 
-__all__ = ["check_declared", "check_sizes", "least_bytes", "least_sizes", "set_up_seconds"]
+__all__ = ["GRAPH_PAIR_BYTES", "check_declared", "check_sizes", "evaluable", "graph_bytes", "least_bytes", "least_sizes", "set_up_seconds"]
+
+#: The bytes of a policy graph per pair (node, state) (:func:`graph_bytes`): the values and the fixed point's vectors
+#: (five floats), and the sparse operator's entries with their copies while it is built and transposed (at least one
+#: entry a pair, 12 bytes each in CSR, held about three times).
+GRAPH_PAIR_BYTES = 5 * 8 + 3 * 12
 
 
 def set_up_seconds(world: POMDP, arch: MemoryArchitecture, reset: float, engine: str) -> float:
@@ -43,7 +48,7 @@ def check_sizes(world: POMDP, arch: MemoryArchitecture) -> None:
     check_plays(world, arch)
     N, C, O = arch.num_nodes, arch.num_choices, world.num_observations
     X = sum(len(p) for p in world.parts) * N
-    need = 8 * 12 * X + 32 * N * C + 8 * N * C * O
+    need = _joint_bytes(X, N, C, O)
     limit = cost.MEMORY_SHARE * cost.available_bytes()
     if need > limit:
         raise InputError(
@@ -51,6 +56,37 @@ def check_sizes(world: POMDP, arch: MemoryArchitecture) -> None:
             f"{gb(need)} ({X:,} joint states, {N * C * O:,} next nodes), over the {gb(limit)} this machine has available; "
             "choose a smaller memory"
         )
+
+
+def _joint_bytes(joint: int, nodes: int, choices: int, observations: int) -> int:
+    """The least any evaluation on the joint chain holds: its vectors (``joint`` states) and the table of next nodes."""
+    return 8 * 12 * joint + 32 * nodes * choices + 8 * nodes * choices * observations
+
+
+def evaluable(world: POMDP, arch: MemoryArchitecture, reset: float, engine: str = "auto") -> bool:
+    """Whether the evaluator of ``arch`` on ``world`` fits the machine's memory: the joint chain's vectors and next nodes
+    (:func:`check_sizes`) and an engine's estimate (:func:`fsc.engines.registry.holds`).  False: building it is refused
+    (a ``ValueError`` about memory)."""
+    from fsc.engines.registry import holds
+
+    X = sum(len(p) for p in world.parts) * arch.num_nodes
+    limit = cost.MEMORY_SHARE * cost.available_bytes()
+    return _joint_bytes(X, arch.num_nodes, arch.num_choices, world.num_observations) <= limit and holds(world, arch, reset, engine)
+
+
+def graph_bytes(states: int, arch: MemoryArchitecture, beliefs: int = 0) -> int | None:
+    """What valuing a deterministic controller on ``RAM(M)`` as a policy graph holds (:func:`fsc.solver.graph.from_policy`,
+    the graph-only path of :meth:`fsc.solver.Portfolio.solve`), estimated: the policy's tables (``N x C``: logits, the
+    probabilities of the controller made from the graph), at most ``M x A`` graph nodes times ``states`` pairs, each
+    with :data:`GRAPH_PAIR_BYTES` (its vectors and its share of the sparse operator), and the point-based search that
+    makes the graph: ``beliefs`` dense beliefs, as many vectors and their witnesses (0: a controller valued alone, as
+    ``fsc evaluate`` does).  None: not a RAM (its graph may have every node of the architecture, as many pairs as the
+    joint chain)."""
+    from fsc.model.memory import RAM
+
+    if type(arch) is not RAM:
+        return None
+    return 24 * arch.num_nodes * arch.num_choices + GRAPH_PAIR_BYTES * arch.M * arch.arms * states + 3 * 8 * beliefs * states
 
 
 def least_sizes(states: int, actions: int, observations: int, arch: MemoryArchitecture, *, started: int | None = None) -> Sizes:
@@ -106,7 +142,9 @@ def least_bytes(sizes: Sizes) -> Estimate:
     return min((engine.estimate(sizes) for engine in ENGINES.values()), key=lambda e: e.bytes)
 
 
-def check_declared(states: int, actions: int, observations: int, arch: MemoryArchitecture, *, started: int | None = None) -> None:
+def check_declared(
+    states: int, actions: int, observations: int, arch: MemoryArchitecture, *, started: int | None = None, graph: int | None = None
+) -> None:
     """Refuse, from the sizes a file declares (before its tables are read), a world and memory that
     :func:`check_sizes` or every engine of :func:`fsc.engines.registry.choose_engine` would refuse once they are built.
 
@@ -115,13 +153,17 @@ def check_declared(states: int, actions: int, observations: int, arch: MemoryArc
     engine's estimate (:func:`least_bytes`).  Each is at most what the full check computes on any world the file
     can hold, whatever the engine asked for, so nothing refused here would have been accepted after reading.
 
+    ``graph``: a caller that can value a RAM controller as a policy graph instead (``fsc solve``'s graph-only path,
+    :meth:`fsc.solver.Portfolio.solve`, the point-based search's beliefs; ``fsc evaluate`` of a policy file, 0) is
+    refused only when that path's own need (:func:`graph_bytes`) does not fit either.
+
     Raises:
         ValueError: one line: the memory (``--memory``, as :func:`check_sizes` names it), the declared sizes, the
-            estimate, the limit, what to change.
+            estimate (and the graph's, with ``graph``), the limit, what to change.
     """
     started = states if started is None else started
     N, C = arch.num_nodes, arch.num_choices
-    need = 8 * 12 * started * N + 32 * N * C + 8 * N * C * observations  # check_sizes' own need, at least
+    need = _joint_bytes(started * N, N, C, observations)  # check_sizes' own need, at least
     limit = cost.MEMORY_SHARE * cost.available_bytes()
     if need <= limit:
         lightest = least_bytes(least_sizes(states, actions, observations, arch, started=started))
@@ -130,7 +172,11 @@ def check_declared(states: int, actions: int, observations: int, arch: MemoryArc
         need, what = lightest.bytes, f"the lightest engine's estimate, {lightest.engine!r}"
     else:
         what = "the joint chain's vectors and next nodes"
+    alone = None if graph is None else graph_bytes(states, arch, graph)
+    if alone is not None and alone <= limit:
+        return
+    also = "" if alone is None else f" (its policy graph: {gb(alone)})"  # with the point-based search's beliefs, if any
     raise InputError(
         f"memory (--memory) {arch!r} on the declared S={states:,}, A={actions:,}, O={observations:,} needs at least {gb(need)} "
-        f"({what}), over the {gb(limit)} this machine has available; choose a smaller memory or world"
+        f"({what}), over the {gb(limit)} this machine has available{also}; choose a smaller memory or world"
     )

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from fsc.model.architecture import MemoryArchitecture
     from fsc.model.pomdp import POMDP
 
-__all__ = ["ENGINES", "Engine", "check_engine", "choose_engine", "price", "register_engine", "registry_version", "unregister_engine"]
+__all__ = ["ENGINES", "Engine", "check_engine", "choose_engine", "holds", "price", "register_engine", "registry_version", "unregister_engine"]
 
 #: Every engine by name, in the order they were registered.
 ENGINES: dict[str, Engine] = {}
@@ -138,3 +138,19 @@ def price(world: POMDP, architecture: MemoryArchitecture, reset: float, name: st
     estimates = [engine.estimate(sizes) for engine in ENGINES.values() if engine.auto and (reset > 0 or engine.zero_reset)]
     limit = cost.MEMORY_SHARE * cost.available_bytes()
     return min([e for e in estimates if e.bytes <= limit] or estimates, key=lambda e: e.seconds)
+
+
+def holds(world: POMDP, architecture: MemoryArchitecture, reset: float, name: str = "auto") -> bool:
+    """Whether an engine can hold the evaluation of ``architecture`` on ``world`` in the machine's memory: the estimate of
+    the engine ``name``, or for ``auto`` of one of the engines it may pick, within ``MEMORY_SHARE`` of the available
+    memory.  False: :func:`choose_engine` and :func:`price` refuse it (a ``ValueError`` about memory).
+
+    Raises:
+        ValueError: an unknown ``name`` (:func:`check_engine`).
+    """
+    check_engine(name)
+    sizes = cost.world_sizes(world, architecture)
+    limit = cost.MEMORY_SHARE * cost.available_bytes()
+    if name != "auto":
+        return ENGINES[name].estimate(sizes).bytes <= limit
+    return any(engine.estimate(sizes).bytes <= limit for engine in ENGINES.values() if engine.auto and (reset > 0 or engine.zero_reset))

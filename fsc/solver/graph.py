@@ -32,7 +32,10 @@ from fsc.model.architecture import MemoryArchitecture
 from fsc.model.memory import RAM
 from fsc.model.policy import Policy
 
-__all__ = ["Model", "PolicyGraph", "as_policy", "closed_graph", "compress", "evaluate_graph", "merge", "minimal", "minimise", "occupancy", "reachable", "until"]
+__all__ = [
+    "Model", "PolicyGraph", "as_policy", "closed_graph", "compress", "evaluate_graph", "from_policy", "merge", "minimal", "minimise", "occupancy",
+    "reachable", "until",
+]  # fmt: skip
 
 #: :func:`merge` chooses each merge among six, valued by a few sweeps each, for a graph that needs at most ``MERGES`` merges
 #: to fit, others it merges by an estimate first; :func:`compress` merges graphs of at most ``MERGE_PAIRS`` pairs
@@ -552,3 +555,74 @@ def as_policy(graph: PolicyGraph, architecture: MemoryArchitecture) -> Policy:
     init = np.zeros(architecture.num_nodes)
     init[0] = 1.0
     return Policy.from_probs(architecture, probs, init)
+
+
+def _chosen(logits: np.ndarray, allowed: np.ndarray) -> np.ndarray | None:
+    """The one choice of each row of ``logits`` over its ``allowed`` entries, or None unless every row has exactly one
+    choice of positive probability (every other allowed logit ``-inf``, or so far below that its softmax weight is 0)."""
+    z = np.where(allowed, logits, -np.inf)
+    top = z.argmax(axis=1)
+    weight = np.exp(z - z[np.arange(len(z)), top][:, None])  # 1 at the top, exactly 0 where a choice cannot be taken
+    return top if bool((np.count_nonzero(weight, axis=1) == 1).all()) else None
+
+
+def _policy_arrays(policy) -> tuple[MemoryArchitecture, np.ndarray, np.ndarray]:
+    """The architecture and the logits of a :class:`fsc.model.policy.Policy` or :class:`fsc.model.policy.Weights`, as
+    numpy arrays (views where they can be: nothing of ``N x C`` is copied)."""
+    architecture, logits, init_logits = policy.architecture, policy.logits, policy.init_logits
+    if hasattr(logits, "detach"):  # a Policy's tensors
+        logits, init_logits = logits.detach().numpy(), init_logits.detach().numpy()
+    return architecture, np.asarray(logits, dtype=np.float64), np.asarray(init_logits, dtype=np.float64)
+
+
+def _entered(model: Model, architecture: MemoryArchitecture, logits: np.ndarray, start: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """The architecture's nodes a run from ``start`` can enter (``start`` first) and the choice of each, following
+    ``next_node[n, c(n), o]`` over the observations ``c(n)``'s action can produce; None if one of them is not
+    deterministic.  Reads only those nodes' rows of ``logits`` and of ``next_node`` (a view on RAM: never copied whole)."""
+    emits = model.observation.max(axis=1) > 0  # (A, O)
+    allowed, next_node, choice_action = architecture.allowed, architecture.next_node, architecture.choice_action
+    choice = np.full(architecture.num_nodes, -1, dtype=np.int64)
+    order, frontier = [], np.array([start], dtype=np.int64)
+    while frontier.size:
+        chosen = _chosen(logits[frontier], allowed[frontier])
+        if chosen is None:
+            return None
+        choice[frontier] = chosen
+        order.append(frontier)
+        after = next_node[frontier, chosen][emits[choice_action[chosen]]]
+        frontier = np.unique(after[choice[after] < 0])
+    nodes = np.concatenate(order)
+    return nodes, choice[nodes]
+
+
+def from_policy(model: Model, policy) -> PolicyGraph | None:
+    """A deterministic policy (a :class:`fsc.model.policy.Policy` or its :class:`fsc.model.policy.Weights`, on any
+    architecture) as a policy graph with its exact values, or None unless it is deterministic on every node a run can
+    enter from its start (the start itself one node).
+
+    The graph's nodes are the architecture's nodes a run can enter; node ``n`` plays ``choice_action[c(n)]`` and moves
+    to ``next_node[n, c(n), o]`` after ``o``; the graph is minimised (:func:`minimal`: on RAM, the nodes ``(m, a, o)``
+    that take the same choice are one) and evaluated on its pairs (node, state) (:func:`evaluate_graph`).  Its value
+    is the policy's on the joint chain, ``fsc.evaluate``'s ``value`` at ``r = 1 - model.discount`` (native convention).
+    Costs the entered nodes times ``O`` before the evaluation, never ``N x C x O``.
+
+    Raises:
+        InputError: a policy of other actions or observations than the model's.
+    """
+    architecture, logits, init_logits = _policy_arrays(policy)
+    S, A, O = model.shape
+    if architecture.num_actions != A or architecture.num_observations != O:
+        raise InputError(f"a policy on {architecture!r} plays {architecture.num_actions} actions and {architecture.num_observations} "
+                         f"observations, the world {A} and {O}")  # fmt: skip
+    start = _chosen(init_logits[None], architecture.reset_mask[None])
+    found = None if start is None else _entered(model, architecture, logits, int(start[0]))
+    if found is None:
+        return None
+    nodes, choice = found
+    renumber = np.zeros(architecture.num_nodes, dtype=np.int64)
+    renumber[nodes] = np.arange(len(nodes))
+    action = architecture.choice_action[choice]
+    emits = model.observation.max(axis=1) > 0
+    successor = np.where(emits[action], renumber[architecture.next_node[nodes, choice]], 0)  # an observation never seen: node 0
+    action, successor, initial, _ = minimal(model, action, successor, 0)
+    return evaluate_graph(model, action, successor, initial=initial)

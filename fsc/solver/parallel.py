@@ -34,13 +34,16 @@ from concurrent.futures import as_completed
 import attrs
 import numpy as np
 
+from fsc.engines.estimate import evaluable
 from fsc.engines.registry import price
 from fsc.errors import InputError, InputTypeError
+from fsc.model.memory import RAM
 from fsc.model.pomdp import as_pomdp
 from fsc.pool import abandon, dask_client, executor, slots
+from fsc.solver.methods import PointBased
 from fsc.solver.solution import Solution
 
-__all__ = ["check_scheduler", "compiled_here", "restart_seed", "solve_parallel"]
+__all__ = ["check_scheduler", "compiled_here", "graph_only", "restart_seed", "solve_parallel"]
 
 
 def check_scheduler(scheduler: object, workers: int | None) -> None:
@@ -54,6 +57,16 @@ def check_scheduler(scheduler: object, workers: int | None) -> None:
         raise InputTypeError(f"scheduler must be the address of a Dask scheduler (a string like 'tcp://host:8786'), got {scheduler!r}")
     if scheduler is not None and workers is not None:
         raise InputError(f"give workers or a scheduler, not both (workers={workers!r}, scheduler={scheduler!r})")
+
+
+def graph_only(solver, world, arch, reset: float) -> bool:
+    """Whether ``solver`` solves ``arch`` on ``world`` on the graph-only path (:meth:`fsc.solver.Portfolio.solve`): a
+    RAM whose evaluator fits the machine's memory neither with the solver's engine nor with any ``auto`` may pick
+    (:func:`fsc.engines.estimate.evaluable`; a named engine that does not fit where another does stays refused, with
+    the hint), with a point-based method among the solver's, whose policy graph is valued on its own pairs instead."""
+    if type(arch) is not RAM or not any(isinstance(method, PointBased) for method in solver.methods):
+        return False
+    return not any(evaluable(as_pomdp(world), arch, reset, engine) for engine in dict.fromkeys((solver.engine, "auto")))
 
 
 def restart_seed(seed: int, index: int) -> int:
@@ -149,7 +162,8 @@ def solve_parallel(solver, world, arch, *, reset: float, start, progress: Callab
             if index == 0 and _at_bound(best.outcome):
                 break
     else:
-        price(as_pomdp(world), arch, reset, solver.engine)  # a memory no engine holds: refused here, before any process starts (no set-up paid)
+        if not graph_only(solver, world, arch, reset):  # a memory no engine holds, without a graph-only path: refused here, before any process starts
+            price(as_pomdp(world), arch, reset, solver.engine)
         _on_pool(solver, client, count, best, (world, arch, reset, start, deadline))
     zero = next((outcome for outcome in best.outcomes if outcome["index"] == 0), None)
     chosen = zero if _at_bound(zero) else best.outcome  # restart 0 at its bound is the answer wherever it ran

@@ -37,7 +37,7 @@ from fsc.objective import Objective
 from fsc.solver.bound import uniform_value, upper_bound
 from fsc.solver.graph import as_policy, until
 from fsc.solver.methods import METHODS, Budget, Method, PointBased, Shaped
-from fsc.solver.parallel import check_scheduler, solve_parallel
+from fsc.solver.parallel import check_scheduler, graph_only, solve_parallel
 from fsc.solver.pointbased import Search, forget, model
 from fsc.solver.solution import Solution
 from fsc.solver.starts import can_embed, random_start, split
@@ -155,9 +155,11 @@ class Portfolio:
         if self.workers is not None or self.scheduler is not None or self.restarts is not None:  # each restart splits the start its own way
             return solve_parallel(self, world, arch, reset=r, start=given, progress=progress, deadline=deadline)
         forget(world)  # the point-based search is this solve's, from its seed
+        if graph_only(self, world, arch, r):  # no engine holds the memory: the search's graph, valued on its own pairs
+            return _unevaluated(self, world, arch, r, deadline, clock, "the evaluator does not fit the memory", progress)
         need = price(pomdp, arch, r, self.engine).seconds  # the evaluator's set-up and one evaluation, which nothing can cut
         if SETUP_EVALUATIONS * need > deadline.remaining():
-            return _unevaluated(self, world, arch, r, deadline, clock, need, progress)
+            return _unevaluated(self, world, arch, r, deadline, clock, f"set-up and one evaluation about {need:.3g} s, estimate", progress)
         final = Objective(world=world, architecture=arch, reset=r, engine=self.engine, target="return")  # refused here if it cannot be evaluated
         if deadline.expired():
             deadline.note("set-up")
@@ -176,13 +178,14 @@ class Portfolio:
         )  # fmt: skip
 
 
-def _unevaluated(solver: Portfolio, world, arch: MemoryArchitecture, reset: float, deadline: Deadline, clock: float, need: float,
+def _unevaluated(solver: Portfolio, world, arch: MemoryArchitecture, reset: float, deadline: Deadline, clock: float, why: str,
                  progress: Callable[[dict], None] | None) -> Solution:  # fmt: skip
-    """The answer when the evaluator's set-up does not fit the time left (``need`` seconds, estimated): the uniform
-    controller, valued exactly on the world's states (:func:`fsc.solver.bound.uniform_value`), or on a RAM the
-    point-based search's policy graph (valued exactly on its own pairs of node and state) when it is better; both
-    within the deadline, the set-up noted as cut."""
-    deadline.note(f"the evaluator of {arch!r} (set-up and one evaluation about {need:.3g} s, estimate)")
+    """The answer when the evaluator cannot be built: its set-up does not fit the time left, or no engine holds the
+    memory (:func:`fsc.solver.parallel.graph_only`); ``why`` says which.  The uniform controller, valued exactly on the
+    world's states (:func:`fsc.solver.bound.uniform_value`), or on a RAM the point-based search's policy graph (valued
+    exactly on its own pairs of node and state, as :func:`fsc.solver.graph.from_policy` values the policy returned)
+    when it is better; both within the deadline, the evaluator noted as cut with ``why``."""
+    deadline.note(f"the evaluator of {arch!r} ({why})")
     bound = upper_bound(world, 1 - reset, seconds=min(0.1 * deadline.remaining(), 10.0), deadline=deadline)
     best = (uniform_value(world, reset), Policy.uniform(arch), "uniform")
     history = [{"seconds": time.monotonic() - clock, "memory": repr(arch), "value": best[0], "method": "uniform"}]
