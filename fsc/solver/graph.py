@@ -48,9 +48,10 @@ MERGE_PAIRS = 200_000
 #: of about 200 nodes on 12,800 states, merged to fit ``ram:8`` with nothing lost.
 UNION_PAIRS = 4_000_000
 
-#: How closely :func:`occupancy` solves for the discounted visits (relative to the largest): they rank merges and
-#: place beliefs, where a digit more changes nothing, and a graph of millions of pairs settles in a third of the sweeps.
-OCCUPANCY_TOLERANCE = 1e-8
+#: How closely :func:`compress`, :func:`merge` and :func:`improve` solve for the discounted visits (:func:`occupancy`,
+#: relative to the largest): they rank merges and place beliefs, where a digit more changes nothing, and a graph of
+#: millions of pairs settles in a third of the sweeps 1e-13 takes.
+RANKING_TOLERANCE = 1e-8
 
 #: Beliefs backed up at once when a graph is closed (:func:`closed_graph`), between two looks at the deadline.
 CHUNK = 16
@@ -211,14 +212,15 @@ def evaluate_graph(model: Model, action, successor, initial: int | None = None, 
     return PolicyGraph(action=action, successor=successor, initial=int(initial), vectors=vectors, value=value, step=step)
 
 
-def occupancy(model: Model, graph: PolicyGraph) -> tuple[np.ndarray, np.ndarray]:
+def occupancy(model: Model, graph: PolicyGraph, tolerance: float = 1e-13) -> tuple[np.ndarray, np.ndarray]:
     """The discounted visits of each node from the start ``(N,)`` (they sum to ``1 / (1 - gamma)``) and the
-    belief each node is reached in, on average over its visits ``(N, S)`` (the start belief where never reached)."""
+    belief each node is reached in, on average over its visits ``(N, S)`` (the start belief where never reached),
+    solved to ``tolerance`` of the largest."""
     S, N = model.shape[0], graph.size
     step = graph._step if graph._step is not None else _operator(model, graph.action, graph.successor)
     start = np.zeros(N * S)
     start[graph.initial * S : (graph.initial + 1) * S] = model.initial
-    pairs = np.maximum(_fixed_point(step.T.tocsr(), model.discount, start, start, OCCUPANCY_TOLERANCE).reshape(N, S), 0.0)
+    pairs = np.maximum(_fixed_point(step.T.tocsr(), model.discount, start, start, tolerance).reshape(N, S), 0.0)
     visits = pairs.sum(axis=1)
     beliefs = np.where(visits[:, None] > 0, pairs / np.where(visits > 0, visits, 1.0)[:, None], model.initial[None])
     return visits, beliefs
@@ -258,6 +260,8 @@ def backup(model: Model, vectors: np.ndarray, beliefs: np.ndarray) -> tuple[np.n
         q, best = beliefs @ model.reward[:, a], np.zeros((k, O), dtype=np.int64)
         for o, states, chance in model.emitters(a):
             inside = some[states]
+            if not inside.any():  # no belief hears it (where the observations show the position, most): it adds nothing
+                continue
             states, chance = states[inside], chance[inside]
             scores = (reached[:, states] * chance) @ vectors[:, states].T  # (k, n)
             best[:, o] = scores.argmax(axis=1)
@@ -353,7 +357,7 @@ def compress(model: Model, graph: PolicyGraph, memories: int, rounds: int = 5) -
             found.append(improve(model, merge(model, graph, memories, union=union), memories, rounds))
             if found[-1].value >= graph.value - 1e-12 * max(1.0, abs(graph.value)):
                 return found[-1]  # nothing lost: nothing can beat it
-    visits, beliefs = occupancy(model, graph)
+    visits, beliefs = occupancy(model, graph, RANKING_TOLERANCE)
     keep = _covering(graph.vectors, graph.action, beliefs, visits, graph.initial, memories)
     action = graph.action[keep]
     best = evaluate_graph(model, action, _best_after(model, beliefs[keep], action, graph.vectors[keep]), guess=graph.vectors[keep])
@@ -442,7 +446,7 @@ def _candidates(model: Model, graph: PolicyGraph, memories: int, union: bool) ->
     each of the two, its visits times what its vector exceeds the other's at the belief it is reached in, times the
     share of what it hears that it now follows the other's moves for: all for ``gone``, none for ``into``, unless
     ``union`` (the merged node moves after each observation as the node that hears it more did, :func:`_merged`)."""
-    visits, beliefs = occupancy(model, graph)
+    visits, beliefs = occupancy(model, graph, RANKING_TOLERANCE)
     heard = _heard(model, graph, visits, beliefs) if union else None
     share = None if heard is None else heard / np.maximum(heard.sum(axis=1, keepdims=True), 1e-300)
     counts = np.bincount(graph.action)
@@ -509,7 +513,7 @@ def improve(model: Model, graph: PolicyGraph, memories: int, rounds: int) -> Pol
     reached in; a node takes the backup's action and successors where its value there rises and the graph still
     fits ``RAM(memories)``; the graph is evaluated again, and kept if its value rose.  ``rounds`` rounds at most."""
     for _ in range(rounds):
-        _, beliefs = occupancy(model, graph)
+        _, beliefs = occupancy(model, graph, RANKING_TOLERANCE)
         value, action, _, successor = backup(model, graph.vectors, beliefs)
         own = np.einsum("ns,ns->n", graph.vectors, beliefs)
         new_action, new_successor = graph.action.copy(), graph.successor.copy()

@@ -8,7 +8,7 @@ import pytest
 
 import fsc
 from fsc.io.pomdpx import parse_pomdpx
-from fsc.solver.graph import _estimate, _merged, as_policy, evaluate_graph, fits, merge
+from fsc.solver.graph import _estimate, _merged, as_policy, compress, evaluate_graph, fits, merge, minimise
 from fsc.solver.pointbased import Search
 from tests.fsc.rocksample_pomdpx import rocksample_pomdpx
 from tests.fsc.test_pointbased import hand_plan, rocksample_model
@@ -41,6 +41,22 @@ def test_a_merge_ranked_by_estimate_is_evaluated_exactly_and_the_estimate_nears_
     again = evaluate_graph(world, merged.action, merged.successor, initial=merged.initial)
     assert merged.value == pytest.approx(again.value, abs=1e-12)
     # one merge's estimate (a few sweeps from the old values) against its exact value: within 1e-2 of what changed
-    action, successor, initial, guess = _merged(world, graph, 5, 6)  # the two east nodes: moves into the last go to the other
+    action, successor, initial, guess = _merged(graph, 5, 6, None)  # the two east nodes: moves into the last go to the other
     exact = evaluate_graph(world, action, successor, initial=initial).value
     assert _estimate(world, action, successor, initial, guess) == pytest.approx(exact, abs=1e-2 * max(1.0, abs(exact - graph.value)))
+
+
+def test_nodes_that_hear_apart_merge_with_nothing_lost():
+    """RockSample[3, 2]'s observations show the cell: the hand plan's two east nodes (onto the rock; to the exit and
+    on) hear apart, so one merged node that moves after each observation as the node that hears it did plays the
+    same plan on ``RAM(1)``, worth the hand-derived value exactly; moving as the kept node alone loses it."""
+    world, gamma = rocksample_model(3, 2), 0.95
+    graph = minimise(world, evaluate_graph(world, *hand_plan(), initial=0))
+    hand = 0.5 * (10 * gamma**3 + 10 * gamma**5) + 0.5 * 10 * gamma**4
+    assert not fits(graph, 1)
+    union = merge(world, graph, 1, union=True)
+    assert fits(union, 1) and union.value == pytest.approx(hand, abs=1e-12)
+    assert merge(world, graph, 1).value < hand - 0.5  # the walk to the exit would check the rock again
+    assert compress(world, graph, 1).value == pytest.approx(hand, abs=1e-12)
+    policy = as_policy(union, fsc.RAM(1, arms=7, observations=30))
+    assert float(fsc.evaluate(parse_pomdpx(rocksample_pomdpx(3, 2)), policy, reset=0.05).value) == pytest.approx(hand, abs=1e-9)
