@@ -59,8 +59,9 @@ REFRESHES = 8
 #: since the last graph was made: graphs at stages 10, 15, 23, 35, ..., not after every round's few stages.
 GRAPH_GROWTH = 1.5
 
-#: Perseus stages after which the belief set grows even if the values still move.
-STAGES_PER_EXPANSION = 50
+#: Perseus stages after which the belief set grows even if the values still move (the value at the start belief after
+#: 25 s, against 50: Tag -6.03 against -7.08, tiger-grid 2.277 against 2.260, RockSample[7,8] 18.73 against 18.23).
+STAGES_PER_EXPANSION = 10
 
 #: A stage improving no belief's value by more than this times the largest |reward| / (1 - gamma) has converged.
 SETTLED = 1e-6

@@ -55,6 +55,11 @@ DECAY = 0.5
 #: :func:`fsc.engines.registry.price`) do not fit the time left: the set-up, the evaluation a size times, the final one.
 SETUP_EVALUATIONS = 3
 
+#: The graph-only path (:func:`_graph_within`) stops its search when this many times the last graph's time (per vector)
+#: is left: a graph cut by the deadline is dropped and the one before kept, so a tight margin risks only the last try
+#: (twice left RockSample[7,8] ``ram:8`` a third of its 60 s unused).
+GRAPH_RESERVE = 1.25
+
 
 def _architecture(world: POMDP | Task, memory: object) -> MemoryArchitecture:
     pomdp = as_pomdp(world)
@@ -203,15 +208,15 @@ def _unevaluated(solver: Portfolio, world, arch: MemoryArchitecture, reset: floa
 def _graph_within(world, arch: MemoryArchitecture, reset: float, deadline: Deadline, solver: Portfolio):
     """The best policy graph on ``RAM(M)`` the point-based search gives within the deadline (its ``steps`` stages at
     most), or None: another memory, no point-based method, or no time for the search's start or a graph.  Stages run
-    until three quarters of what is left remain for the first graph (a graph early, and its price), then until twice
-    the last graph's time (per vector) remains; a graph whose evaluation does not end in time is dropped (:func:`fsc.solver.graph.until`)."""
+    until three quarters of what is left remain for the first graph (a graph early, and its price), then until
+    :data:`GRAPH_RESERVE` times the last graph's time (per vector) remains; a graph whose evaluation does not end in time is dropped (:func:`fsc.solver.graph.until`)."""
     method = next((m for m in solver.methods if isinstance(m, PointBased)), None)
     if type(arch) is not RAM or method is None or deadline.expired():
         return None
     search = Search(model(world, reset), method.beliefs, np.random.default_rng([solver.seed, 1 << 22]))
     best, per_vector, stages = None, None, 0
     while not deadline.expired():
-        reserve = 0.75 * deadline.remaining() if per_vector is None else 2 * per_vector * len(search.vectors)
+        reserve = 0.75 * deadline.remaining() if per_vector is None else GRAPH_RESERVE * per_vector * len(search.vectors)
         longest, before = 0.0, stages
         while stages < method.steps and not search.done and deadline.remaining() > reserve + 2 * longest:
             stage = time.monotonic()
