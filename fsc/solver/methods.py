@@ -369,9 +369,9 @@ class Greedy(Method):
 @attrs.frozen(kw_only=True)
 class PointBased(Method):
     """Belief-guided starts (:mod:`fsc.solver.pointbased`): Perseus on beliefs the world reaches, its vectors
-    turned into a policy graph and that graph into a controller on the objective's ``RAM(K)``, returned if it
-    beats the start (another memory, or a search that has not moved since its controller on this memory was
-    offered to this objective: the start).  The search is kept with the world, so each call continues it.
+    turned into a policy graph and that graph into a controller on the objective's ``RAM(K)``: the best the search
+    has made for that memory, returned if it beats the start (another memory: the start).  The search is kept with
+    the world, so each call continues it.
     ``State.step`` counts the Perseus stages.
 
     Args:

@@ -27,6 +27,7 @@ a controller for the objective's memory.  Its random draws come from a generator
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 import weakref
@@ -112,14 +113,15 @@ def sample_step(world: Model, state: int, belief: np.ndarray, action: int, rng: 
 
 
 def trajectories(world: Model, rng: np.random.Generator, count: int, chooser: Callable, length: int) -> list[np.ndarray]:
-    """``count`` beliefs met along runs of ``length`` steps from the start belief, ``chooser(belief, rng)`` choosing each action."""
+    """``count`` beliefs met along runs of ``length`` steps from the start belief, ``chooser(belief, rng, state)`` choosing
+    each action (``state``: the run's true state, which only a guide that cheats may read)."""
     S = world.shape[0]
     found: list[np.ndarray] = []
     while len(found) < count:
         belief = world.initial
         state = int(rng.choice(S, p=belief))
         for _ in range(length):
-            state, belief = sample_step(world, state, belief, chooser(belief, rng), rng)
+            state, belief = sample_step(world, state, belief, chooser(belief, rng, state), rng)
             if belief is None or len(found) >= count:
                 break
             found.append(belief)
@@ -144,11 +146,25 @@ def _greedy(values: np.ndarray, actions: np.ndarray | None, A: int, explore: flo
     """A chooser: the action of the best of ``values`` at the belief (``actions`` None: ``values`` are per action),
     a uniform one with probability ``explore``."""
 
-    def choose(belief: np.ndarray, rng: np.random.Generator) -> int:
+    def choose(belief: np.ndarray, rng: np.random.Generator, state: int) -> int:
         if rng.random() < explore:
             return int(rng.integers(A))
         scores = values @ belief
         return int(np.argmax(scores)) if actions is None else int(actions[np.argmax(scores)])
+
+    return choose
+
+
+def _cheating(q: np.ndarray, explore: float = EXPLORE) -> Callable:
+    """A chooser that sees the run's true state: the action best for the fully observable values ``q`` ``(S, A)`` there,
+    a uniform one with probability ``explore``.  Its runs go where the rewards are (as the forward search value
+    iteration of Shani, Brafman and Shimony 2007 samples beliefs), which neither uniform actions nor the values' policy
+    reach when no belief yet knows the way."""
+
+    def choose(belief: np.ndarray, rng: np.random.Generator, state: int) -> int:
+        if rng.random() < explore:
+            return int(rng.integers(q.shape[1]))
+        return int(np.argmax(q[state]))
 
     return choose
 
@@ -257,8 +273,10 @@ class Search:
         self.scale = max(float(np.abs(world.reward).max()), 1e-300) / (1 - world.discount)
         self.length = int(min(100, max(10, math.ceil(1 / (1 - world.discount)))))
         self.vectors, self.actions, self.witness = blind_values(world), np.arange(A), np.repeat(world.initial[None], A, axis=0)
-        uniform = trajectories(world, rng, beliefs // 3, lambda belief, rng: int(rng.integers(A)), self.length)
-        guided = trajectories(world, rng, beliefs // 3, _greedy(qmdp_values(world).T, None, A), self.length)
+        uniform = trajectories(world, rng, beliefs // 3, lambda belief, rng, state: int(rng.integers(A)), self.length)
+        self.q = qmdp_values(world)
+        guided = trajectories(world, rng, beliefs // 6, _greedy(self.q.T, None, A), self.length)
+        guided += trajectories(world, rng, beliefs // 6, _cheating(self.q), self.length)
         self.beliefs = _distinct(world.initial[None], uniform + guided)
         self.plans, self.ids = Plans(self.actions, world.shape[2]), np.arange(A)
         self.stages, self.since, self.done, self.gain = 0, 0, False, math.inf
@@ -268,6 +286,7 @@ class Search:
         self._top_sizes: set[int] = set()  # the memories it has been compressed for
         self._made = 0  # the stage of the last graph made
         self._offered: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # objective -> stages when last offered
+        self._policies: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # objective -> (graph, its policy) offered
 
     def advance(self, deadline: float = math.inf) -> None:
         """One Perseus stage; when the values settle (or every :data:`STAGES_PER_EXPANSION` stages), more beliefs
@@ -291,7 +310,7 @@ class Search:
             new = trajectories(self.world, self.rng, count, _greedy(self.vectors, self.actions, A), self.length)
             grown = _distinct(self.beliefs, new)
             if len(grown) - len(self.beliefs) < count // 4:  # the policy's runs repeat: uniform runs, every action from the set
-                new = trajectories(self.world, self.rng, count // 2, lambda belief, rng: int(rng.integers(A)), self.length)
+                new = trajectories(self.world, self.rng, count // 2, lambda belief, rng, state: int(rng.integers(A)), self.length)
                 grown = _distinct(grown, new + every_action(self.world, self.rng, self.beliefs, count))
             if len(grown) == len(self.beliefs):  # nothing new: the set is all it can be
                 self.most, self.refreshes = len(grown), REFRESHES
@@ -303,10 +322,12 @@ class Search:
 
     def refresh(self) -> None:
         """A fresh belief set of as many beliefs: the start belief, the witnesses of the vectors (so none is lost
-        where it was made), and beliefs along runs of uniform actions and of the values' policy."""
+        where it was made), and beliefs along runs of uniform actions, of the fully observable values' action at the
+        true state (:func:`_cheating`) and of the values' policy."""
         A = self.world.shape[1]
         count = max(1, (self.most - len(self.vectors)) // 2)
-        new = trajectories(self.world, self.rng, count, lambda belief, rng: int(rng.integers(A)), self.length)
+        new = trajectories(self.world, self.rng, count // 2, lambda belief, rng, state: int(rng.integers(A)), self.length)
+        new += trajectories(self.world, self.rng, count - count // 2, _cheating(self.q), self.length)
         new += trajectories(self.world, self.rng, count, _greedy(self.vectors, self.actions, A), self.length)
         self.beliefs = _distinct(_distinct(self.world.initial[None], list(self.witness)), new)
         self.refreshes, self.since = self.refreshes + 1, 0
@@ -371,21 +392,24 @@ class Search:
         return max((graph for kept, graph in self._best.items() if kept <= size), key=lambda graph: graph.value)
 
     def controller(self, objective: Objective, deadline: float = math.inf) -> Policy | None:
-        """The policy graph on the objective's ``RAM(K)`` (:meth:`graph` of ``K`` memories), as a deterministic
-        policy; None when the search has not moved since the last call with this objective (it had it then), or
-        when a graph for ``K`` exists and the stages have not grown by :data:`GRAPH_GROWTH` since the last graph
-        was made (a graph and its compressions cost more than many stages: Tag's ram:8, 10 s against 25 stages)."""
+        """The best policy graph made for the objective's ``RAM(K)`` (:meth:`best`), as a deterministic policy (the same
+        object while that graph stays the best, so the objective values it once); None before any graph fits.  A new
+        graph is made (:meth:`graph` of ``K`` memories) when the search has moved since the last call with this
+        objective and, once a graph for ``K`` exists, the stages have grown by :data:`GRAPH_GROWTH` since the last
+        graph was made (a graph and its compressions cost more than many stages: Tag's ram:8, 10 s against 25)."""
         memories = objective.architecture.M
-        if self._offered.get(objective) == self.stages:
+        moved = self._offered.get(objective) != self.stages
+        if moved and not (memories in self._best and self.stages < GRAPH_GROWTH * self._made):
+            with contextlib.suppress(TimeUp):  # no graph within the solve's time (fsc.solver.graph.until): the best before
+                self.graph(memories, deadline)
+            self._offered[objective] = self.stages
+        if not any(kept <= memories for kept in self._best):
             return None
-        if memories in self._best and self.stages < GRAPH_GROWTH * self._made:
-            return None
-        try:
-            graph = self.graph(memories, deadline)
-        except TimeUp:  # no graph within the solve's time (fsc.solver.graph.until): the start stays
-            return None
-        self._offered[objective] = self.stages
-        return as_policy(graph, objective.architecture)
+        graph = self.best(memories)
+        mapped = self._policies.get(objective)
+        if mapped is None or mapped[0] is not graph:
+            mapped = self._policies[objective] = (graph, as_policy(graph, objective.architecture))
+        return mapped[1]
 
 
 _SEARCHES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()

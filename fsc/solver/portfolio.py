@@ -209,7 +209,8 @@ def _graph_within(world, arch: MemoryArchitecture, reset: float, deadline: Deadl
     """The best policy graph on ``RAM(M)`` the point-based search gives within the deadline (its ``steps`` stages at
     most), or None: another memory, no point-based method, or no time for the search's start or a graph.  Stages run
     until three quarters of what is left remain for the first graph (a graph early, and its price), then until
-    :data:`GRAPH_RESERVE` times the last graph's time (per vector) remains; a graph whose evaluation does not end in time is dropped (:func:`fsc.solver.graph.until`)."""
+    :data:`GRAPH_RESERVE` times the last graph's time (per vector) remains; a graph whose evaluation does not end in
+    time is dropped (:func:`fsc.solver.graph.until`)."""
     method = next((m for m in solver.methods if isinstance(m, PointBased)), None)
     if type(arch) is not RAM or method is None or deadline.expired():
         return None
