@@ -351,13 +351,13 @@ class Search:
         if full is None:
             self._graphs = {key: graph for key, graph in self._graphs.items() if key[0] == self.stages}
             full = closed_graph(self.world, self.vectors, self.actions, self.witness, deadline)
-            if time.monotonic() >= deadline:  # perhaps cut short: not kept for later calls, nor compressed past the deadline
+            if time.monotonic() >= deadline:  # perhaps cut short: not made again from, nor compressed for the smaller sizes
                 if size is None:
                     return full
-                kept = [graph for memories, graph in self._best.items() if memories <= size]
-                if fits(full, size) or not kept:  # nothing made before fits: compressed all the same
-                    kept.append(full if fits(full, size) else compress(self.world, full, size))
-                return max(kept, key=lambda graph: graph.value)
+                made = full if fits(full, size) else compress(self.world, full, size)
+                if size not in self._best or made.value > self._best[size].value:  # its value is exact: the best if better
+                    self._best[size] = made
+                return self.best(size)
             if full.value < self.bound - 1e-9 * self.scale:  # the plan of the best vector is worth the bound exactly
                 best = int(self.ids[np.argmax(self.vectors @ self.world.initial)])
                 exact = self.plans.graph(self.world, best, min(PLAN_NODES, PLAN_PAIRS // self.world.shape[0]))

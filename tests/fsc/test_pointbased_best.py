@@ -8,6 +8,7 @@ import pytest
 
 import fsc
 from fsc.io.pomdpx import parse_pomdpx
+from fsc.objective import Objective
 from fsc.solver.graph import _estimate, _merged, as_policy, compress, evaluate_graph, fits, merge, minimise
 from fsc.solver.pointbased import Search
 from tests.fsc.rocksample_pomdpx import rocksample_pomdpx
@@ -60,3 +61,20 @@ def test_nodes_that_hear_apart_merge_with_nothing_lost():
     assert compress(world, graph, 1).value == pytest.approx(hand, abs=1e-12)
     policy = as_policy(union, fsc.RAM(1, arms=7, observations=30))
     assert float(fsc.evaluate(parse_pomdpx(rocksample_pomdpx(3, 2)), policy, reset=0.05).value) == pytest.approx(hand, abs=1e-9)
+
+
+def test_a_graph_made_past_the_deadline_is_offered_and_kept():
+    """The portfolio asks for the graph when the method's slice has run out (the stages take it all): the graph made
+    then is still the controller offered, valued exactly, kept as the memory's best, and offered again (the same
+    policy object, valued once) while the search rests."""
+    pomdp = parse_pomdpx(rocksample_pomdpx(3, 2))
+    arch = fsc.RAM(2, arms=7, observations=30)
+    objective = Objective(world=pomdp, architecture=arch, reset=0.05, target="return")
+    search = Search(rocksample_model(3, 2), 200, np.random.default_rng(1))
+    while search.stages < 20:
+        search.advance()
+    policy = search.controller(objective, deadline=0.0)  # long past
+    assert policy is not None and fits(search.best(2), 2)
+    assert objective.value_of(policy) == pytest.approx(search.best(2).value, abs=1e-9)
+    assert objective.value_of(policy) > objective.value_of(fsc.Policy.uniform(arch)) + 1.0
+    assert search.controller(objective, deadline=0.0) is policy
