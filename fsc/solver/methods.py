@@ -371,7 +371,8 @@ class PointBased(Method):
     """Belief-guided starts (:mod:`fsc.solver.pointbased`): Perseus on beliefs the world reaches, its vectors
     turned into a policy graph and that graph into a controller on the objective's ``RAM(K)``: the best the search
     has made for that memory, returned if it beats the start (another memory: the start).  The search is kept with
-    the world, so each call continues it.
+    the world, so each call continues it.  When a new graph is due (:meth:`fsc.solver.pointbased.Search.due`), the
+    stages stop while the time the last graph took is left of the slice, so the graph is made whole within it.
     ``State.step`` counts the Perseus stages.
 
     Args:
@@ -388,10 +389,12 @@ class PointBased(Method):
         return State(point=None, evaluations=0, seconds=clock(), slots={"search": search})
 
     def update(self, objective: Objective, state: State, clock: Callable[[], float] = no_clock) -> State | None:
-        search = state.slots["search"]
+        search, deadline = state.slots["search"], state.slots.get("deadline", math.inf)
         if search.done:
             return None
-        search.advance(state.slots.get("deadline", math.inf))  # a stage in flight stops at the round's deadline
+        if state.step and search.due(objective) and time.monotonic() + search.graph_seconds >= deadline:
+            return None  # the graph due at the end gets the time the last one took, inside the slice (else it runs past it, cut short)
+        search.advance(deadline)  # a stage in flight stops at the round's deadline
         return State(point=None, step=state.step + 1, evaluations=0, seconds=clock(), slots=state.slots)
 
     def result(self, objective: Objective, start: Policy, state: State) -> Policy:

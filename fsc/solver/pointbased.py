@@ -286,6 +286,7 @@ class Search:
         self._top_sizes: set[int] = set()  # the memories it has been compressed for
         self._made = 0  # the stage of the last graph made
         self._offered: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # objective -> stages when last offered
+        self.graph_seconds = 0.0  # what the last graph and its compressions took (:meth:`controller`)
         self._policies: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # objective -> (graph, its policy) offered
 
     def advance(self, deadline: float = math.inf) -> None:
@@ -391,6 +392,12 @@ class Search:
         never falls as the search goes on or the memory grows."""
         return max((graph for kept, graph in self._best.items() if kept <= size), key=lambda graph: graph.value)
 
+    def due(self, objective: Objective) -> bool:
+        """Whether :meth:`controller` makes a new graph for this objective: the search has moved since its last call with
+        it and, once a graph for its memory exists, the stages have grown by :data:`GRAPH_GROWTH` since the last graph."""
+        memories = objective.architecture.M
+        return self._offered.get(objective) != self.stages and not (memories in self._best and self.stages < GRAPH_GROWTH * self._made)
+
     def controller(self, objective: Objective, deadline: float = math.inf) -> Policy | None:
         """The best policy graph made for the objective's ``RAM(K)`` (:meth:`best`), as a deterministic policy (the same
         object while that graph stays the best, so the objective values it once); None before any graph fits.  A new
@@ -398,11 +405,11 @@ class Search:
         objective and, once a graph for ``K`` exists, the stages have grown by :data:`GRAPH_GROWTH` since the last
         graph was made (a graph and its compressions cost more than many stages: Tag's ram:8, 10 s against 25)."""
         memories = objective.architecture.M
-        moved = self._offered.get(objective) != self.stages
-        if moved and not (memories in self._best and self.stages < GRAPH_GROWTH * self._made):
+        if self.due(objective):
+            started = time.monotonic()
             with contextlib.suppress(TimeUp):  # no graph within the solve's time (fsc.solver.graph.until): the best before
                 self.graph(memories, deadline)
-            self._offered[objective] = self.stages
+            self._offered[objective], self.graph_seconds = self.stages, time.monotonic() - started
         if not any(kept <= memories for kept in self._best):
             return None
         graph = self.best(memories)
