@@ -347,22 +347,38 @@ def compress(model: Model, graph: PolicyGraph, memories: int, rounds: int = 5) -
     kept node (graphs of at most :data:`MERGE_PAIRS` pairs) and as the node that hears the observation more (at most
     :data:`UNION_PAIRS`); and the nodes that best cover the beliefs ``graph`` reaches (weighted by their discounted
     visits; :func:`_covering`), each node's successors the kept vector best at the belief that follows; each then
-    ``rounds`` rounds of node improvement (:func:`improve`).  A merge that loses nothing is taken at once."""
+    ``rounds`` rounds of node improvement (:func:`improve`).  A merge that loses nothing is taken at once.  A graph
+    of more than :data:`MERGE_PAIRS` pairs is covered first (without node improvement), so that a merge the time
+    limit of an enclosing :func:`until` cuts short leaves the cover (RockSample[7,8]: merges of 20 to 40 s)."""
     if fits(graph, memories):
         return graph
     graph = minimise(model, graph)
-    pairs, found = graph.size * model.shape[0], []
+    pairs = graph.size * model.shape[0]
+    found = [_covered(model, graph, memories, 0)] if pairs > MERGE_PAIRS else []  # a quick cover first: two linear solves
     for union, most in ((True, UNION_PAIRS), (False, MERGE_PAIRS)):
         if pairs <= most:  # larger: each merge pass is a costly evaluation
-            found.append(improve(model, merge(model, graph, memories, union=union), memories, rounds))
+            try:
+                merged = merge(model, graph, memories, union=union, fine=MERGES if pairs <= MERGE_PAIRS else 0)  # larger: by the estimate alone
+                found.append(improve(model, merged, memories, rounds))
+            except TimeUp:
+                if not found:
+                    raise
+                return max(found, key=lambda candidate: candidate.value)
             if found[-1].value >= graph.value - 1e-12 * max(1.0, abs(graph.value)):
                 return found[-1]  # nothing lost: nothing can beat it
+    if pairs <= MERGE_PAIRS:
+        found.append(_covered(model, graph, memories, rounds))
+    return max(found, key=lambda candidate: candidate.value)
+
+
+def _covered(model: Model, graph: PolicyGraph, memories: int, rounds: int) -> PolicyGraph:
+    """The nodes of ``graph`` that best cover the beliefs it reaches (:func:`_covering`), each node's successors the
+    kept vector best at the belief that follows, then ``rounds`` rounds of node improvement (:func:`improve`)."""
     visits, beliefs = occupancy(model, graph, RANKING_TOLERANCE)
     keep = _covering(graph.vectors, graph.action, beliefs, visits, graph.initial, memories)
     action = graph.action[keep]
     best = evaluate_graph(model, action, _best_after(model, beliefs[keep], action, graph.vectors[keep]), guess=graph.vectors[keep])
-    found.append(improve(model, best, memories, rounds))
-    return max(found, key=lambda candidate: candidate.value)
+    return improve(model, best, memories, rounds)
 
 
 def _excess(graph: PolicyGraph, memories: int) -> int:
@@ -464,16 +480,16 @@ def _candidates(model: Model, graph: PolicyGraph, memories: int, union: bool) ->
     return sorted(candidates), heard
 
 
-def merge(model: Model, graph: PolicyGraph, memories: int, tries: int = 6, union: bool = False) -> PolicyGraph:
+def merge(model: Model, graph: PolicyGraph, memories: int, tries: int = 6, union: bool = False, fine: int = MERGES) -> PolicyGraph:
     """Merge nodes of the same action until ``graph`` fits ``RAM(memories)`` (:func:`_merged`, each merged node
     moving as the kept one did or, ``union``, after each observation as the one that hears it more did).  A graph more
     than :data:`MERGES` merges from fitting is first merged by the estimate alone (:func:`_candidates`): every merge
     it needs at once (with ``union``, nothing is lost where the merged nodes hear apart, as on worlds that show the
-    position), else, when that lost value, about half of them at a time.  Then one merge at a time: the one that
-    keeps the value highest among the ``tries`` of least estimated loss, each valued by a few sweeps of its fixed
-    point (:func:`_estimate`), the chosen one then exactly."""
+    position), else, when that lost value, about half of them at a time.  Then (the last ``fine`` merges) one merge at
+    a time: the one that keeps the value highest among the ``tries`` of least estimated loss, each valued by a few
+    sweeps of its fixed point (:func:`_estimate`), the chosen one then exactly."""
     whole = True
-    while _excess(graph, memories) > MERGES:
+    while _excess(graph, memories) > fine:
         excess, found = _excess(graph, memories), _candidates(model, graph, memories, union)
         merged = _merged_by_estimate(model, graph, memories, excess, found) if whole else None
         if merged is None or merged.value < graph.value - 1e-9 * max(1.0, abs(graph.value)):
