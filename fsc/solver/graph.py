@@ -358,8 +358,7 @@ def compress(model: Model, graph: PolicyGraph, memories: int, rounds: int = 5) -
     for union, most in ((True, UNION_PAIRS), (False, MERGE_PAIRS)):
         if pairs <= most:  # larger: each merge pass is a costly evaluation
             try:
-                merged = merge(model, graph, memories, union=union, fine=MERGES if pairs <= MERGE_PAIRS else 0)  # larger: by the estimate alone
-                found.append(improve(model, merged, memories, rounds))
+                found.append(improve(model, merge(model, graph, memories, union=union), memories, rounds))
             except TimeUp:
                 if not found:
                     raise
@@ -480,16 +479,17 @@ def _candidates(model: Model, graph: PolicyGraph, memories: int, union: bool) ->
     return sorted(candidates), heard
 
 
-def merge(model: Model, graph: PolicyGraph, memories: int, tries: int = 6, union: bool = False, fine: int = MERGES) -> PolicyGraph:
+def merge(model: Model, graph: PolicyGraph, memories: int, tries: int = 6, union: bool = False) -> PolicyGraph:
     """Merge nodes of the same action until ``graph`` fits ``RAM(memories)`` (:func:`_merged`, each merged node
     moving as the kept one did or, ``union``, after each observation as the one that hears it more did).  A graph more
     than :data:`MERGES` merges from fitting is first merged by the estimate alone (:func:`_candidates`): every merge
     it needs at once (with ``union``, nothing is lost where the merged nodes hear apart, as on worlds that show the
-    position), else, when that lost value, about half of them at a time.  Then (the last ``fine`` merges) one merge at
-    a time: the one that keeps the value highest among the ``tries`` of least estimated loss, each valued by a few
-    sweeps of its fixed point (:func:`_estimate`), the chosen one then exactly."""
+    position), else, when that lost value, about half of them at a time.  Then, on a graph of at most
+    :data:`MERGE_PAIRS` pairs (larger, each is an occupancy and six estimates of millions of pairs: the estimate alone
+    goes on), one merge at a time: the one that keeps the value highest among the ``tries`` of least estimated loss,
+    each valued by a few sweeps of its fixed point (:func:`_estimate`), the chosen one then exactly."""
     whole = True
-    while _excess(graph, memories) > fine:
+    while _excess(graph, memories) > (MERGES if graph.size * model.shape[0] <= MERGE_PAIRS else 0):
         excess, found = _excess(graph, memories), _candidates(model, graph, memories, union)
         merged = _merged_by_estimate(model, graph, memories, excess, found) if whole else None
         if merged is None or merged.value < graph.value - 1e-9 * max(1.0, abs(graph.value)):
