@@ -6,8 +6,9 @@ over several steps before it pays (tiger-grid, RockSample, Tag) they stay at the
 :class:`PointBased` (``pointbased``) starts them elsewhere:
 
 1. Beliefs: the start belief and the beliefs met along trajectories from it, simulated with an exploring
-   policy (uniform actions) and with the QMDP policy (the action best for the fully observable values,
-   weighted by the belief; one action in ten uniform), about a third of ``beliefs`` each; after the values
+   policy (uniform actions; a third of ``beliefs``), with the QMDP policy (the action best for the fully
+   observable values, weighted by the belief; one action in ten uniform; a sixth) and with the action best for
+   those values at the run's true state (:func:`_cheating`; a sixth); after the values
    settle, more along the trajectories of the policy the values give (where those repeat, uniform ones and
    one step of every action from the set: :func:`every_action`), up to ``beliefs`` in all; settled on a full
    set, a fresh set (the vectors' witnesses kept), up to :data:`REFRESHES` times.
