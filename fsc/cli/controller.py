@@ -62,7 +62,7 @@ def _as_graph(controller, engine: str):
     from fsc.model.pomdp import as_pomdp
 
     world, arch, reset = as_pomdp(controller.world), controller.arch, controller.reset
-    if not reset > 0 or any(evaluable(world, arch, reset, name) for name in dict.fromkeys((engine, "auto"))):
+    if not reset > 0 or evaluable(world, arch, reset, engine):
         return None  # an engine holds it (the one asked for refuses where another fits: said in its refusal)
     from fsc.solver.graph import from_policy
     from fsc.solver.pointbased import model

@@ -65,13 +65,15 @@ def _joint_bytes(joint: int, nodes: int, choices: int, observations: int) -> int
 
 def evaluable(world: POMDP, arch: MemoryArchitecture, reset: float, engine: str = "auto") -> bool:
     """Whether the evaluator of ``arch`` on ``world`` fits the machine's memory: the joint chain's vectors and next nodes
-    (:func:`check_sizes`) and an engine's estimate (:func:`fsc.engines.registry.holds`).  False: building it is refused
-    (a ``ValueError`` about memory)."""
+    (:func:`check_sizes`) and the estimate of ``engine`` or of an engine ``auto`` may pick
+    (:func:`fsc.engines.registry.holds`).  False: no engine can hold it (a named engine that does not fit where another
+    does is refused with its hint).  What the graph-only paths of ``fsc solve`` and ``fsc evaluate`` ask."""
     from fsc.engines.registry import holds
 
     X = sum(len(p) for p in world.parts) * arch.num_nodes
     limit = cost.MEMORY_SHARE * cost.available_bytes()
-    return _joint_bytes(X, arch.num_nodes, arch.num_choices, world.num_observations) <= limit and holds(world, arch, reset, engine)
+    fits = _joint_bytes(X, arch.num_nodes, arch.num_choices, world.num_observations) <= limit
+    return fits and any(holds(world, arch, reset, name) for name in dict.fromkeys((engine, "auto")))
 
 
 def graph_bytes(states: int, arch: MemoryArchitecture, beliefs: int = 0) -> int | None:

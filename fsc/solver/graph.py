@@ -417,14 +417,19 @@ def _merged(graph: PolicyGraph, into: int, gone: int, heard: np.ndarray | None) 
     nodes reached where the other is not, as on worlds that show the position, merge with nothing lost): its
     actions, successors, initial node and the old values of its nodes (a guess of the new ones)."""
     successor = graph.successor.copy()
-    if heard is not None:
-        takes = heard[gone] > heard[into]
-        successor[into, takes] = successor[gone, takes]
+    _adopt(successor, heard, into, gone)
     keep = np.flatnonzero(np.arange(graph.size) != gone)
     renumber = np.zeros(graph.size, dtype=np.int64)
     renumber[keep] = np.arange(len(keep))
     renumber[gone] = renumber[into]
     return graph.action[keep], renumber[successor[keep]], int(renumber[graph.initial]), graph.vectors[keep]
+
+
+def _adopt(successor: np.ndarray, heard: np.ndarray | None, into: int, gone: int) -> None:
+    """``into``'s successors, in place, after the observations ``gone`` hears more often (:func:`_heard`); none when ``heard`` is None."""
+    if heard is not None:
+        takes = heard[gone] > heard[into]
+        successor[into, takes] = successor[gone, takes]
 
 
 def _heard(model: Model, graph: PolicyGraph, visits: np.ndarray, beliefs: np.ndarray) -> np.ndarray:
@@ -512,9 +517,7 @@ def _merged_by_estimate(model: Model, graph: PolicyGraph, memories: int, merges:
     for _, into, gone in candidates:
         if counts[graph.action[gone]] <= memories or into in touched or gone in touched:
             continue
-        if heard is not None:
-            takes = heard[gone] > heard[into]
-            successor[into, takes] = successor[gone, takes]
+        _adopt(successor, heard, into, gone)
         successor[successor == gone], initial = into, (into if initial == gone else initial)
         alive[gone], counts[graph.action[gone]] = False, counts[graph.action[gone]] - 1
         touched |= {into, gone}

@@ -66,7 +66,7 @@ def graph_only(solver, world, arch, reset: float) -> bool:
     the hint), with a point-based method among the solver's, whose policy graph is valued on its own pairs instead."""
     if type(arch) is not RAM or not any(isinstance(method, PointBased) for method in solver.methods):
         return False
-    return not any(evaluable(as_pomdp(world), arch, reset, engine) for engine in dict.fromkeys((solver.engine, "auto")))
+    return not evaluable(as_pomdp(world), arch, reset, solver.engine)
 
 
 def restart_seed(seed: int, index: int) -> int:
