@@ -45,13 +45,19 @@ MERGE_PAIRS = 200_000
 
 #: :func:`compress` also merges graphs of at most ``UNION_PAIRS`` pairs with each merged node moving, after each
 #: observation, as the node that hears it more did: RockSample[7,8], whose observations show the position, has plans
-#: of about 200 nodes on 12,800 states, merged to fit ``ram:8`` with nothing lost.
-UNION_PAIRS = 4_000_000
+#: of about 500 nodes on 12,800 states, merged to fit ``ram:8`` with nothing lost.
+UNION_PAIRS = 8_000_000
 
 #: How closely :func:`compress`, :func:`merge` and :func:`improve` solve for the discounted visits (:func:`occupancy`,
 #: relative to the largest): they rank merges and place beliefs, where a digit more changes nothing, and a graph of
 #: millions of pairs settles in a third of the sweeps 1e-13 takes.
 RANKING_TOLERANCE = 1e-8
+
+#: :func:`backup` scores the beliefs after each observation as a dense matrix when it has at most this many entries
+#: (beliefs x observations x states reached), else as a sparse one: against one product per observation, 2 times as
+#: fast on tiger-grid and hallway (dense), 1.2 and 1.5 times on Tag and RockSample[7,8] (sparse), 0.7 to 0.9 on
+#: machine and RockSample[5,5] (their backups take milliseconds).
+DENSE_AFTER = 20_000
 
 #: Beliefs backed up at once when a graph is closed (:func:`closed_graph`), between two looks at the deadline.
 CHUNK = 16
@@ -119,6 +125,13 @@ class Model:
             table = self.observation[action]
             self._emitters[action] = [(o, np.flatnonzero(table[:, o] > 0), table[table[:, o] > 0, o]) for o in range(table.shape[1]) if (table[:, o] > 0).any()]
         return self._emitters[action]
+
+    def emission(self, action: int) -> sp.csr_matrix:
+        """``P(o | s2, a)`` as CSR ``(S, O)``, its entries those the table holds (every row has one: it sums to 1)."""
+        key = ("csr", action)
+        if key not in self._emitters:
+            self._emitters[key] = sp.csr_matrix(self.observation[action])
+        return self._emitters[key]
 
     def reached(self, beliefs: np.ndarray, action: int) -> np.ndarray:
         """``P(s2 | b, a)`` for each belief of ``beliefs`` ``(k, S)``: ``(k, S)``."""
@@ -215,15 +228,32 @@ def evaluate_graph(model: Model, action, successor, initial: int | None = None, 
 def occupancy(model: Model, graph: PolicyGraph, tolerance: float = 1e-13) -> tuple[np.ndarray, np.ndarray]:
     """The discounted visits of each node from the start ``(N,)`` (they sum to ``1 / (1 - gamma)``) and the
     belief each node is reached in, on average over its visits ``(N, S)`` (the start belief where never reached),
-    solved to ``tolerance`` of the largest."""
+    solved to ``tolerance`` of the largest, on the pairs a run can reach (:func:`_reached_pairs`) alone: the others
+    are never visited (RockSample[7,8]'s plans of 500 nodes reach 3% of their 6.4 million pairs)."""
     S, N = model.shape[0], graph.size
     step = graph._step if graph._step is not None else _operator(model, graph.action, graph.successor)
     start = np.zeros(N * S)
     start[graph.initial * S : (graph.initial + 1) * S] = model.initial
-    pairs = np.maximum(_fixed_point(step.T.tocsr(), model.discount, start, start, tolerance).reshape(N, S), 0.0)
+    pairs = np.zeros(N * S)
+    reached = _reached_pairs(step, np.flatnonzero(start))
+    inside = start[reached]
+    pairs[reached] = np.maximum(_fixed_point(step[reached][:, reached].T.tocsr(), model.discount, inside, inside, tolerance), 0.0)
+    pairs = pairs.reshape(N, S)
     visits = pairs.sum(axis=1)
     beliefs = np.where(visits[:, None] > 0, pairs / np.where(visits > 0, visits, 1.0)[:, None], model.initial[None])
     return visits, beliefs
+
+
+def _reached_pairs(step: sp.csr_matrix, start: np.ndarray) -> np.ndarray:
+    """The pairs ``(n, s)`` (sorted indices) a run reaches from the pairs ``start`` along the nonzero entries of ``step``."""
+    seen = np.zeros(step.shape[0], dtype=bool)
+    seen[start] = True
+    frontier = start
+    while frontier.size:
+        after = np.unique(step[frontier].indices)
+        frontier = after[~seen[after]]
+        seen[frontier] = True
+    return np.flatnonzero(seen)
 
 
 def _best_after(model: Model, beliefs: np.ndarray, action: np.ndarray, vectors: np.ndarray) -> np.ndarray:
@@ -248,34 +278,50 @@ def backup(model: Model, vectors: np.ndarray, beliefs: np.ndarray) -> tuple[np.n
     action ``(k,)``, the vector ``(k, S)`` (its value there) and the vector chosen after each observation ``(k, O)``.
 
     The vector of action ``a`` is ``R_a + gamma T_a sum_o O_a[:, o] alpha_(a, o)``, ``alpha_(a, o)`` the vector
-    of ``vectors`` best at the belief after ``a`` and ``o``; the action is the best one at the belief.  Each
-    observation is scored on the states that produce it (:meth:`Model.emitters`) and some belief can reach.
+    of ``vectors`` best at the belief after ``a`` and ``o`` (the first of equals; the first vector where the belief
+    cannot hear ``o``); the action is the best one at the belief.  The beliefs after every observation are one
+    sparse matrix on the states some belief reaches (:meth:`Model.emission`), scored against the vectors in one
+    product: sparse beliefs stay cheap, and no loop runs over the observations.
     """
     S, A, O = model.shape
-    k = len(beliefs)
+    k, n = len(beliefs), len(vectors)
     value, action, choice = np.full(k, -np.inf), np.zeros(k, dtype=np.int64), np.zeros((k, O), dtype=np.int64)
     for a in range(A):
         reached = model.reached(beliefs, a)
-        some = reached.any(axis=0)  # the states some belief can reach: sparse beliefs stay cheap
-        q, best = beliefs @ model.reward[:, a], np.zeros((k, O), dtype=np.int64)
-        for o, states, chance in model.emitters(a):
-            inside = some[states]
-            if not inside.any():  # no belief hears it (where the observations show the position, most): it adds nothing
-                continue
-            states, chance = states[inside], chance[inside]
-            scores = (reached[:, states] * chance) @ vectors[:, states].T  # (k, n)
-            best[:, o] = scores.argmax(axis=1)
-            q = q + model.discount * scores[np.arange(k), best[:, o]]
+        scores = _after(model, reached, a, vectors).reshape(k, O, n)  # the belief after o, unnormalised, times each vector
+        best = scores.argmax(axis=2)
+        q = beliefs @ model.reward[:, a] + model.discount * np.take_along_axis(scores, best[:, :, None], axis=2)[:, :, 0].sum(axis=1)
         better = q > value
         value[better], action[better], choice[better] = q[better], a, best[better]
     new = np.empty((k, S))
     for a in np.unique(action):
         rows = np.flatnonzero(action == a)
-        ahead = np.zeros((len(rows), S))
-        for o, states, chance in model.emitters(int(a)):
-            ahead[:, states] += chance * vectors[np.ix_(choice[rows, o], states)]
+        emission = model.emission(int(a))
+        entry = np.repeat(np.arange(S), np.diff(emission.indptr))  # the state of each entry (every state emits some o)
+        ahead = np.add.reduceat(vectors[choice[rows][:, emission.indices], entry] * emission.data, emission.indptr[:-1], axis=1)
         new[rows] = model.reward[:, a] + model.discount * np.asarray((model.backward[a] @ ahead.T).T)
     return value, action, new, choice
+
+
+def _after(model: Model, reached: np.ndarray, action: int, vectors: np.ndarray) -> np.ndarray:
+    """``(k O, n)``: ``sum_s2 P(s2 | b_j, a) P(o | s2, a) alpha_i(s2)`` at row ``j O + o``, for ``reached`` ``(k, S)``
+    the chances of the next states from each belief (:meth:`Model.reached`)."""
+    k, O = len(reached), model.shape[2]
+    emission = model.emission(action)
+    columns = np.flatnonzero(reached.any(axis=0))  # only the states some belief reaches
+    rows, inverse = np.nonzero(reached[:, columns])
+    states = columns[inverse]
+    counts = np.diff(emission.indptr)[states]
+    starts = np.repeat(emission.indptr[states] - (np.cumsum(counts) - counts), counts)
+    at = starts + np.arange(int(counts.sum()))  # the emission entries of each reached (belief, state)
+    data = np.repeat(reached[rows, states], counts) * emission.data[at]
+    where = (np.repeat(rows, counts) * O + emission.indices[at], np.repeat(inverse, counts))  # each (row, column) once
+    if k * O * len(columns) <= DENSE_AFTER:  # small: a dense product costs less than building a sparse matrix
+        beliefs = np.zeros((k * O, len(columns)))
+        beliefs[where] = data
+    else:
+        beliefs = sp.csr_matrix((data, where), shape=(k * O, len(columns)))
+    return np.asarray(beliefs @ np.ascontiguousarray(vectors[:, columns].T))
 
 
 def closed_graph(model: Model, vectors: np.ndarray, action: np.ndarray, witness: np.ndarray, deadline: float = math.inf) -> PolicyGraph:

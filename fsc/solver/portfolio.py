@@ -18,6 +18,7 @@ alternate between a new split of the smaller size's best (other proportions) and
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable
 
@@ -35,7 +36,7 @@ from fsc.model.policy import Policy
 from fsc.model.pomdp import POMDP, Task, as_pomdp
 from fsc.objective import Objective
 from fsc.solver.bound import uniform_value, upper_bound
-from fsc.solver.graph import as_policy, until
+from fsc.solver.graph import as_policy, improve, until
 from fsc.solver.methods import METHODS, Budget, Method, PointBased, Shaped
 from fsc.solver.parallel import check_scheduler, graph_only, solve_parallel
 from fsc.solver.pointbased import Search, forget, model
@@ -56,9 +57,13 @@ DECAY = 0.5
 SETUP_EVALUATIONS = 3
 
 #: The graph-only path (:func:`_graph_within`) stops its search when this many times the last graph's time (per vector)
-#: is left: a graph cut by the deadline is dropped and the one before kept, so a tight margin risks only the last try
-#: (twice left RockSample[7,8] ``ram:8`` a third of its 60 s unused).
-GRAPH_RESERVE = 1.25
+#: is left: a graph cut by the deadline is dropped and the one before kept, and a graph's time grows faster than its
+#: vectors (its plan's nodes grow with them); 1.25 cut RockSample[7,8]'s second ``ram:8`` graph short after 13 s.
+GRAPH_RESERVE = 2.0
+
+#: Rounds of node improvement (:func:`fsc.solver.graph.improve`) the graph-only path gives its best graph in the time
+#: left when no more stages and graph fit (each round keeps the graph only if its exact value rose).
+LEFTOVER_ROUNDS = 50
 
 
 def _architecture(world: POMDP | Task, memory: object) -> MemoryArchitecture:
@@ -234,6 +239,9 @@ def _graph_within(world, arch: MemoryArchitecture, reset: float, deadline: Deadl
             break
         per_vector = (time.monotonic() - clock) / max(len(search.vectors), 1)
         best = graph if best is None or graph.value > best.value else best
+    if best is not None and not deadline.expired():  # the time no stage and graph could use: node improvement of the best
+        with contextlib.suppress(TimeUp), until(deadline.end):
+            best = improve(search.world, best, arch.M, LEFTOVER_ROUNDS)
     return best
 
 

@@ -233,6 +233,32 @@ def test_merging_keeps_the_graph_exact_and_fits_the_memory():
     assert float(fsc.evaluate(pomdp, policy, reset=0.05).value) == pytest.approx(merged.value, abs=1e-9)
 
 
+def test_the_occupancy_on_the_pairs_a_run_reaches_is_the_dense_solve_on_every_pair():
+    """The hand plan on RockSample[3, 2] reaches few of its 7 x 37 pairs (each node is played in one or two cells):
+    the visits and beliefs solved on the reached pairs alone equal those of the transposed system on every pair,
+    built here entry by entry from the world's tables and solved densely."""
+    world, gamma = rocksample_model(3, 2), 0.95
+    action, successor = hand_plan()
+    graph = evaluate_graph(world, action, successor, initial=0)
+    S, _, O = world.shape
+    N = len(action)
+    step = np.zeros((N * S, N * S))
+    for n, a in enumerate(action):
+        T = world.backward[a].toarray()
+        for o in range(O):
+            m = successor[n, o]
+            step[n * S : (n + 1) * S, m * S : (m + 1) * S] += T * world.observation[a, :, o][None]
+    start = np.zeros(N * S)
+    start[:S] = world.initial
+    pairs = np.linalg.solve(np.eye(N * S) - gamma * step.T, start).reshape(N, S)
+    visits, beliefs = occupancy(world, graph)
+    assert visits == pytest.approx(pairs.sum(axis=1), abs=1e-10)
+    assert visits.sum() == pytest.approx(1 / (1 - gamma), rel=1e-10)
+    reached = visits > 0
+    assert beliefs[reached] == pytest.approx(pairs[reached] / visits[reached, None], abs=1e-10)
+    assert (np.abs(pairs) > 1e-12).sum() < 0.2 * N * S  # the case the restriction is for: few pairs reached
+
+
 def test_perseus_on_a_small_rocksample_beats_the_hand_plan_and_the_plan_of_its_best_vector_is_worth_the_bound():
     world = rocksample_model(3, 2)
     hand = evaluate_graph(world, *hand_plan(), initial=0).value
@@ -252,8 +278,13 @@ def test_perseus_on_a_small_rocksample_beats_the_hand_plan_and_the_plan_of_its_b
         assert float(fsc.evaluate(pomdp, policy, reset=0.05).value) == pytest.approx(small.value, abs=1e-9)
 
 
-def test_the_backup_is_the_dense_formula():
-    """On a random world with zeros in its observations: each action's vector, and the best, by loops over everything."""
+@pytest.mark.parametrize("dense_after", [0, 10**9])
+@pytest.mark.parametrize("sparse_beliefs", [False, True])
+def test_the_backup_is_the_dense_formula(dense_after, sparse_beliefs, monkeypatch):
+    """On a random world with zeros in its observations: each action's vector, and the best, by loops over everything;
+    the beliefs after the observations scored as a sparse or a dense matrix, from beliefs on every state or on a few
+    (so that some observations go unheard)."""
+    monkeypatch.setattr("fsc.solver.graph.DENSE_AFTER", dense_after)
     rng = np.random.default_rng(4)
     S, A, O, k, n = 6, 3, 4, 5, 7
     transition = rng.random((A, S, S)) * (rng.random((A, S, S)) < 0.5) + np.eye(S)[None]
@@ -264,6 +295,10 @@ def test_the_backup_is_the_dense_formula():
     world = Model(discount=0.9, reward=rng.normal(size=(S, A)), forward=tuple(t.T.tocsr() for t in backward), backward=backward,
                   observation=observation, initial=np.full(S, 1 / S))  # fmt: skip
     vectors, beliefs = rng.normal(size=(n, S)), rng.dirichlet(np.ones(S), size=k)
+    if sparse_beliefs:
+        beliefs = np.where(rng.random((k, S)) < 0.3, beliefs, 0.0)
+        beliefs[:, 0] += 1e-3
+        beliefs /= beliefs.sum(axis=1, keepdims=True)
     value, action, new, choice = backup(world, vectors, beliefs)
     for j, b in enumerate(beliefs):
         q = []
