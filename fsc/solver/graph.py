@@ -273,7 +273,8 @@ def _best_after(model: Model, beliefs: np.ndarray, action: np.ndarray, vectors: 
     return best
 
 
-def backup(model: Model, vectors: np.ndarray, beliefs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def backup(model: Model, vectors: np.ndarray, beliefs: np.ndarray, by_state: np.ndarray | None = None,
+           ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:  # fmt: skip
     """The point-based backup of ``vectors`` ``(n, S)`` at each of ``beliefs`` ``(k, S)``: the value ``(k,)``, the
     action ``(k,)``, the vector ``(k, S)`` (its value there) and the vector chosen after each observation ``(k, O)``.
 
@@ -281,14 +282,17 @@ def backup(model: Model, vectors: np.ndarray, beliefs: np.ndarray) -> tuple[np.n
     of ``vectors`` best at the belief after ``a`` and ``o`` (the first of equals; the first vector where the belief
     cannot hear ``o``); the action is the best one at the belief.  The beliefs after every observation are one
     sparse matrix on the states some belief reaches (:meth:`Model.emission`), scored against the vectors in one
-    product: sparse beliefs stay cheap, and no loop runs over the observations.
+    product: sparse beliefs stay cheap, and no loop runs over the observations.  ``by_state``: ``vectors.T`` as a
+    C-contiguous ``(S, n)`` array, given by a caller backing up many batches against the same vectors (made here
+    otherwise).
     """
     S, A, O = model.shape
     k, n = len(beliefs), len(vectors)
+    by_state = np.ascontiguousarray(vectors.T) if by_state is None else by_state
     value, action, choice = np.full(k, -np.inf), np.zeros(k, dtype=np.int64), np.zeros((k, O), dtype=np.int64)
     for a in range(A):
         reached = model.reached(beliefs, a)
-        scores = _after(model, reached, a, vectors).reshape(k, O, n)  # the belief after o, unnormalised, times each vector
+        scores = _after(model, reached, a, by_state).reshape(k, O, n)  # the belief after o, unnormalised, times each vector
         best = scores.argmax(axis=2)
         q = beliefs @ model.reward[:, a] + model.discount * np.take_along_axis(scores, best[:, :, None], axis=2)[:, :, 0].sum(axis=1)
         better = q > value
@@ -303,9 +307,9 @@ def backup(model: Model, vectors: np.ndarray, beliefs: np.ndarray) -> tuple[np.n
     return value, action, new, choice
 
 
-def _after(model: Model, reached: np.ndarray, action: int, vectors: np.ndarray) -> np.ndarray:
+def _after(model: Model, reached: np.ndarray, action: int, by_state: np.ndarray) -> np.ndarray:
     """``(k O, n)``: ``sum_s2 P(s2 | b_j, a) P(o | s2, a) alpha_i(s2)`` at row ``j O + o``, for ``reached`` ``(k, S)``
-    the chances of the next states from each belief (:meth:`Model.reached`)."""
+    the chances of the next states from each belief (:meth:`Model.reached`) and ``by_state`` the vectors ``(S, n)``."""
     k, O = len(reached), model.shape[2]
     emission = model.emission(action)
     columns = np.flatnonzero(reached.any(axis=0))  # only the states some belief reaches
@@ -315,13 +319,13 @@ def _after(model: Model, reached: np.ndarray, action: int, vectors: np.ndarray) 
     starts = np.repeat(emission.indptr[states] - (np.cumsum(counts) - counts), counts)
     at = starts + np.arange(int(counts.sum()))  # the emission entries of each reached (belief, state)
     data = np.repeat(reached[rows, states], counts) * emission.data[at]
-    where = (np.repeat(rows, counts) * O + emission.indices[at], np.repeat(inverse, counts))  # each (row, column) once
+    row = np.repeat(rows, counts) * O + emission.indices[at]  # each (row, state) once
     if k * O * len(columns) <= DENSE_AFTER:  # small: a dense product costs less than building a sparse matrix
         beliefs = np.zeros((k * O, len(columns)))
-        beliefs[where] = data
-    else:
-        beliefs = sp.csr_matrix((data, where), shape=(k * O, len(columns)))
-    return np.asarray(beliefs @ np.ascontiguousarray(vectors[:, columns].T))
+        beliefs[row, np.repeat(inverse, counts)] = data
+        return beliefs @ by_state[columns]
+    beliefs = sp.csr_matrix((data, (row, np.repeat(states, counts))), shape=(k * O, len(by_state)))
+    return np.asarray(beliefs @ by_state)
 
 
 def closed_graph(model: Model, vectors: np.ndarray, action: np.ndarray, witness: np.ndarray, deadline: float = math.inf) -> PolicyGraph:
@@ -331,11 +335,11 @@ def closed_graph(model: Model, vectors: np.ndarray, action: np.ndarray, witness:
     the start belief, started in its best node, is cut to the nodes reachable from there.  The backups run
     :data:`CHUNK` beliefs at a time; past ``deadline`` (``time.monotonic()``), the first graph alone."""
     own = evaluate_graph(model, action, _best_after(model, witness, action, vectors), guess=vectors)
-    chunks = []
+    chunks, by_state = [], np.ascontiguousarray(vectors.T)
     for first in range(0, len(witness), CHUNK):
         if time.monotonic() >= deadline:
             return _reachable(model, own)
-        chunks.append(backup(model, vectors, witness[first : first + CHUNK]))
+        chunks.append(backup(model, vectors, witness[first : first + CHUNK], by_state))
     backed, successor = np.concatenate([c[1] for c in chunks]), np.concatenate([c[3] for c in chunks])
     fresh = evaluate_graph(model, backed, successor, guess=vectors)
     return _reachable(model, own if own.value >= fresh.value else fresh)

@@ -214,8 +214,9 @@ def _graph_within(world, arch: MemoryArchitecture, reset: float, deadline: Deadl
     """The best policy graph on ``RAM(M)`` the point-based search gives within the deadline (its ``steps`` stages at
     most), or None: another memory, no point-based method, or no time for the search's start or a graph.  Stages run
     until three quarters of what is left remain for the first graph (a graph early, and its price), then until
-    :data:`GRAPH_RESERVE` times the last graph's time (per vector) remains; a graph whose evaluation does not end in
-    time is dropped (:func:`fsc.solver.graph.until`)."""
+    :data:`GRAPH_RESERVE` times the last graph's time (per vector) remains, or, when that much is not left, once that
+    time itself remains; a graph whose evaluation does not end in time is dropped (:func:`fsc.solver.graph.until`), the
+    best before kept; the time no stage and graph can use goes to node improvement of the best (:data:`LEFTOVER_ROUNDS`)."""
     method = next((m for m in solver.methods if isinstance(m, PointBased)), None)
     if type(arch) is not RAM or method is None or deadline.expired():
         return None
@@ -223,6 +224,8 @@ def _graph_within(world, arch: MemoryArchitecture, reset: float, deadline: Deadl
     best, per_vector, stages = None, None, 0
     while not deadline.expired():
         reserve = 0.75 * deadline.remaining() if per_vector is None else GRAPH_RESERVE * per_vector * len(search.vectors)
+        if per_vector is not None and deadline.remaining() <= reserve:  # no room at that margin: a last graph at the estimate itself
+            reserve = per_vector * len(search.vectors)
         longest, before = 0.0, stages
         while stages < method.steps and not search.done and deadline.remaining() > reserve + 2 * longest:
             stage = time.monotonic()
