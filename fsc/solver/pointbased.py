@@ -55,6 +55,10 @@ EXPLORE = 0.1
 PLAN_NODES = 2000
 PLAN_PAIRS = 8_000_000
 
+#: The graph-only path makes a graph when the best vector's plan passes this share of the most nodes a plan may have
+#: (:meth:`Search.plan_outgrowing`).
+PLAN_WARNING = 0.75
+
 #: With the plan of the best vector in hand (worth the bound exactly), the vectors' own graph (cyclic, it can beat the
 #: plan: Tiger's optimum 19.3714 against a plan's 19.335) is made too when it has at most ``CLOSED_PAIRS`` pairs
 #: (node, state): on RockSample[7,8], 2.7 million pairs, it took 5 to 11 s of a 60 s budget for a graph worth less.
@@ -261,6 +265,12 @@ class Plans:
         """The plan of vector ``start`` as a policy graph: the vectors it can reach, equivalent ones merged
         (:func:`fsc.solver.graph.minimal`), evaluated exactly; None if more than ``most`` nodes remain (or more
         than ten times as many are reached)."""
+        found = self.minimal(world, start, most)
+        return None if found is None else evaluate_graph(world, found[0], found[1], initial=found[2])
+
+    def minimal(self, world: Model, start: int, most: int) -> tuple[np.ndarray, np.ndarray, int] | None:
+        """The plan of vector ``start`` minimised, as actions, successors and initial node (:meth:`graph` unevaluated:
+        a tenth of a second on RockSample[7,8]'s plans), or None as there."""
         action, successor = np.array(self.action, dtype=np.int64), np.array(self.successor, dtype=np.int64)
         keep = reachable(world, action, successor, start)
         if len(keep) > 10 * most:  # a deep plan: its minimisation alone takes as many refinements
@@ -268,7 +278,7 @@ class Plans:
         renumber = np.zeros(len(action), dtype=np.int64)
         renumber[keep] = np.arange(len(keep))
         action, successor, initial, _ = minimal(world, action[keep], renumber[successor[keep]], int(renumber[start]))
-        return evaluate_graph(world, action, successor, initial=initial) if len(action) <= most else None
+        return (action, successor, initial) if len(action) <= most else None
 
 
 class Search:
@@ -299,6 +309,7 @@ class Search:
         self._top: PolicyGraph | None = None  # the best graph of every stage turned into one (uncompressed)
         self._top_sizes: set[int] = set()  # the memories it has been compressed for
         self._made = 0  # the stage of the last graph made
+        self._warned = False  # whether :meth:`plan_outgrowing` has said so
         self._offered: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # objective -> stages when last offered
         self.graph_seconds = 0.0  # what the last graph and its compressions took (:meth:`controller`)
         self._policies: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # objective -> (graph, its policy) offered
@@ -348,6 +359,26 @@ class Search:
         self.refreshes, self.since = self.refreshes + 1, 0
 
     @property
+    def best_id(self) -> int:
+        """The id in :attr:`plans` of the vector best at the start belief."""
+        return int(self.ids[np.argmax(self.vectors @ self.world.initial)])
+
+    @property
+    def plan_nodes(self) -> int:
+        """The most nodes of a plan made a graph (:data:`PLAN_NODES`, :data:`PLAN_PAIRS`)."""
+        return min(PLAN_NODES, PLAN_PAIRS // self.world.shape[0])
+
+    def plan_outgrowing(self) -> bool:
+        """Whether the best vector's plan has just passed :data:`PLAN_WARNING` of :attr:`plan_nodes` (or no longer
+        fits): True once, the first time.  Made a graph now, it is still the plan, worth the bound; some stages later
+        it may be too large, and the graph the vectors' own (RockSample[7,8] at 300 s: 15.2 against a bound of 20.9)."""
+        if self._warned:
+            return False
+        found = self.plans.minimal(self.world, self.best_id, self.plan_nodes)
+        self._warned = found is None or len(found[0]) > PLAN_WARNING * self.plan_nodes
+        return self._warned
+
+    @property
     def bound(self) -> float:
         """The best vector's value at the start belief: the value of a controller (a lower bound on the optimum)."""
         return float((self.vectors @ self.world.initial).max())
@@ -366,8 +397,7 @@ class Search:
         full = self._graphs.get((self.stages, 0))
         if full is None:
             self._graphs = {key: graph for key, graph in self._graphs.items() if key[0] == self.stages}
-            best = int(self.ids[np.argmax(self.vectors @ self.world.initial)])
-            plan = self.plans.graph(self.world, best, min(PLAN_NODES, PLAN_PAIRS // self.world.shape[0]))
+            plan = self.plans.graph(self.world, self.best_id, self.plan_nodes)
             full = plan
             if plan is None or len(self.vectors) * self.world.shape[0] <= CLOSED_PAIRS:
                 full = closed_graph(self.world, self.vectors, self.actions, self.witness, deadline)

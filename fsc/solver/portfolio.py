@@ -61,6 +61,10 @@ SETUP_EVALUATIONS = 3
 #: vectors (its plan's nodes grow with them); 1.25 cut RockSample[7,8]'s second ``ram:8`` graph short after 13 s.
 GRAPH_RESERVE = 2.0
 
+#: The graph-only path asks every this many stages whether the best vector's plan is outgrowing what a graph may hold
+#: (:meth:`fsc.solver.pointbased.Search.plan_outgrowing`: a tenth of a second on RockSample[7,8]).
+PLAN_CHECKS = 4
+
 #: Rounds of node improvement (:func:`fsc.solver.graph.improve`) the graph-only path gives its best graph in the time
 #: left when no more stages and graph fit (each round keeps the graph only if its exact value rose).
 LEFTOVER_ROUNDS = 50
@@ -231,6 +235,8 @@ def _graph_within(world, arch: MemoryArchitecture, reset: float, deadline: Deadl
             stage = time.monotonic()
             search.advance(deadline.end - reserve)
             longest, stages = max(longest, time.monotonic() - stage), stages + 1
+            if stages % PLAN_CHECKS == 0 and search.plan_outgrowing():  # a graph now, while the plan is still one
+                break
         if best is not None and stages == before:
             break
         clock = time.monotonic()
