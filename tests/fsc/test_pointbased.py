@@ -278,6 +278,24 @@ def test_perseus_on_a_small_rocksample_beats_the_hand_plan_and_the_plan_of_its_b
         assert float(fsc.evaluate(pomdp, policy, reset=0.05).value) == pytest.approx(small.value, abs=1e-9)
 
 
+def test_the_plan_is_said_to_outgrow_a_graph_once_when_it_passes_three_quarters_of_its_limit(monkeypatch):
+    """On RockSample[3, 2] the best vector's plan grows with the stages: with a limit of 4 nodes per plan, the search says
+    so once (the first stage its minimal plan, made a graph, has more than 3 nodes), then never."""
+    monkeypatch.setattr("fsc.solver.pointbased.PLAN_NODES", 4)
+    world = rocksample_model(3, 2)
+    search = Search(world, 300, np.random.default_rng(0))
+    said = []
+    while not search.done and search.stages < 60:
+        search.advance()
+        plan = search.plans.graph(world, search.best_id, 10**6)
+        if search.plan_outgrowing():
+            said.append(search.stages)
+            assert plan.size > 0.75 * 4
+        elif not said:
+            assert plan.size <= 3
+    assert len(said) == 1
+
+
 @pytest.mark.parametrize("dense_after", [0, 10**9])
 @pytest.mark.parametrize("sparse_beliefs", [False, True])
 def test_the_backup_is_the_dense_formula(dense_after, sparse_beliefs, monkeypatch):
