@@ -281,7 +281,8 @@ def backup(model: Model, vectors: np.ndarray, beliefs: np.ndarray, by_state: np.
     The vector of action ``a`` is ``R_a + gamma T_a sum_o O_a[:, o] alpha_(a, o)``, ``alpha_(a, o)`` the vector
     of ``vectors`` best at the belief after ``a`` and ``o`` (the first of equals; the first vector where the belief
     cannot hear ``o``); the action is the best one at the belief.  The beliefs after every observation are one
-    sparse matrix on the states some belief reaches (:meth:`Model.emission`), scored against the vectors in one
+    matrix on the states some belief reaches (:meth:`Model.emission`; sparse, or dense when small:
+    :data:`DENSE_AFTER`), scored against the vectors in one
     product: sparse beliefs stay cheap, and no loop runs over the observations.  ``by_state``: ``vectors.T`` as a
     C-contiguous ``(S, n)`` array, given by a caller backing up many batches against the same vectors (made here
     otherwise).

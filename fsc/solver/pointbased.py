@@ -395,9 +395,9 @@ class Search:
         return float((self.vectors @ self.world.initial).max())
 
     def graph(self, size: int | None = None, deadline: float = math.inf) -> PolicyGraph:
-        """The policy graph of the vectors as they stand (the plan of the best vector or :func:`fsc.solver.graph.closed_graph`,
-        module docstring); with ``size``, one
-        that fits ``RAM(size)``: itself or compressed (:func:`fsc.solver.graph.compress`), or the best one made
+        """The policy graph of the vectors as they stand (the plan of the best vector or
+        :func:`fsc.solver.graph.closed_graph`: module docstring); with ``size``, one that fits ``RAM(size)``: itself
+        or compressed (:func:`fsc.solver.graph.compress`), or the best one made
         before (:meth:`best`: at an earlier stage, for this size or a smaller one (``size // 2``, ... are made too, each
         compressed from the one before),
         or compressed from the best graph of an earlier stage) if better.
