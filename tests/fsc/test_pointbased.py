@@ -278,22 +278,22 @@ def test_perseus_on_a_small_rocksample_beats_the_hand_plan_and_the_plan_of_its_b
         assert float(fsc.evaluate(pomdp, policy, reset=0.05).value) == pytest.approx(small.value, abs=1e-9)
 
 
-def test_the_plan_is_said_to_outgrow_a_graph_once_when_it_passes_three_quarters_of_its_limit(monkeypatch):
-    """On RockSample[3, 2] the best vector's plan grows with the stages: with a limit of 4 nodes per plan, the search says
-    so once (the first stage its minimal plan, made a graph, has more than 3 nodes), then never."""
-    monkeypatch.setattr("fsc.solver.pointbased.PLAN_NODES", 4)
+def test_the_plan_is_said_to_outgrow_a_graph_once_per_share_of_its_limit_it_passes(monkeypatch):
+    """On RockSample[3, 2] the best vector's plan grows with the stages: with a limit of 8 nodes per plan and shares of
+    a quarter and three quarters, the search says so the first stage its minimal plan, made a graph, has more than 2
+    nodes, and the first it has more than 6 (or no longer fits), then never; a jump past both is said once."""
+    monkeypatch.setattr("fsc.solver.pointbased.PLAN_NODES", 8)
+    monkeypatch.setattr("fsc.solver.pointbased.PLAN_WARNINGS", (0.25, 0.75))
     world = rocksample_model(3, 2)
     search = Search(world, 300, np.random.default_rng(0))
-    said = []
+    passed = 0
     while not search.done and search.stages < 60:
         search.advance()
-        plan = search.plans.graph(world, search.best_id, 10**6)
-        if search.plan_outgrowing():
-            said.append(search.stages)
-            assert plan.size > 0.75 * 4
-        elif not said:
-            assert plan.size <= 3
-    assert len(said) == 1
+        nodes = search.plans.graph(world, search.best_id, 10**6).size
+        now = (nodes > 2) + (nodes > 6)
+        assert search.plan_outgrowing() == (now > passed)
+        passed = max(passed, now)
+    assert passed == 2
 
 
 @pytest.mark.parametrize("dense_after", [0, 10**9])
