@@ -437,18 +437,26 @@ def _after_choice_entries(chain: JointChain, class_of: np.ndarray, Q: int) -> tu
     return g_rows, g_cols, g_weight, g_cols[e], b_dst, n2[e] * C + c2, g_weight[e]
 
 
+def reached_from(graph: sp.csr_matrix, start: np.ndarray) -> np.ndarray:
+    """``(n,)`` bool: the nodes of a directed graph (CSR, an edge per stored entry of a row) that a walk from the nodes
+    ``start`` (indices) reaches, ``start`` included."""
+    reached = np.zeros(graph.shape[0], dtype=bool)
+    reached[start] = True
+    frontier = np.asarray(start)
+    while frontier.size:
+        after = np.unique(graph[frontier].indices)
+        frontier = after[~reached[after]]
+        reached[frontier] = True
+    return reached
+
+
 def _upstream_of_cycles(graph: sp.csr_matrix) -> np.ndarray:
     """The nodes of a directed graph that no cycle reaches, in an order where every edge between them goes forward."""
     import scipy.sparse.csgraph as csgraph  # here, not at the top: its import costs evaluate, draw and train a tenth of a second
 
     count, label = csgraph.connected_components(graph, directed=True, connection="strong")
     on_cycle = (np.bincount(label, minlength=count)[label] > 1) | (graph.diagonal() != 0)
-    reached = on_cycle.copy()  # the cycles and all they lead to
-    frontier = np.flatnonzero(on_cycle)
-    while len(frontier):
-        nxt = graph[frontier].indices
-        frontier = np.unique(nxt[~reached[nxt]])
-        reached[frontier] = True
+    reached = reached_from(graph, np.flatnonzero(on_cycle))  # the cycles and all they lead to
     rest = np.flatnonzero(~reached)
     # Kahn's order on the acyclic rest (edges into it come from it alone: whatever leads out of the reached set stays in it).
     sub = graph[rest][:, rest].tocsr()

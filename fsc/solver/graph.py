@@ -29,6 +29,7 @@ from scipy.sparse.linalg import bicgstab, splu
 from fsc.errors import InputError, InputTypeError
 from fsc.limits import TimeUp
 from fsc.model.architecture import MemoryArchitecture
+from fsc.model.chain import reached_from
 from fsc.model.memory import RAM
 from fsc.model.policy import Policy
 
@@ -111,6 +112,7 @@ class Model:
     observation: np.ndarray
     initial: np.ndarray
     _emitters: dict = attrs.field(factory=dict, repr=False, alias="emitters")  # action -> its columns, by :meth:`emitters`
+    _emissions: dict = attrs.field(factory=dict, repr=False, alias="emissions")  # action -> its CSR table, by :meth:`emission`
 
     @property
     def shape(self) -> tuple[int, int, int]:
@@ -128,10 +130,9 @@ class Model:
 
     def emission(self, action: int) -> sp.csr_matrix:
         """``P(o | s2, a)`` as CSR ``(S, O)``, its entries those the table holds (every row has one: it sums to 1)."""
-        key = ("csr", action)
-        if key not in self._emitters:
-            self._emitters[key] = sp.csr_matrix(self.observation[action])
-        return self._emitters[key]
+        if action not in self._emissions:
+            self._emissions[action] = sp.csr_matrix(self.observation[action])
+        return self._emissions[action]
 
     def reached(self, beliefs: np.ndarray, action: int) -> np.ndarray:
         """``P(s2 | b, a)`` for each belief of ``beliefs`` ``(k, S)``: ``(k, S)``."""
@@ -228,32 +229,20 @@ def evaluate_graph(model: Model, action, successor, initial: int | None = None, 
 def occupancy(model: Model, graph: PolicyGraph, tolerance: float = 1e-13) -> tuple[np.ndarray, np.ndarray]:
     """The discounted visits of each node from the start ``(N,)`` (they sum to ``1 / (1 - gamma)``) and the
     belief each node is reached in, on average over its visits ``(N, S)`` (the start belief where never reached),
-    solved to ``tolerance`` of the largest, on the pairs a run can reach (:func:`_reached_pairs`) alone: the others
-    are never visited (RockSample[7,8]'s plans of 500 nodes reach 3% of their 6.4 million pairs)."""
+    solved to ``tolerance`` of the largest, on the pairs a run can reach (:func:`fsc.model.chain.reached_from`) alone:
+    the others are never visited (RockSample[7,8]'s plans of 500 nodes reach 3% of their 6.4 million pairs)."""
     S, N = model.shape[0], graph.size
     step = graph._step if graph._step is not None else _operator(model, graph.action, graph.successor)
     start = np.zeros(N * S)
     start[graph.initial * S : (graph.initial + 1) * S] = model.initial
     pairs = np.zeros(N * S)
-    reached = _reached_pairs(step, np.flatnonzero(start))
+    reached = np.flatnonzero(reached_from(step, np.flatnonzero(start)))  # the pairs a run reaches: the others stay 0
     inside = start[reached]
     pairs[reached] = np.maximum(_fixed_point(step[reached][:, reached].T.tocsr(), model.discount, inside, inside, tolerance), 0.0)
     pairs = pairs.reshape(N, S)
     visits = pairs.sum(axis=1)
     beliefs = np.where(visits[:, None] > 0, pairs / np.where(visits > 0, visits, 1.0)[:, None], model.initial[None])
     return visits, beliefs
-
-
-def _reached_pairs(step: sp.csr_matrix, start: np.ndarray) -> np.ndarray:
-    """The pairs ``(n, s)`` (sorted indices) a run reaches from the pairs ``start`` along the nonzero entries of ``step``."""
-    seen = np.zeros(step.shape[0], dtype=bool)
-    seen[start] = True
-    frontier = start
-    while frontier.size:
-        after = np.unique(step[frontier].indices)
-        frontier = after[~seen[after]]
-        seen[frontier] = True
-    return np.flatnonzero(seen)
 
 
 def _best_after(model: Model, beliefs: np.ndarray, action: np.ndarray, vectors: np.ndarray) -> np.ndarray:
