@@ -319,6 +319,9 @@ class Search:
         self._top_sizes: set[int] = set()  # the memories it has been compressed for
         self._made = 0  # the stage of the last graph made
         self._warned = 0  # how many shares of PLAN_WARNINGS :meth:`plan_outgrowing` has said the plan passed
+        self._outgrown = False  # whether the best vector's plan no longer fitted when :meth:`plan_outgrowing` last looked
+        self._fitting: tuple[float, int] | None = None  # (value at the start, id) of the best vector seen whose plan fits
+        self._planned: int | None = None  # the id of the vector whose plan the last graph was made of
         self._offered: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # objective -> stages when last offered
         self.graph_seconds = 0.0  # what the last graph and its compressions took (:meth:`controller`)
         self._policies: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # objective -> (graph, its policy) offered
@@ -382,18 +385,40 @@ class Search:
 
     def plan_outgrowing(self) -> bool:
         """Whether the best vector's plan has just passed the next share of :data:`PLAN_WARNINGS` of :attr:`plan_nodes`
-        (or no longer fits): True once per share.  Made a graph now, it is still the plan, worth the bound; some stages
-        later it may be too large, and the graph the vectors' own (RockSample[7,8] at 300 s: 15.2 against a bound of
-        20.9)."""
-        if self._warned == len(PLAN_WARNINGS):
-            return False
-        found = self.plans.minimal(self.world, self.best_id, self.plan_nodes)
+        (or no longer fits): True once per share, and when it no longer fits where it did at the last look.  Made a
+        graph now, it is still the plan, worth the bound; some stages later it may be too large (RockSample[7,8] at
+        300 s: the vectors' own graph, 15.2 against a bound of 20.9).  A plan that fits is remembered (:meth:`graph`
+        falls back on the best of them)."""
+        fitted, found = not self._outgrown, self._plan(self.best_id)
+        self._outgrown = found is None
         nodes = math.inf if found is None else len(found[0])
         passed = sum(nodes > share * self.plan_nodes for share in PLAN_WARNINGS)
-        if passed <= self._warned:
+        if passed <= self._warned and not (fitted and self._outgrown):
             return False
-        self._warned = passed
+        self._warned = max(self._warned, passed)
         return True
+
+    @property
+    def plan_watched(self) -> bool:
+        """Whether the best vector's plan, when last looked at (:meth:`plan_outgrowing`), had passed the first share of
+        :data:`PLAN_WARNINGS` and still fitted: worth looking at after every stage, so that the plan remembered is at
+        most a stage old when it no longer fits (RockSample[7,8], seed 1: from 470 nodes to more than 625 in 12
+        stages)."""
+        return self._warned > 0 and not self._outgrown
+
+    @property
+    def plan_outgrown(self) -> bool:
+        """Whether more stages can give no new graph: the best vector's plan no longer fitted when last looked at, and
+        the vectors' own graph is not made (:data:`CLOSED_PAIRS`)."""
+        return self._outgrown and len(self.vectors) * self.world.shape[0] > CLOSED_PAIRS
+
+    def _plan(self, start: int) -> tuple[np.ndarray, np.ndarray, int] | None:
+        """The minimal plan of vector ``start`` (:meth:`Plans.minimal`) when it fits :attr:`plan_nodes`, else None;
+        the best vector seen with a plan that fits is remembered."""
+        found = self.plans.minimal(self.world, start, self.plan_nodes)
+        if found is not None and start == self.best_id and (self._fitting is None or self.bound > self._fitting[0]):
+            self._fitting = (self.bound, start)
+        return found
 
     @property
     def bound(self) -> float:
@@ -414,9 +439,15 @@ class Search:
         full = self._graphs.get((self.stages, 0))
         if full is None:
             self._graphs = {key: graph for key, graph in self._graphs.items() if key[0] == self.stages}
-            plan = self.plans.graph(self.world, self.best_id, self.plan_nodes)
+            start, closed = self.best_id, len(self.vectors) * self.world.shape[0] <= CLOSED_PAIRS
+            found = self._plan(start)
+            if found is None and self._fitting is not None:  # the best plan seen that fits, worth the bound it had then
+                start, found = self._fitting[1], self._plan(self._fitting[1])
+            if found is not None and start == self._planned and not closed and (size is None or min(self._best, default=size + 1) <= size):
+                return self._top if size is None else self.best(size)  # the plan of the last graph again: nothing new to make
+            plan = None if found is None else evaluate_graph(self.world, found[0], found[1], initial=found[2])
             full = plan
-            if plan is None or len(self.vectors) * self.world.shape[0] <= CLOSED_PAIRS:
+            if plan is None or closed:
                 full = closed_graph(self.world, self.vectors, self.actions, self.witness, deadline)
                 full = plan if plan is not None and plan.value > full.value else full
             if time.monotonic() >= deadline:  # perhaps cut short: not made again from, nor compressed for the smaller sizes
@@ -427,7 +458,7 @@ class Search:
                     self._best[size] = made
                 return self.best(size)
             self._graphs[self.stages, 0] = full
-            self._made = self.stages
+            self._made, self._planned = self.stages, None if plan is None else start
             if self._top is None or full.value > self._top.value:
                 self._top, self._top_sizes = full, set()
         if size is None:

@@ -62,7 +62,8 @@ SETUP_EVALUATIONS = 3
 GRAPH_RESERVE = 2.0
 
 #: The graph-only path asks every this many stages whether the best vector's plan is outgrowing what a graph may hold
-#: (:meth:`fsc.solver.pointbased.Search.plan_outgrowing`: a tenth of a second on RockSample[7,8]).
+#: (:meth:`fsc.solver.pointbased.Search.plan_outgrowing`: a tenth of a second on RockSample[7,8]), after every stage
+#: once it has passed the first warning (:attr:`fsc.solver.pointbased.Search.plan_watched`).
 PLAN_CHECKS = 4
 
 #: Rounds of node improvement (:func:`fsc.solver.graph.improve`) the graph-only path gives its best graph in the time
@@ -235,7 +236,7 @@ def _graph_within(world, arch: MemoryArchitecture, reset: float, deadline: Deadl
             stage = time.monotonic()
             search.advance(deadline.end - reserve)
             longest, stages = max(longest, time.monotonic() - stage), stages + 1
-            if stages % PLAN_CHECKS == 0 and search.plan_outgrowing():  # a graph now, while the plan is still one
+            if (stages % PLAN_CHECKS == 0 or search.plan_watched) and search.plan_outgrowing():  # a graph now, while the plan is still one
                 break
         if best is not None and stages == before:
             break
@@ -248,6 +249,8 @@ def _graph_within(world, arch: MemoryArchitecture, reset: float, deadline: Deadl
             break
         per_vector = (time.monotonic() - clock) / max(len(search.vectors), 1)
         best = graph if best is None or graph.value > best.value else best
+        if search.plan_outgrown:  # the graphs to come would all be the best plan that fitted: its improvement instead
+            break
     if best is not None and not deadline.expired():  # the time no stage and graph could use: node improvement of the best
         with contextlib.suppress(TimeUp), until(deadline.end):
             best = improve(search.world, best, arch.M, LEFTOVER_ROUNDS)

@@ -281,19 +281,29 @@ def test_perseus_on_a_small_rocksample_beats_the_hand_plan_and_the_plan_of_its_b
 def test_the_plan_is_said_to_outgrow_a_graph_once_per_share_of_its_limit_it_passes(monkeypatch):
     """On RockSample[3, 2] the best vector's plan grows with the stages: with a limit of 8 nodes per plan and shares of
     a quarter and three quarters, the search says so the first stage its minimal plan, made a graph, has more than 2
-    nodes, and the first it has more than 6 (or no longer fits), then never; a jump past both is said once."""
+    nodes, the first it has more than 6, and the first it has more than 8 (no longer fits) after a stage it fitted;
+    a jump past several is said once.  It watches the plan after every stage from the first share on, while the plan
+    fits, and the best plan that fitted is what a graph falls back on: worth the best bound seen while it fitted."""
     monkeypatch.setattr("fsc.solver.pointbased.PLAN_NODES", 8)
     monkeypatch.setattr("fsc.solver.pointbased.PLAN_WARNINGS", (0.25, 0.75))
+    monkeypatch.setattr("fsc.solver.pointbased.CLOSED_PAIRS", 0)
     world = rocksample_model(3, 2)
     search = Search(world, 300, np.random.default_rng(0))
-    passed = 0
+    passed, fitted, said, best_fitting = 0, True, 0, -np.inf
     while not search.done and search.stages < 60:
         search.advance()
         nodes = search.plans.graph(world, search.best_id, 10**6).size
         now = (nodes > 2) + (nodes > 6)
-        assert search.plan_outgrowing() == (now > passed)
-        passed = max(passed, now)
-    assert passed == 2
+        if nodes <= 8:
+            best_fitting = max(best_fitting, search.bound)
+        expected = now > passed or (fitted and nodes > 8)
+        assert search.plan_outgrowing() == expected
+        said += expected
+        assert search.plan_watched == (now > 0 and nodes <= 8)
+        passed, fitted = max(passed, now), nodes <= 8
+    assert passed == 2 and said >= 2
+    assert nodes > 8  # the plan has outgrown the limit: the graph is the best plan that fitted (the vectors' own not made)
+    assert search.graph().value == pytest.approx(best_fitting, abs=1e-9)
 
 
 @pytest.mark.parametrize("dense_after", [0, 10**9])
