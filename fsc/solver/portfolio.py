@@ -231,6 +231,8 @@ def _graph_within(world, arch: MemoryArchitecture, reset: float, deadline: Deadl
         reserve = 0.75 * deadline.remaining() if per_vector is None else GRAPH_RESERVE * per_vector * len(search.vectors)
         if per_vector is not None and deadline.remaining() <= reserve:  # no room at that margin: a last graph at the estimate itself
             reserve = per_vector * len(search.vectors)
+        if per_vector is not None and deadline.remaining() <= reserve:  # nor at that: half the time left for stages, half for a
+            reserve = 0.5 * deadline.remaining()  # graph that may end in it (one cut short is dropped, the best kept)
         longest, before = 0.0, stages
         while stages < method.steps and not search.done and deadline.remaining() > reserve + 2 * longest:
             stage = time.monotonic()
