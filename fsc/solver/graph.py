@@ -47,7 +47,7 @@ MERGE_PAIRS = 200_000
 #: :func:`compress` also merges graphs of at most ``UNION_PAIRS`` pairs with each merged node moving, after each
 #: observation, as the node that hears it more did: RockSample[7,8], whose observations show the position, has plans
 #: of about 500 nodes on 12,800 states, merged to fit ``ram:8`` with nothing lost.
-UNION_PAIRS = 8_000_000
+UNION_PAIRS = 16_000_000
 
 #: How closely :func:`compress`, :func:`merge` and :func:`improve` solve for the discounted visits (:func:`occupancy`,
 #: relative to the largest): they rank merges and place beliefs, where a digit more changes nothing, and a graph of

@@ -54,7 +54,7 @@ EXPLORE = 0.1
 #: The plan of the best vector becomes the policy graph when its minimal graph has at most ``PLAN_NODES`` nodes
 #: and ``PLAN_PAIRS`` pairs (node, state) (a deep plan is a large graph: slow to evaluate and to compress).
 PLAN_NODES = 2000
-PLAN_PAIRS = 8_000_000
+PLAN_PAIRS = 16_000_000
 
 #: The graph-only path makes a graph when the best vector's plan passes each of these shares of the most nodes a plan
 #: may have (:meth:`Search.plan_outgrowing`): RockSample[7,8] at 300 s, with three quarters alone, returned 20.73 (the
@@ -318,6 +318,7 @@ class Search:
         self._top: PolicyGraph | None = None  # the best graph of every stage turned into one (uncompressed)
         self._top_sizes: set[int] = set()  # the memories it has been compressed for
         self._made = 0  # the stage of the last graph made
+        self.graphs_made = 0  # how many graphs :meth:`graph` has made (asked again for the last one's plan, it makes none)
         self._warned = 0  # how many shares of PLAN_WARNINGS :meth:`plan_outgrowing` has said the plan passed
         self._outgrown = False  # whether the best vector's plan no longer fitted when :meth:`plan_outgrowing` last looked
         self._fitting: tuple[float, int] | None = None  # (value at the start, id) of the best vector seen whose plan fits
@@ -458,7 +459,7 @@ class Search:
                     self._best[size] = made
                 return self.best(size)
             self._graphs[self.stages, 0] = full
-            self._made, self._planned = self.stages, None if plan is None else start
+            self._made, self._planned, self.graphs_made = self.stages, None if plan is None else start, self.graphs_made + 1
             if self._top is None or full.value > self._top.value:
                 self._top, self._top_sizes = full, set()
         if size is None:

@@ -242,14 +242,15 @@ def _graph_within(world, arch: MemoryArchitecture, reset: float, deadline: Deadl
                 break
         if best is not None and stages == before:
             break
-        clock = time.monotonic()
+        clock, made = time.monotonic(), search.graphs_made
         try:
             with until(deadline.end):  # the backups and the smaller sizes' graphs stop half-way, the evaluations at the end
                 graph = search.graph(arch.M, clock + 0.5 * deadline.remaining())
         except TimeUp:
             deadline.note("the point-based search's graph (its evaluation did not end in time)")
             break
-        per_vector = (time.monotonic() - clock) / max(len(search.vectors), 1)
+        if search.graphs_made > made:  # a graph's price, not that of the last one's plan asked again
+            per_vector = (time.monotonic() - clock) / max(len(search.vectors), 1)
         best = graph if best is None or graph.value > best.value else best
         if search.plan_outgrown:  # the graphs to come would all be the best plan that fitted: its improvement instead
             break
