@@ -417,7 +417,7 @@ class Search:
         """The minimal plan of vector ``start`` (:meth:`Plans.minimal`) when it fits :attr:`plan_nodes`, else None;
         the best vector seen with a plan that fits is remembered."""
         found = self.plans.minimal(self.world, start, self.plan_nodes)
-        if found is not None and start == self.best_id and (self._fitting is None or self.bound > self._fitting[0]):
+        if found is not None and start == self.best_id and (self._fitting is None or self.bound >= self._fitting[0]):
             self._fitting = (self.bound, start)
         return found
 
