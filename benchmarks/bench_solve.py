@@ -24,6 +24,14 @@ graph that fits it (``graph(K)``: compressed, ``fsc.solver.graph.compress``) as 
 below the table).  SARSOP's 60 s lower bound is read from ``FOLDER/SOURCES.md`` when it lists the file:
 
     nice python benchmarks/bench_solve.py graphs FOLDER tiger-grid.POMDP hallway.POMDP --cpu-seconds 40
+
+Mode ``compress``: the price of one large graph, per file: Perseus as in ``graphs`` for ``--cpu-seconds``, then the
+best vector's plan (``Search.graph`` of the search as it stands, its plan when it fits ``PLAN_PAIRS``) evaluated
+(``evaluate_graph``) and compressed onto ``ram:8`` (``compress``), timed in this process with the sweeps looking at
+their progress after every sweep and after every ``LOOKS`` (``fsc.solver.graph.LOOKS``), and with merge candidates
+scored dense and on the beliefs' nonzero entries (``SPARSE_SCORES``): seconds, values and the ratios:
+
+    nice python benchmarks/bench_solve.py compress FOLDER RockSample_7_8.pomdpx --cpu-seconds 25
 """
 
 from __future__ import annotations
@@ -172,9 +180,53 @@ def graphs(argv: list[str]) -> None:
     print("\nlargest |graph value - fsc.evaluate on ram:K|: " + ", ".join(checks))
 
 
+def compress_prices(argv: list[str]) -> None:
+    """The mode ``compress``: one large plan per file, evaluated and compressed with each setting, timed here."""
+    from fsc.io.pomdpx import read_pomdpx
+    from fsc.solver import graph as graphs_module
+    from fsc.solver.pointbased import Search, model
+
+    p = argparse.ArgumentParser(prog="bench_solve.py compress", description="the price of evaluating and compressing one large plan")
+    p.add_argument("folder")
+    p.add_argument("files", nargs="+")
+    p.add_argument("--cpu-seconds", type=float, default=25.0, help="CPU seconds of Perseus before the plan is taken (default 25)")
+    p.add_argument("--beliefs", type=int, default=1000)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--memory", type=int, default=8, help="K of ram:K (default 8)")
+    args = p.parse_args(argv)
+    settings = {"looks 1, dense scores": (1, 0.0), f"looks {graphs_module.LOOKS}, sparse scores": (graphs_module.LOOKS, graphs_module.SPARSE_SCORES)}
+    print("| file | plan nodes (pairs) | setting | evaluation s | value | compress s | value on ram:K |")
+    print("|---|---|---|---|---|---|---|", flush=True)
+    for name in args.files:
+        path = Path(args.folder) / name
+        world = read_pomdpx(path) if path.suffix == ".pomdpx" else fsc.read_pomdp(path)
+        tables = model(world, 1.0 - world.discount)
+        search, start = Search(tables, args.beliefs, np.random.default_rng(seed=[args.seed, 1 << 22])), time.process_time()
+        while not search.done and time.process_time() - start < args.cpu_seconds:
+            search.advance()
+        plan = search.graph()
+        pairs = plan.size * tables.shape[0]
+        times = {}
+        for label, (looks, sparse) in settings.items():
+            graphs_module.LOOKS, graphs_module.SPARSE_SCORES = looks, sparse
+            clock = time.process_time()
+            evaluated = graphs_module.evaluate_graph(tables, plan.action, plan.successor, initial=plan.initial)
+            middle = time.process_time()
+            small = graphs_module.compress(tables, evaluated, args.memory)
+            times[label] = (middle - clock, time.process_time() - middle)
+            seconds = times[label]
+            cells = [name, f"{plan.size} ({pairs:,})", label, f"{seconds[0]:.2f}", f"{evaluated.value:.6f}", f"{seconds[1]:.2f}", f"{small.value:.6f}"]
+            print("| " + " | ".join(cells) + " |", flush=True)
+        (old_eval, old_compress), (new_eval, new_compress) = times.values()
+        print(f"\n{name}: evaluation {old_eval / new_eval:.2f}x, compression {old_compress / new_compress:.2f}x faster with the second setting")
+
+
 def main() -> None:
     if sys.argv[1:2] == ["graphs"]:
         graphs(sys.argv[2:])
+        return
+    if sys.argv[1:2] == ["compress"]:
+        compress_prices(sys.argv[2:])
         return
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("folder", nargs="?", help="a folder of classic .POMDP files (Cassandra's collection); not needed with --report")

@@ -40,8 +40,12 @@ ARCHITECTURES = [
 ]
 
 
+@pytest.mark.parametrize("looks", [1, 8, 10**6])
 @pytest.mark.parametrize(("name", "build"), ARCHITECTURES)
-def test_a_deterministic_policys_graph_value_is_its_value_on_the_joint_chain(name, build):
+def test_a_deterministic_policys_graph_value_is_its_value_on_the_joint_chain(name, build, looks, monkeypatch):
+    """Whether the sweeps look at their progress after every sweep, every 8, or only after the last (then solved by
+    LU or BiCGSTAB from there), the value is the joint chain's."""
+    monkeypatch.setattr("fsc.solver.graph.LOOKS", looks)
     world = tasks.Tiger() if name == "tiger" else sparse_world()
     pomdp = fsc.as_pomdp(world)
     arch = build(pomdp.num_actions, pomdp.num_observations)

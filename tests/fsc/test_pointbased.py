@@ -338,3 +338,17 @@ def test_the_backup_is_the_dense_formula(dense_after, sparse_beliefs, monkeypatc
         best = max(q, key=lambda item: item[0])
         assert value[j] == pytest.approx(best[0], abs=1e-12) and action[j] == best[1]
         assert new[j] == pytest.approx(best[2], abs=1e-12)
+
+
+@pytest.mark.parametrize("share", [0.0, 1.0])
+def test_merge_scores_on_the_beliefs_nonzero_entries_equal_the_dense_product(monkeypatch, share):
+    """The scores that rank merges (:func:`fsc.solver.graph._scores`) are ``beliefs @ vectors.T`` whether the beliefs
+    are multiplied dense or on their nonzero entries (a few states each, as a plan's nodes are reached)."""
+    from fsc.solver.graph import _scores
+
+    monkeypatch.setattr("fsc.solver.graph.SPARSE_SCORES", share)
+    rng = np.random.default_rng(5)
+    beliefs = rng.random((7, 50)) * (rng.random((7, 50)) < 0.1)
+    vectors = rng.normal(size=(9, 50))
+    expected = np.array([[sum(beliefs[i, s] * vectors[j, s] for s in range(50)) for j in range(9)] for i in range(7)])
+    assert np.allclose(_scores(beliefs, vectors), expected, rtol=1e-13, atol=1e-13)
