@@ -48,7 +48,7 @@ MERGE_PAIRS = 200_000
 #: observation, as the node that hears it more did: RockSample[7,8], whose observations show the position, has plans
 #: of 500 to 1,200 nodes on 12,800 states, merged to fit ``ram:8`` with little lost (a plan of 931 nodes, 12 million
 #: pairs, worth 20.599: 20.719 on ``ram:8`` in 8.6 s).
-UNION_PAIRS = 16_000_000
+UNION_PAIRS = 32_000_000
 
 #: How closely :func:`compress`, :func:`merge` and :func:`improve` solve for the discounted visits (:func:`occupancy`,
 #: relative to the largest): they rank merges and place beliefs, where a digit more changes nothing, and a graph of

@@ -40,6 +40,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.linalg import splu
 
+from fsc.engines.cost import available_bytes
 from fsc.limits import TimeUp
 from fsc.model.policy import Policy
 from fsc.model.pomdp import POMDP, Task, as_pomdp
@@ -52,9 +53,13 @@ __all__ = ["Plans", "Search", "blind_values", "forget", "every_action", "model",
 EXPLORE = 0.1
 
 #: The plan of the best vector becomes the policy graph when its minimal graph has at most ``PLAN_NODES`` nodes
-#: and ``PLAN_PAIRS`` pairs (node, state) (a deep plan is a large graph: slow to evaluate and to compress).
+#: and ``PLAN_PAIRS`` pairs (node, state) (a deep plan is a large graph: slow to evaluate and to compress), and at most
+#: a ``PLAN_PAIR_BYTES``-th of half the memory free when the search starts: RockSample[7,8]'s solve at 300 s peaked
+#: at 3.8 GB with plans of 2,000 nodes (25.6 million pairs), where 16 million had stopped its search at 137 s
+#: (21.249, against 21.337 at 300 s).
 PLAN_NODES = 2000
-PLAN_PAIRS = 16_000_000
+PLAN_PAIRS = 32_000_000
+PLAN_PAIR_BYTES = 160
 
 #: The graph-only path makes a graph when the best vector's plan passes each of these shares of the most nodes a plan
 #: may have (:meth:`Search.plan_outgrowing`): RockSample[7,8] at 300 s, with three quarters alone, returned 20.73 (the
@@ -318,11 +323,12 @@ class Search:
         self._top: PolicyGraph | None = None  # the best graph of every stage turned into one (uncompressed)
         self._top_sizes: set[int] = set()  # the memories it has been compressed for
         self._made = 0  # the stage of the last graph made
+        self._plan_pairs = min(PLAN_PAIRS, available_bytes() // (2 * PLAN_PAIR_BYTES))
         self.graphs_made = 0  # how many graphs :meth:`graph` has made (asked again for the last one's plan, it makes none)
         self._warned = 0  # how many shares of PLAN_WARNINGS :meth:`plan_outgrowing` has said the plan passed
         self._outgrown = False  # whether the best vector's plan no longer fitted when :meth:`plan_outgrowing` last looked
         self._fitting: tuple[float, int] | None = None  # (value at the start, id) of the best vector seen whose plan fits
-        self._planned: int | None = None  # the id of the vector whose plan the last graph was made of
+        self._planned: tuple[int, float] | None = None  # the vector whose plan the last graph was made of, and its bound
         self._offered: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # objective -> stages when last offered
         self.graph_seconds = 0.0  # what the last graph and its compressions took (:meth:`controller`)
         self._policies: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # objective -> (graph, its policy) offered
@@ -382,11 +388,12 @@ class Search:
     @property
     def plan_nodes(self) -> int:
         """The most nodes of a plan made a graph (:data:`PLAN_NODES`, :data:`PLAN_PAIRS`)."""
-        return min(PLAN_NODES, PLAN_PAIRS // self.world.shape[0])
+        return min(PLAN_NODES, self._plan_pairs // self.world.shape[0])
 
     def plan_outgrowing(self) -> bool:
         """Whether the best vector's plan has just passed the next share of :data:`PLAN_WARNINGS` of :attr:`plan_nodes`
-        (or no longer fits): True once per share, and when it no longer fits where it did at the last look.  Made a
+        (or no longer fits): True once per share, and, where the vectors' own graph is not made (:attr:`closed_too`),
+        when it no longer fits where it did at the last look.  Made a
         graph now, it is still the plan, worth the bound; some stages later it may be too large (RockSample[7,8] at
         300 s: the vectors' own graph, 15.2 against a bound of 20.9).  A plan that fits is remembered (:meth:`graph`
         falls back on the best of them)."""
@@ -394,7 +401,7 @@ class Search:
         self._outgrown = found is None
         nodes = math.inf if found is None else len(found[0])
         passed = sum(nodes > share * self.plan_nodes for share in PLAN_WARNINGS)
-        if passed <= self._warned and not (fitted and self._outgrown):
+        if passed <= self._warned and not (fitted and self._outgrown and not self.closed_too):
             return False
         self._warned = max(self._warned, passed)
         return True
@@ -402,22 +409,29 @@ class Search:
     @property
     def plan_watched(self) -> bool:
         """Whether the best vector's plan, when last looked at (:meth:`plan_outgrowing`), had passed the first share of
-        :data:`PLAN_WARNINGS` and still fitted: worth looking at after every stage, so that the plan remembered is at
+        :data:`PLAN_WARNINGS` and still fitted, the vectors' own graph not made (:attr:`closed_too`): worth looking at
+        after every stage, so that the plan remembered is at
         most a stage old when it no longer fits (RockSample[7,8], seed 1: from 470 nodes to more than 625 in 12
         stages)."""
-        return self._warned > 0 and not self._outgrown
+        return self._warned > 0 and not self._outgrown and not self.closed_too
 
     @property
     def plan_outgrown(self) -> bool:
         """Whether more stages can give no new graph: the best vector's plan no longer fitted when last looked at, and
         the vectors' own graph is not made (:data:`CLOSED_PAIRS`)."""
-        return self._outgrown and len(self.vectors) * self.world.shape[0] > CLOSED_PAIRS
+        return self._outgrown and not self.closed_too
+
+    @property
+    def closed_too(self) -> bool:
+        """Whether a graph is also made of the vectors' own successors (:data:`CLOSED_PAIRS`): then a plan that no longer
+        fits leaves that graph (Tag's plans of 2,000 nodes are worth less than it), not the best plan that fitted."""
+        return len(self.vectors) * self.world.shape[0] <= CLOSED_PAIRS
 
     def _plan(self, start: int) -> tuple[np.ndarray, np.ndarray, int] | None:
         """The minimal plan of vector ``start`` (:meth:`Plans.minimal`) when it fits :attr:`plan_nodes`, else None;
         the best vector seen with a plan that fits is remembered."""
         found = self.plans.minimal(self.world, start, self.plan_nodes)
-        if found is not None and start == self.best_id and (self._fitting is None or self.bound >= self._fitting[0]):
+        if found is not None and start == self.best_id and (self._fitting is None or self.bound > self._fitting[0]):
             self._fitting = (self.bound, start)
         return found
 
@@ -440,12 +454,14 @@ class Search:
         full = self._graphs.get((self.stages, 0))
         if full is None:
             self._graphs = {key: graph for key, graph in self._graphs.items() if key[0] == self.stages}
-            start, closed = self.best_id, len(self.vectors) * self.world.shape[0] <= CLOSED_PAIRS
+            start, worth, closed = self.best_id, self.bound, self.closed_too
             found = self._plan(start)
-            if found is None and self._fitting is not None:  # the best plan seen that fits, worth the bound it had then
-                start, found = self._fitting[1], self._plan(self._fitting[1])
-            if found is not None and start == self._planned and not closed and (size is None or min(self._best, default=size + 1) <= size):
-                return self._top if size is None else self.best(size)  # the plan of the last graph again: nothing new to make
+            if found is None and self._fitting is not None and not closed:  # the best plan seen that fits, worth its bound then
+                (worth, start), found = self._fitting, self._plan(self._fitting[1])
+            if found is not None and self._planned is not None and not closed and (start == self._planned[0] or worth <= self._planned[1]) and (
+                size is None or min(self._best, default=size + 1) <= size
+            ):
+                return self._top if size is None else self.best(size)  # no plan better than the last graph's: nothing new to make
             plan = None if found is None else evaluate_graph(self.world, found[0], found[1], initial=found[2])
             full = plan
             if plan is None or closed:
@@ -459,7 +475,7 @@ class Search:
                     self._best[size] = made
                 return self.best(size)
             self._graphs[self.stages, 0] = full
-            self._made, self._planned, self.graphs_made = self.stages, None if plan is None else start, self.graphs_made + 1
+            self._made, self._planned, self.graphs_made = self.stages, None if plan is None else (start, worth), self.graphs_made + 1
             if self._top is None or full.value > self._top.value:
                 self._top, self._top_sizes = full, set()
         if size is None:
