@@ -393,10 +393,9 @@ class Search:
     def plan_outgrowing(self) -> bool:
         """Whether the best vector's plan has just passed the next share of :data:`PLAN_WARNINGS` of :attr:`plan_nodes`
         (or no longer fits): True once per share, and, where the vectors' own graph is not made (:attr:`closed_too`),
-        when it no longer fits where it did at the last look.  Made a
-        graph now, it is still the plan, worth the bound; some stages later it may be too large (RockSample[7,8] at
-        300 s: the vectors' own graph, 15.2 against a bound of 20.9).  A plan that fits is remembered (:meth:`graph`
-        falls back on the best of them)."""
+        when it no longer fits where it did at the last look.  Made a graph now, it is still the plan, worth the bound;
+        some stages later it may be too large (RockSample[7,8] at 300 s: the vectors' own graph, 15.2 against a bound
+        of 20.9).  A plan that fits is remembered (:meth:`graph` falls back on the best of them)."""
         fitted, found = not self._outgrown, self._plan(self.best_id)
         self._outgrown = found is None
         nodes = math.inf if found is None else len(found[0])
@@ -410,9 +409,8 @@ class Search:
     def plan_watched(self) -> bool:
         """Whether the best vector's plan, when last looked at (:meth:`plan_outgrowing`), had passed the first share of
         :data:`PLAN_WARNINGS` and still fitted, the vectors' own graph not made (:attr:`closed_too`): worth looking at
-        after every stage, so that the plan remembered is at
-        most a stage old when it no longer fits (RockSample[7,8], seed 1: from 470 nodes to more than 625 in 12
-        stages)."""
+        after every stage, so that the plan remembered is at most a stage old when it no longer fits (RockSample[7,8],
+        seed 1: from 470 nodes to more than 625 in 12 stages)."""
         return self._warned > 0 and not self._outgrown and not self.closed_too
 
     @property

@@ -352,3 +352,16 @@ def test_merge_scores_on_the_beliefs_nonzero_entries_equal_the_dense_product(mon
     vectors = rng.normal(size=(9, 50))
     expected = np.array([[sum(beliefs[i, s] * vectors[j, s] for s in range(50)) for j in range(9)] for i in range(7)])
     assert np.allclose(_scores(beliefs, vectors), expected, rtol=1e-13, atol=1e-13)
+
+
+def test_a_plan_may_have_as_many_pairs_as_half_the_free_memory_holds(monkeypatch):
+    """The most nodes of a plan made a graph: at most :data:`PLAN_PAIRS` pairs (node, state), and at most one pair
+    for every ``2 * PLAN_PAIR_BYTES`` bytes free when the search starts."""
+    import fsc.solver.pointbased as pointbased
+
+    world = rocksample_model(3, 2)
+    states = world.shape[0]
+    monkeypatch.setattr(pointbased, "available_bytes", lambda: 2 * pointbased.PLAN_PAIR_BYTES * states * 5 + 1)
+    assert Search(world, 50, np.random.default_rng(0)).plan_nodes == 5
+    monkeypatch.setattr(pointbased, "available_bytes", lambda: 10**15)
+    assert Search(world, 50, np.random.default_rng(0)).plan_nodes == min(pointbased.PLAN_NODES, pointbased.PLAN_PAIRS // states)
