@@ -26,10 +26,10 @@ below the table).  SARSOP's 60 s lower bound is read from ``FOLDER/SOURCES.md`` 
     nice python benchmarks/bench_solve.py graphs FOLDER tiger-grid.POMDP hallway.POMDP --cpu-seconds 40
 
 Mode ``compress``: the price of one large graph, per file: Perseus as in ``graphs`` for ``--cpu-seconds``, then the
-best vector's plan (``Search.graph`` of the search as it stands, its plan when it fits ``PLAN_PAIRS``) evaluated
-(``evaluate_graph``) and compressed onto ``ram:8`` (``compress``), timed in this process with the sweeps looking at
-their progress after every sweep and after every ``LOOKS`` (``fsc.solver.graph.LOOKS``), and with merge candidates
-scored dense and on the beliefs' nonzero entries (``SPARSE_SCORES``): seconds, values and the ratios:
+search's graph (``Search.graph`` as it stands: the best vector's plan when it fits ``PLAN_PAIRS``, else the vectors'
+own) evaluated (``evaluate_graph``) and compressed onto ``ram:8`` (``compress``), timed in this process with the
+sweeps looking at their progress after every sweep and after every ``LOOKS`` (``fsc.solver.graph.LOOKS``), and with
+merge candidates scored dense and on the beliefs' nonzero entries (``SPARSE_SCORES``): seconds, values and the ratios:
 
     nice python benchmarks/bench_solve.py compress FOLDER RockSample_7_8.pomdpx --cpu-seconds 25
 """
@@ -181,12 +181,12 @@ def graphs(argv: list[str]) -> None:
 
 
 def compress_prices(argv: list[str]) -> None:
-    """The mode ``compress``: one large plan per file, evaluated and compressed with each setting, timed here."""
+    """The mode ``compress``: one large graph per file, evaluated and compressed with each setting, timed here."""
     from fsc.io.pomdpx import read_pomdpx
     from fsc.solver import graph as graphs_module
     from fsc.solver.pointbased import Search, model
 
-    p = argparse.ArgumentParser(prog="bench_solve.py compress", description="the price of evaluating and compressing one large plan")
+    p = argparse.ArgumentParser(prog="bench_solve.py compress", description="the price of evaluating and compressing one large graph")
     p.add_argument("folder")
     p.add_argument("files", nargs="+")
     p.add_argument("--cpu-seconds", type=float, default=25.0, help="CPU seconds of Perseus before the plan is taken (default 25)")
@@ -195,7 +195,7 @@ def compress_prices(argv: list[str]) -> None:
     p.add_argument("--memory", type=int, default=8, help="K of ram:K (default 8)")
     args = p.parse_args(argv)
     settings = {"looks 1, dense scores": (1, 0.0), f"looks {graphs_module.LOOKS}, sparse scores": (graphs_module.LOOKS, graphs_module.SPARSE_SCORES)}
-    print("| file | plan nodes (pairs) | setting | evaluation s | value | compress s | value on ram:K |")
+    print("| file | graph nodes (pairs) | setting | evaluation s | value | compress s | value on ram:K |")
     print("|---|---|---|---|---|---|---|", flush=True)
     for name in args.files:
         path = Path(args.folder) / name
