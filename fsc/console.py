@@ -10,11 +10,13 @@ is a bug and keeps its traceback.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import os
 import signal
 import sys
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
 
 from fsc.errors import InputError, quoted
 from fsc.files import strict_json
@@ -90,16 +92,37 @@ def run_command(prog: str, command: Callable[[], int]) -> int:
         return 130
 
 
+@contextlib.contextmanager
+def interrupts_after() -> Iterator[None]:
+    """A block in which an interrupt (SIGINT) is held and taken when the block ends, as :class:`KeyboardInterrupt`:
+    the libraries' imports run inside one, for a KeyboardInterrupt raised in compiled code while it imports ends the
+    process some other way (torch's: ``terminate called ... KeyboardInterrupt``, status -6).  Nothing is held where
+    SIGINT is not Python's own (ignored, as in a background job, or handled by the caller) or off the main thread."""
+    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        yield
+        return
+    held: list[int] = []
+    signal.signal(signal.SIGINT, lambda number, frame: held.append(number))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    if held:
+        raise KeyboardInterrupt
+
+
 def import_torch() -> None:
-    """Import torch and make float64 its default dtype, as every command that computes runs.
+    """Import torch and make float64 its default dtype, as every command that computes runs (an interrupt meanwhile is
+    taken once it is in: :func:`interrupts_after`).
 
     A command that reads a world and a memory calls this after them (:data:`fsc.cli.TORCH_AFTER_INPUT`): a file
     declaring more than the machine can hold is refused before torch, numba and the engines take a second
     to import.
     """
-    import torch
+    with interrupts_after():
+        import torch
 
-    torch.set_default_dtype(torch.float64)
+        torch.set_default_dtype(torch.float64)
 
 
 def one_line(text: str, limit: int = MAX_LINE) -> str:

@@ -16,7 +16,7 @@ import importlib
 import sys
 from collections.abc import Callable
 
-from fsc.console import Parser, import_torch, run_command
+from fsc.console import Parser, import_torch, interrupts_after, run_command
 
 __all__ = ["COMMANDS", "TORCH_AFTER_INPUT", "WITHOUT_TORCH", "main", "make_parser"]
 
@@ -58,7 +58,8 @@ def load(target: str | Callable) -> Callable:
     if callable(target):
         return target
     module, _, name = target.partition(":")
-    return getattr(importlib.import_module(module), name)
+    with interrupts_after():  # a command's module imports numba, scipy and the engines
+        return getattr(importlib.import_module(module), name)
 
 
 def make_parser(command: str | None = None) -> argparse.ArgumentParser:

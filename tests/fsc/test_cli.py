@@ -200,3 +200,32 @@ def test_report_never_deletes_what_it_did_not_write(tmp_path, capsys, monkeypatc
         status, _, err = run(capsys, "report", "--out", out, "--quiet")
         assert status == 2 and "is the current directory or above it" in err
     assert [p.name for p in mine.iterdir()] == ["keep"] and (mine / "keep").read_text() == "x"
+
+
+def test_an_interrupt_while_libraries_import_is_taken_when_they_are_in():
+    """SIGINT inside :func:`fsc.console.interrupts_after` does not stop the block (a compiled import would end the
+    process on it: torch's with status -6); it is raised as KeyboardInterrupt when the block ends, and SIGINT is
+    Python's own again after.  Where SIGINT is ignored (a background job), the block leaves it so."""
+    import os
+    import signal
+    import time
+
+    from fsc.console import interrupts_after
+
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        finished = False
+        with pytest.raises(KeyboardInterrupt):
+            with interrupts_after():
+                os.kill(os.getpid(), signal.SIGINT)
+                for _ in range(100):  # the handler runs between bytecodes, within these sleeps
+                    time.sleep(0.001)
+                finished = True
+        assert finished and signal.getsignal(signal.SIGINT) is signal.default_int_handler
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        with interrupts_after():
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.01)
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGINT, before)
