@@ -327,7 +327,7 @@ class Search:
         self.graphs_made = 0  # how many graphs :meth:`graph` has made (asked again for the last one's plan, it makes none)
         self._warned = 0  # how many shares of PLAN_WARNINGS :meth:`plan_outgrowing` has said the plan passed
         self._outgrown = False  # whether the best vector's plan no longer fitted when :meth:`plan_outgrowing` last looked
-        self._fitting: tuple[float, int] | None = None  # (value at the start, id) of the best vector seen whose plan fits
+        self._fitting: tuple[float, int, tuple] | None = None  # the best vector seen whose plan fits: its bound, id and plan
         self._planned: tuple[int, float] | None = None  # the vector whose plan the last graph was made of, and its bound
         self._offered: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # objective -> stages when last offered
         self.graph_seconds = 0.0  # what the last graph and its compressions took (:meth:`controller`)
@@ -396,7 +396,7 @@ class Search:
         when it no longer fits where it did at the last look.  Made a graph now, it is still the plan, worth the bound;
         some stages later it may be too large (RockSample[7,8] at 300 s: the vectors' own graph, 15.2 against a bound
         of 20.9).  A plan that fits is remembered (:meth:`graph` falls back on the best of them)."""
-        fitted, found = not self._outgrown, self._plan(self.best_id)
+        fitted, found = not self._outgrown, self._best_plan()
         self._outgrown = found is None
         nodes = math.inf if found is None else len(found[0])
         passed = sum(nodes > share * self.plan_nodes for share in PLAN_WARNINGS)
@@ -425,12 +425,13 @@ class Search:
         fits leaves that graph (Tag's plans of 2,000 nodes are worth less than it), not the best plan that fitted."""
         return len(self.vectors) * self.world.shape[0] <= CLOSED_PAIRS
 
-    def _plan(self, start: int) -> tuple[np.ndarray, np.ndarray, int] | None:
-        """The minimal plan of vector ``start`` (:meth:`Plans.minimal`) when it fits :attr:`plan_nodes`, else None;
-        the best vector seen with a plan that fits is remembered."""
+    def _best_plan(self) -> tuple[np.ndarray, np.ndarray, int] | None:
+        """The minimal plan of the best vector (:meth:`Plans.minimal`) when it fits :attr:`plan_nodes`, else None; the
+        best one seen that fits is remembered with its bound and id (a plan never changes once recorded)."""
+        start, bound = self.best_id, self.bound
         found = self.plans.minimal(self.world, start, self.plan_nodes)
-        if found is not None and start == self.best_id and (self._fitting is None or self.bound > self._fitting[0]):
-            self._fitting = (self.bound, start)
+        if found is not None and (self._fitting is None or bound > self._fitting[0]):
+            self._fitting = (bound, start, found)
         return found
 
     @property
@@ -453,9 +454,9 @@ class Search:
         if full is None:
             self._graphs = {key: graph for key, graph in self._graphs.items() if key[0] == self.stages}
             start, worth, closed = self.best_id, self.bound, self.closed_too
-            found = self._plan(start)
+            found = self._best_plan()
             if found is None and self._fitting is not None and not closed:  # the best plan seen that fits, worth its bound then
-                (worth, start), found = self._fitting, self._plan(self._fitting[1])
+                worth, start, found = self._fitting
             if found is not None and self._planned is not None and not closed and (start == self._planned[0] or worth <= self._planned[1]) and (
                 size is None or min(self._best, default=size + 1) <= size
             ):
