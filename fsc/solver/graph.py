@@ -24,7 +24,8 @@ import time
 import attrs
 import numpy as np
 import scipy.sparse as sp
-from scipy.sparse.linalg import bicgstab, splu
+from scipy.sparse.csgraph import connected_components
+from scipy.sparse.linalg import LinearOperator, bicgstab, splu
 
 from fsc.errors import InputError, InputTypeError
 from fsc.limits import TimeUp
@@ -43,6 +44,18 @@ __all__ = [
 #: (node, state) with each merged node moving as the kept one did.
 MERGES = 8
 MERGE_PAIRS = 200_000
+
+#: :func:`compress` also compresses a graph of at most ``STEPPED_PAIRS`` pairs in steps: onto these multiples of the
+#: memories (each rounded up, those the graph does not fit), then onto the memories, each step's best the next one's
+#: start, when the steps' expected price (as many times the direct compression's seconds as there are steps) is at most
+#: ``STEPPED_SHARE`` of the time left before the enclosing :func:`until` limit.  From Perseus's graph after 20 s, seeds
+#: 0 to 2, onto ``ram:8`` directly and in these steps: tiger-grid 2.2076, 2.2006, 2.2020 against 2.2235, 2.2296,
+#: 2.2083; milos-aaai97 49.076, 48.821, 48.901 against 48.662, 49.198, 48.898; hallway (seeds 0 and 1) 0.9632, 0.9630
+#: against 0.9747, 0.9661.  Unpriced, in every size of a solve, two ladders of steps ((4, 2) too) cost cit and sunysb
+#: (discount 0.99) more time than they gained: 0.659 and 0.513 against 0.796 and 0.636 at 60 s.
+STEPS = (3, 2, 1.5)
+STEPPED_PAIRS = 50_000
+STEPPED_SHARE = 0.5
 
 #: :func:`compress` also merges graphs of at most ``UNION_PAIRS`` pairs with each merged node moving, after each
 #: observation, as the node that hears it more did: RockSample[7,8], whose observations show the position, has plans
@@ -64,7 +77,22 @@ DENSE_AFTER = 20_000
 #: Beliefs backed up at once when a graph is closed (:func:`closed_graph`), between two looks at the deadline.
 CHUNK = 16
 
-#: Sweeps of the fixed-point iteration of a graph's values before BiCGSTAB takes over (a discount near 1).
+#: Sweeps of the fixed-point iteration of a graph's values (one with a cycle, :func:`_cyclic`) before BiCGSTAB
+#: (:func:`_krylov`) takes over from where they stand.  ``benchmarks/bench_solve.py compress``, Perseus's graph after 20
+#: CPU-s, evaluation and compression onto ``ram:8`` against the sweeps alone: hallway (619 nodes) 0.77 -> 0.29 s and
+#: 20.3 -> 12.0 s, tiger-grid (684) 0.19 -> 0.06 s and 5.9 -> 3.3 s, Tag (194) 0.24 -> 0.16 s and 1.53 -> 1.47 s.
+KRYLOV_AFTER = 32
+
+#: BiCGSTAB takes over only for graphs whose operator has at least this many entries a row on average.  With one a row
+#: (moves and observations certain, as on RockSample) a run's values settle in as many sweeps as it is deep: Perseus's
+#: plan of 573 nodes on RockSample[7,8], 1.003 entries a row, settles in 44 sweeps (1.61 s), where BiCGSTAB from the
+#: start takes 4.22 s (32 iterations of 3.6 sweeps' price each).
+KRYLOV_ENTRIES = 1.5
+
+#: The most iterations of that BiCGSTAB (two products each): where it stalls (a discount near 1), the sweeps go on.
+KRYLOV_ITERATIONS = 250
+
+#: Sweeps of the fixed-point iteration after BiCGSTAB before a solve without a limit takes over (a discount near 1).
 SWEEPS = 2000
 
 #: Beliefs with at most this share of nonzero entries are scored against vectors sparse (:func:`_scores`).
@@ -121,6 +149,7 @@ class Model:
     initial: np.ndarray
     _emitters: dict = attrs.field(factory=dict, repr=False, alias="emitters")  # action -> its columns, by :meth:`emitters`
     _emissions: dict = attrs.field(factory=dict, repr=False, alias="emissions")  # action -> its CSR table, by :meth:`emission`
+    _steps: dict = attrs.field(factory=dict, repr=False, alias="steps")  # action -> its rows of a graph's operator, by :meth:`step_rows`
 
     @property
     def shape(self) -> tuple[int, int, int]:
@@ -141,6 +170,19 @@ class Model:
         if action not in self._emissions:
             self._emissions[action] = sp.csr_matrix(self.observation[action])
         return self._emissions[action]
+
+    def step_rows(self, action: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The rows of a graph's operator (:func:`_operator`) for a node of ``action``, by state ``s``: how many entries
+        each row has ``(S,)``, and per entry in row order its observation ``o``, next state ``s2`` and weight
+        ``T(s, a, s2) O(a, s2, o)`` (those that are not 0)."""
+        if action not in self._steps:
+            t = self.backward[action].tocoo()
+            weight = t.data[:, None] * self.observation[action, t.col, :]  # (entries of T_a, O)
+            entry, o = np.nonzero(weight > 0)
+            order = np.argsort(t.row[entry], kind="stable")
+            entry, o = entry[order], o[order]
+            self._steps[action] = (np.bincount(t.row[entry], minlength=self.shape[0]), o, t.col[entry], weight[entry, o])
+        return self._steps[action]
 
     def reached(self, beliefs: np.ndarray, action: int) -> np.ndarray:
         """``P(s2 | b, a)`` for each belief of ``beliefs`` ``(k, S)``: ``(k, S)``."""
@@ -172,19 +214,30 @@ class PolicyGraph:
 
 
 def _operator(model: Model, action: np.ndarray, successor: np.ndarray) -> sp.csr_matrix:
-    """``M`` on the pairs ``(n, s)`` (index ``n * S + s``): ``M[(n, s), (succ(n, o), s2)] = T(s, a_n, s2) O(a_n, s2, o)``."""
-    S, A, O = model.shape
+    """``M`` on the pairs ``(n, s)`` (index ``n * S + s``): ``M[(n, s), (succ(n, o), s2)] = T(s, a_n, s2) O(a_n, s2, o)``,
+    built row by row from each action's rows (:meth:`Model.step_rows`): a node's rows are its action's, their columns
+    moved to its successors' blocks, then the entries of two observations that lead to one pair summed (the same matrix
+    as one COO build, in less than half its time: hallway's graph of 536 nodes, 2.2 million entries, 0.06 against 0.14
+    to 0.39 s)."""
+    S = model.shape[0]
     N = len(action)
-    rows, cols, data = [], [], []
+    length = np.zeros(N, dtype=np.int64)
     for a in np.unique(action):
-        nodes, t = np.flatnonzero(action == a), model.backward[a].tocoo()
-        for o in range(O):
-            weight = t.data * model.observation[a, t.col, o]
-            keep = weight > 0
-            rows.append((nodes[:, None] * S + t.row[keep][None]).reshape(-1))
-            cols.append((successor[nodes, o][:, None] * S + t.col[keep][None]).reshape(-1))
-            data.append(np.broadcast_to(weight[keep][None], (len(nodes), int(keep.sum()))).reshape(-1))
-    return sp.csr_matrix((np.concatenate(data), (np.concatenate(rows), np.concatenate(cols))), shape=(N * S, N * S))
+        length[action == a] = len(model.step_rows(int(a))[1])
+    start = np.concatenate([[0], np.cumsum(length)])
+    counts = np.empty((N, S), dtype=np.int64)
+    indices, data = np.empty(start[-1], dtype=np.int64), np.empty(start[-1])
+    for a in np.unique(action):
+        nodes = np.flatnonzero(action == a)
+        per_row, o, s2, weight = model.step_rows(int(a))
+        where = start[nodes][:, None] + np.arange(len(o))[None]
+        indices[where] = successor[nodes][:, o] * S + s2[None]
+        data[where] = weight[None]
+        counts[nodes] = per_row[None]
+    indptr = np.concatenate([[0], np.cumsum(counts.reshape(-1))])
+    operator = sp.csr_matrix((data, indices, indptr), shape=(N * S, N * S))
+    operator.sum_duplicates()
+    return operator
 
 
 def _system(model: Model, action: np.ndarray, successor: np.ndarray) -> tuple[sp.csr_matrix, np.ndarray]:
@@ -193,26 +246,64 @@ def _system(model: Model, action: np.ndarray, successor: np.ndarray) -> tuple[sp
     return _operator(model, action, successor), np.ascontiguousarray(model.reward[:, action].T).reshape(-1)
 
 
-def _fixed_point(step: sp.csr_matrix, discount: float, source: np.ndarray, guess: np.ndarray, tolerance: float = 1e-13) -> np.ndarray:
+def _fixed_point(step: sp.csr_matrix, discount: float, source: np.ndarray, guess: np.ndarray, tolerance: float = 1e-13, cyclic: bool = True) -> np.ndarray:
     """``x = source + discount * step @ x``: iterated from ``guess`` (a contraction) until it moves by less than
-    ``tolerance`` of its size, or after :data:`SWEEPS` sweeps (a discount near 1) solved from there: by a sparse LU on at
-    most :data:`DIRECT_PAIRS` pairs (at once when the sweeps could not settle), else by BiCGSTAB."""
+    ``tolerance`` of its size: for a ``cyclic`` graph of at least :data:`KRYLOV_ENTRIES` entries a row,
+    :data:`KRYLOV_AFTER` sweeps (a guess near the values, a merge's, settles in them), then BiCGSTAB from there
+    (:func:`_krylov`); sweeps until it settles; after :data:`SWEEPS` of those (a discount near 1, where BiCGSTAB can
+    stall) solved from there: by a sparse LU on at most :data:`DIRECT_PAIRS` pairs (at once when the sweeps could not
+    settle), else by BiCGSTAB without a limit."""
     x, direct = guess, len(guess) <= DIRECT_PAIRS
-    sweeps = 0 if direct and discount**SWEEPS > tolerance else SWEEPS
-    for sweep in range(1, sweeps + 1):
-        _in_time()
-        new = step @ x
-        new *= discount
-        new += source
-        if (sweep % LOOKS == 0 or sweep == sweeps) and np.abs(new - x).max() <= tolerance * max(1.0, float(np.abs(new).max())):
-            return new
-        x = new
+    if not (direct and discount**SWEEPS > tolerance):
+        if cyclic and step.nnz >= KRYLOV_ENTRIES * len(x):
+            x, settled = _swept(step, discount, source, x, KRYLOV_AFTER, tolerance)
+            if settled:
+                return x
+            x = _krylov(step, discount, source, x, tolerance)
+        x, settled = _swept(step, discount, source, x, SWEEPS, tolerance)
+        if settled:
+            return x
     _in_time()
     system = sp.identity(len(x), format="csr") - discount * step
     if direct:
         return splu(system.tocsc()).solve(source)
     solved, _ = bicgstab(system, source, x0=x, rtol=max(tolerance, 1e-14), maxiter=100 * SWEEPS, callback=_in_time)
     return solved
+
+
+def _cyclic(successor: np.ndarray) -> bool:
+    """Whether a graph has a cycle through two nodes or more (a node that moves to itself aside): without one, its
+    values settle in as many sweeps as it is deep (a Perseus plan, until minimising it merges nodes into loops)."""
+    N = len(successor)
+    rows = np.repeat(np.arange(N), successor.shape[1])
+    links = sp.csr_matrix((np.ones(rows.size), (rows, successor.reshape(-1))), shape=(N, N))
+    return connected_components(links, directed=True, connection="strong")[0] < N
+
+
+def _swept(step: sp.csr_matrix, discount: float, source: np.ndarray, x: np.ndarray, sweeps: int, tolerance: float) -> tuple[np.ndarray, bool]:
+    """``x`` after at most ``sweeps`` sweeps of ``x <- source + discount * step @ x``, and whether it settled: at a look
+    (every :data:`LOOKS` sweeps and after the last), it moved by at most ``tolerance`` of its size."""
+    for sweep in range(1, sweeps + 1):
+        _in_time()
+        new = step @ x
+        new *= discount
+        new += source
+        if (sweep % LOOKS == 0 or sweep == sweeps) and np.abs(new - x).max() <= tolerance * max(1.0, float(np.abs(new).max())):
+            return new, True
+        x = new
+    return x, False
+
+
+def _krylov(step: sp.csr_matrix, discount: float, source: np.ndarray, x: np.ndarray, tolerance: float) -> np.ndarray:
+    """BiCGSTAB on ``(I - discount * step) y = source`` from ``x``, at most :data:`KRYLOV_ITERATIONS` iterations (two
+    products each), to ``tolerance`` of the residual's norm; ``x`` itself when it ends farther from the fixed point (a
+    residual larger in the largest entry)."""
+    n = len(x)
+    system = LinearOperator((n, n), matvec=lambda v: v - discount * (step @ v), dtype=np.float64)
+    solved, _ = bicgstab(system, source, x0=x, rtol=tolerance, maxiter=KRYLOV_ITERATIONS, callback=_in_time)
+    if not np.isfinite(solved).all():
+        return x
+    return solved if np.abs(source - system.matvec(solved)).max() < np.abs(source - system.matvec(x)).max() else x
 
 
 def evaluate_graph(model: Model, action, successor, initial: int | None = None, guess: np.ndarray | None = None) -> PolicyGraph:
@@ -230,7 +321,8 @@ def evaluate_graph(model: Model, action, successor, initial: int | None = None, 
     if action.min() < 0 or action.max() >= A or successor.min() < 0 or successor.max() >= N:
         raise InputError(f"a policy graph's actions must lie in [0, {A}) and its successors in [0, {N})")
     step, source = _system(model, action, successor)
-    vectors = _fixed_point(step, model.discount, source, source if guess is None else np.asarray(guess, dtype=np.float64).reshape(-1)).reshape(N, S)
+    guess = source if guess is None else np.asarray(guess, dtype=np.float64).reshape(-1)
+    vectors = _fixed_point(step, model.discount, source, guess, cyclic=_cyclic(successor)).reshape(N, S)
     if initial is None:
         initial = int(np.argmax(vectors @ model.initial))
     value = float(vectors[initial] @ model.initial)
@@ -249,7 +341,7 @@ def occupancy(model: Model, graph: PolicyGraph, tolerance: float = 1e-13) -> tup
     pairs = np.zeros(N * S)
     reached = np.flatnonzero(reached_from(step, np.flatnonzero(start)))  # the pairs a run reaches: the others stay 0
     inside = start[reached]
-    pairs[reached] = np.maximum(_fixed_point(step[reached][:, reached].T.tocsr(), model.discount, inside, inside, tolerance), 0.0)
+    pairs[reached] = np.maximum(_fixed_point(step[reached][:, reached].T.tocsr(), model.discount, inside, inside, tolerance, _cyclic(graph.successor)), 0.0)
     pairs = pairs.reshape(N, S)
     visits = pairs.sum(axis=1)
     beliefs = np.where(visits[:, None] > 0, pairs / np.where(visits > 0, visits, 1.0)[:, None], model.initial[None])
@@ -400,25 +492,47 @@ def compress(model: Model, graph: PolicyGraph, memories: int, rounds: int = 5) -
     visits; :func:`_covering`), each node's successors the kept vector best at the belief that follows; each then
     ``rounds`` rounds of node improvement (:func:`improve`).  A merge that loses nothing is taken at once.  A graph
     of more than :data:`MERGE_PAIRS` pairs is covered first (without node improvement), so that a merge the time
-    limit of an enclosing :func:`until` cuts short leaves the cover (RockSample[7,8]: merges of 20 to 40 s)."""
+    limit of an enclosing :func:`until` cuts short leaves the cover (RockSample[7,8]: merges of 20 to 40 s); the
+    best found before the limit is returned.  A graph of at most :data:`STEPPED_PAIRS` pairs is also compressed in
+    steps (:data:`STEPS`), each step's best the next one's start, so that node improvement reshapes the graph
+    between the merges, when the time left allows (:data:`STEPPED_SHARE`)."""
     if fits(graph, memories):
         return graph
     graph = minimise(model, graph)
+    found: list[PolicyGraph] = []
+    try:
+        began = time.monotonic()
+        if _compressed(found, model, graph, memories, rounds) or graph.size * model.shape[0] > STEPPED_PAIRS:
+            return max(found, key=lambda candidate: candidate.value)
+        sizes = tuple(k for k in (math.ceil(share * memories) for share in STEPS) if not fits(graph, k))
+        if not sizes or len(sizes) * (time.monotonic() - began) > STEPPED_SHARE * (_UNTIL.get() - time.monotonic()):
+            return max(found, key=lambda candidate: candidate.value)
+        stepped = graph
+        for k in (*sizes, memories):
+            made: list[PolicyGraph] = []
+            _compressed(made, model, minimise(model, stepped), k, rounds)
+            stepped = max(made, key=lambda candidate: candidate.value)
+        found.append(stepped)
+    except TimeUp:
+        if not found:
+            raise
+    return max(found, key=lambda candidate: candidate.value)
+
+
+def _compressed(found: list[PolicyGraph], model: Model, graph: PolicyGraph, memories: int, rounds: int) -> bool:
+    """The graphs :func:`compress` makes in one step from the minimal ``graph``, appended to ``found`` as they are made
+    (a time limit keeps those made); whether one lost nothing (the last, then: nothing can beat it)."""
     pairs = graph.size * model.shape[0]
-    found = [_covered(model, graph, memories, 0)] if pairs > MERGE_PAIRS else []  # a quick cover first: two linear solves
+    if pairs > MERGE_PAIRS:
+        found.append(_covered(model, graph, memories, 0))  # a quick cover first: two linear solves
     for union, most in ((True, UNION_PAIRS), (False, MERGE_PAIRS)):
         if pairs <= most:  # larger: each merge pass is a costly evaluation
-            try:
-                found.append(improve(model, merge(model, graph, memories, union=union), memories, rounds))
-            except TimeUp:
-                if not found:
-                    raise
-                return max(found, key=lambda candidate: candidate.value)
+            found.append(improve(model, merge(model, graph, memories, union=union), memories, rounds))
             if found[-1].value >= graph.value - 1e-12 * max(1.0, abs(graph.value)):
-                return found[-1]  # nothing lost: nothing can beat it
+                return True
     if pairs <= MERGE_PAIRS:
         found.append(_covered(model, graph, memories, rounds))
-    return max(found, key=lambda candidate: candidate.value)
+    return False
 
 
 def _covered(model: Model, graph: PolicyGraph, memories: int, rounds: int) -> PolicyGraph:

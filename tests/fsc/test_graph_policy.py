@@ -40,12 +40,15 @@ ARCHITECTURES = [
 ]
 
 
-@pytest.mark.parametrize("looks", [1, 8, 10**6])
+@pytest.mark.parametrize(("looks", "krylov_after", "iterations"), [(1, 32, 250), (8, 32, 250), (10**6, 32, 250), (8, 0, 250), (8, 0, 1), (8, 10**6, 250)])
 @pytest.mark.parametrize(("name", "build"), ARCHITECTURES)
-def test_a_deterministic_policys_graph_value_is_its_value_on_the_joint_chain(name, build, looks, monkeypatch):
+def test_a_deterministic_policys_graph_value_is_its_value_on_the_joint_chain(name, build, looks, krylov_after, iterations, monkeypatch):
     """Whether the sweeps look at their progress after every sweep, every 8, or only after the last (then solved by
-    LU or BiCGSTAB from there), the value is the joint chain's."""
+    LU or BiCGSTAB from there), whether BiCGSTAB takes over at once, after 32 sweeps or never, and even when it is
+    stopped after one iteration, the value is the joint chain's."""
     monkeypatch.setattr("fsc.solver.graph.LOOKS", looks)
+    monkeypatch.setattr("fsc.solver.graph.KRYLOV_AFTER", krylov_after)
+    monkeypatch.setattr("fsc.solver.graph.KRYLOV_ITERATIONS", iterations)
     world = tasks.Tiger() if name == "tiger" else sparse_world()
     pomdp = fsc.as_pomdp(world)
     arch = build(pomdp.num_actions, pomdp.num_observations)
@@ -172,3 +175,24 @@ def test_fsc_solve_and_evaluate_on_a_ram_no_engine_holds(monkeypatch, tmp_path, 
         assert err.count("\n") == 1 and "this machine has available" in err
     assert main(["solve", *common, "--max-seconds", "2", "--workers", "1", "--methods", "mirror", "--quiet"]) == 2
     assert "this machine has available" in capsys.readouterr().err
+
+
+def test_a_graph_without_cycles_is_swept_and_one_with_cycles_solved_with_bicgstab_to_the_same_values(monkeypatch):
+    """A plan (each node moving to later nodes or to itself) has no cycle; a graph moving back has one.  Both ways
+    of solving a graph (sweeps alone, BiCGSTAB after a few) give its values to rounding."""
+    from fsc.solver import graph as graphs
+
+    plan = np.array([[1, 2, 2, 1, 2], [2, 2, 2, 2, 2], [2, 2, 2, 2, 2]])  # node 2 plays its action forever
+    assert not graphs._cyclic(plan)
+    back = plan.copy()
+    back[2, 4] = 0
+    assert graphs._cyclic(back)
+    m = model(sparse_world(), 0.05)
+    monkeypatch.setattr(graphs, "KRYLOV_ENTRIES", 0.0)  # BiCGSTAB for every graph with a cycle, whatever its rows
+    for successor in (plan, back):
+        values = [evaluate_graph(m, [0, 1, 2], successor, initial=0).vectors]
+        flip = not graphs._cyclic(successor)
+        with monkeypatch.context() as flipped:
+            flipped.setattr(graphs, "_cyclic", lambda _successor, flip=flip: flip)
+            values.append(evaluate_graph(m, [0, 1, 2], successor, initial=0).vectors)
+        np.testing.assert_allclose(values[0], values[1], rtol=1e-11, atol=1e-11)

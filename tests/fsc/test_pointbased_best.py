@@ -3,6 +3,8 @@ search goes on or the memory grows, and each graph's value is the framework's ex
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 
@@ -78,3 +80,50 @@ def test_a_graph_made_past_the_deadline_is_offered_and_kept():
     assert objective.value_of(policy) == pytest.approx(search.best(2).value, abs=1e-9)
     assert objective.value_of(policy) > objective.value_of(fsc.Policy.uniform(arch)) + 1.0
     assert search.controller(objective, deadline=0.0) is policy
+
+
+def test_a_graph_compressed_in_steps_is_exact_at_least_the_direct_compression_and_kept_when_time_runs_out(monkeypatch):
+    """``compress`` also compresses a small graph in steps (``STEPS``): what it returns fits, is worth its exact value
+    and at least what the direct compression gives; steps priced above their share of the time left are not taken; a
+    time limit inside the steps returns the best made before it."""
+    from fsc.limits import TimeUp
+    from fsc.solver import graph as graphs
+    from fsc.solver.pointbased import model
+    from tests.fsc.test_graph_policy import sparse_world
+
+    world = model(sparse_world(), 0.05)
+    search = Search(world, 200, np.random.default_rng(0))
+    while search.stages < 30:
+        search.advance()
+    big = graphs.closed_graph(world, search.vectors, search.actions, search.witness)  # 107 nodes, 20 to 48 of an action
+    monkeypatch.setattr(graphs, "STEPPED_PAIRS", 0)
+    direct = compress(world, big, 3)
+    monkeypatch.setattr(graphs, "STEPPED_PAIRS", 10**9)
+    calls, made = [], graphs._compressed
+
+    def counted(found, *args):
+        calls.append(args[2])
+        return made(found, *args)
+
+    monkeypatch.setattr(graphs, "_compressed", counted)
+    stepped = compress(world, big, 3)
+    assert calls == [3, 9, 6, 5, 3]  # the direct one, then 3, 2 and 1.5 times the memories, rounded up, and the memories
+    assert fits(stepped, 3) and stepped.value >= direct.value - 1e-12
+    again = evaluate_graph(world, stepped.action, stepped.successor, initial=stepped.initial)
+    assert stepped.value == pytest.approx(again.value, abs=1e-12)
+
+    calls.clear()
+    monkeypatch.setattr(graphs, "STEPPED_SHARE", 1e-9)
+    with graphs.until(time.monotonic() + 1000.0):
+        assert compress(world, big, 3).value == direct.value and calls == [3]  # the steps would take more than their share
+    monkeypatch.setattr(graphs, "STEPPED_SHARE", 0.5)
+
+    def cut(found, *args):
+        if calls:
+            raise TimeUp("the time limit")
+        calls.append(args[2])
+        return made(found, *args)
+
+    calls.clear()
+    monkeypatch.setattr(graphs, "_compressed", cut)
+    assert compress(world, big, 3).value == direct.value  # the direct compression, made before the limit
