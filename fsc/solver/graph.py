@@ -219,17 +219,17 @@ def _operator(model: Model, action: np.ndarray, successor: np.ndarray) -> sp.csr
     moved to its successors' blocks, then the entries of two observations that lead to one pair summed (the same matrix
     as one COO build, in less than half its time: hallway's graph of 536 nodes, 2.2 million entries, 0.06 against 0.14
     to 0.39 s)."""
-    S = model.shape[0]
+    S, A, _ = model.shape
     N = len(action)
-    length = np.zeros(N, dtype=np.int64)
-    for a in np.unique(action):
-        length[action == a] = len(model.step_rows(int(a))[1])
-    start = np.concatenate([[0], np.cumsum(length)])
+    rows = {int(a): model.step_rows(int(a)) for a in np.unique(action)}
+    entries = np.zeros(A, dtype=np.int64)  # a node's entries, by its action
+    for a, (_, o, _, _) in rows.items():
+        entries[a] = len(o)
+    start = np.concatenate([[0], np.cumsum(entries[action])])
     counts = np.empty((N, S), dtype=np.int64)
     indices, data = np.empty(start[-1], dtype=np.int64), np.empty(start[-1])
-    for a in np.unique(action):
+    for a, (per_row, o, s2, weight) in rows.items():
         nodes = np.flatnonzero(action == a)
-        per_row, o, s2, weight = model.step_rows(int(a))
         where = start[nodes][:, None] + np.arange(len(o))[None]
         indices[where] = successor[nodes][:, o] * S + s2[None]
         data[where] = weight[None]
