@@ -27,13 +27,29 @@ below the table).  SARSOP's 60 s lower bound is read from ``FOLDER/SOURCES.md`` 
 
 Mode ``compress``: the price of one large graph, per file: Perseus as in ``graphs`` for ``--cpu-seconds``, then the
 search's graph (``Search.graph`` as it stands: the best vector's plan when it fits ``PLAN_PAIRS``, else the vectors'
-own) evaluated (``evaluate_graph``) and compressed onto ``ram:8`` (``compress``), timed in this process with three
+own) evaluated (``evaluate_graph``) and compressed onto ``ram:8`` (``compress``), timed in this process with four
 settings: sweeps alone looking at their progress after every sweep, merge candidates scored dense; sweeps alone looking
 every ``LOOKS`` (``fsc.solver.graph.LOOKS``), candidates scored on the beliefs' nonzero entries (``SPARSE_SCORES``);
-and as that, with BiCGSTAB after ``KRYLOV_AFTER`` sweeps (the default); on one thread, as ``fsc solve`` computes:
-seconds, values and the ratios:
+as that, with BiCGSTAB after ``KRYLOV_AFTER`` sweeps; these three with every graph on ``merge``'s way solved whole;
+and as that, those graphs solved for ranking (``evaluate_graph(..., ranking=True)``, the default); on one thread, as
+``fsc solve`` computes: seconds, values and the ratios:
 
     nice python benchmarks/bench_solve.py compress FOLDER RockSample_7_8.pomdpx --cpu-seconds 25
+
+Mode ``backup``: the price of a point-based backup (``fsc.solver.graph.backup``), per file: Perseus as in ``graphs``
+for ``--stages`` stages, then the same batches of 8 of its beliefs backed up against its vectors with the beliefs moved
+through the transitions as dense tables and as sparse matrices (``SPARSE_SCORES``; the default takes the sparse way only
+for batches of ``SPARSE_MOVES`` entries), in turn, in this process on one thread: milliseconds a backup, the ratio, and
+the largest difference of the values:
+
+    nice python benchmarks/bench_solve.py backup FOLDER RockSample_7_8.pomdpx TagAvoid.pomdp --stages 40
+
+Mode ``refresh``: Perseus alone (``Search.advance()`` for ``--cpu-seconds`` of CPU, its set-up included) per file and
+seed (``default_rng(seed)``), with the belief set refreshed when the value at the start belief stalls on a full set
+(``fsc.solver.pointbased.STALL_STAGES``, the default) and without (only when every belief settles): the value at the
+start belief, stages and beliefs at the end, one line per run as it ends:
+
+    nice python benchmarks/bench_solve.py refresh FOLDER RockSample_7_8.pomdpx --seeds 0,1,2,3,4 --cpu-seconds 55
 """
 
 from __future__ import annotations
@@ -182,11 +198,21 @@ def graphs(argv: list[str]) -> None:
     print("\nlargest |graph value - fsc.evaluate on ram:K|: " + ", ".join(checks))
 
 
+def _world_tables(folder: str, name: str):
+    """A file of ``folder`` (SARSOP's reader for ``.pomdpx``, else the ``.POMDP`` one) and its tables for the belief
+    computations at its own discount (``fsc.solver.pointbased.model``)."""
+    from fsc.io.pomdpx import read_pomdpx
+    from fsc.solver.pointbased import model
+
+    path = Path(folder) / name
+    world = read_pomdpx(path) if path.suffix == ".pomdpx" else fsc.read_pomdp(path)
+    return world, model(world, 1.0 - world.discount)
+
+
 def compress_prices(argv: list[str]) -> None:
     """The mode ``compress``: one large graph per file, evaluated and compressed with each setting, timed here."""
-    from fsc.io.pomdpx import read_pomdpx
     from fsc.solver import graph as graphs_module
-    from fsc.solver.pointbased import Search, model
+    from fsc.solver.pointbased import Search
 
     p = argparse.ArgumentParser(prog="bench_solve.py compress", description="the price of evaluating and compressing one large graph")
     p.add_argument("folder")
@@ -200,25 +226,26 @@ def compress_prices(argv: list[str]) -> None:
 
     threadpool_limits(1)  # as fsc solve computes (fsc.solver.parallel): BLAS's threads slow BiCGSTAB's small products
     alone = graphs_module.SWEEPS  # BiCGSTAB only after as many sweeps as the fallback waits for
-    settings = {
-        "sweeps, looks 1, dense scores": (1, 0.0, alone),
-        f"sweeps, looks {graphs_module.LOOKS}, sparse scores": (graphs_module.LOOKS, graphs_module.SPARSE_SCORES, alone),
-        f"as that, BiCGSTAB after {graphs_module.KRYLOV_AFTER} sweeps": (graphs_module.LOOKS, graphs_module.SPARSE_SCORES, graphs_module.KRYLOV_AFTER),
+    settings = {  # looks, sparse scores, BiCGSTAB after, merge's graphs on the way solved whole
+        "sweeps, looks 1, dense scores": (1, 0.0, alone, True),
+        f"sweeps, looks {graphs_module.LOOKS}, sparse scores": (graphs_module.LOOKS, graphs_module.SPARSE_SCORES, alone, True),
+        f"as that, BiCGSTAB after {graphs_module.KRYLOV_AFTER} sweeps": (graphs_module.LOOKS, graphs_module.SPARSE_SCORES, graphs_module.KRYLOV_AFTER, True),
+        "as that, merge's graphs on the way ranked (the default)": (graphs_module.LOOKS, graphs_module.SPARSE_SCORES, graphs_module.KRYLOV_AFTER, False),
     }
+    exact = graphs_module.evaluate_graph
     print("| file | graph nodes (pairs) | setting | evaluation s | value | compress s | value on ram:K |")
     print("|---|---|---|---|---|---|---|", flush=True)
     for name in args.files:
-        path = Path(args.folder) / name
-        world = read_pomdpx(path) if path.suffix == ".pomdpx" else fsc.read_pomdp(path)
-        tables = model(world, 1.0 - world.discount)
+        _, tables = _world_tables(args.folder, name)
         search, start = Search(tables, args.beliefs, np.random.default_rng(seed=[args.seed, 1 << 22])), time.process_time()
         while not search.done and time.process_time() - start < args.cpu_seconds:
             search.advance()
         plan = search.graph()
         pairs = plan.size * tables.shape[0]
         times = {}
-        for label, (looks, sparse, krylov) in settings.items():
+        for label, (looks, sparse, krylov, whole) in settings.items():
             graphs_module.LOOKS, graphs_module.SPARSE_SCORES, graphs_module.KRYLOV_AFTER = looks, sparse, krylov
+            graphs_module.evaluate_graph = (lambda *a, ranking=False, **k: exact(*a, **k)) if whole else exact
             clock = time.process_time()
             evaluated = graphs_module.evaluate_graph(tables, plan.action, plan.successor, initial=plan.initial)
             middle = time.process_time()
@@ -227,12 +254,93 @@ def compress_prices(argv: list[str]) -> None:
             seconds = times[label]
             cells = [name, f"{plan.size} ({pairs:,})", label, f"{seconds[0]:.2f}", f"{evaluated.value:.6f}", f"{seconds[1]:.2f}", f"{small.value:.6f}"]
             print("| " + " | ".join(cells) + " |", flush=True)
-        (first_eval, first_compress), (old_eval, old_compress), (new_eval, new_compress) = times.values()
-        print(f"\n{name}: with BiCGSTAB, evaluation {old_eval / new_eval:.2f}x and compression {old_compress / new_compress:.2f}x faster than "
-              f"the second setting, {first_eval / new_eval:.2f}x and {first_compress / new_compress:.2f}x than the first\n", flush=True)
+        graphs_module.evaluate_graph = exact
+        default_eval, default_compress = times[label]
+        print(f"\n{name}: the default's evaluation and compression, faster than each other setting's by")
+        for other, (evaluation, compression) in list(times.items())[:-1]:
+            print(f"  {other}: {evaluation / default_eval:.2f}x and {compression / default_compress:.2f}x")
+        print(flush=True)
+
+
+def backup_prices(argv: list[str]) -> None:
+    """The mode ``backup``: the same batches backed up with the beliefs moved dense and sparse, timed here."""
+    from fsc.solver import graph as graphs_module
+    from fsc.solver.pointbased import Search
+
+    p = argparse.ArgumentParser(prog="bench_solve.py backup", description="the price of a point-based backup")
+    p.add_argument("folder")
+    p.add_argument("files", nargs="+")
+    p.add_argument("--stages", type=int, default=40, help="Perseus stages before the backups are timed (default 40)")
+    p.add_argument("--batches", type=int, default=200, help="batches of 8 beliefs timed with each setting (default 200)")
+    p.add_argument("--seed", type=int, default=0)
+    args = p.parse_args(argv)
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(1)
+    sparse, moves = graphs_module.SPARSE_SCORES, graphs_module.SPARSE_MOVES
+    print("| file | stages | beliefs (nonzero share) | vectors | dense ms | sparse ms | ratio | largest value difference |")
+    print("|---|---|---|---|---|---|---|---|", flush=True)
+    for name in args.files:
+        _, tables = _world_tables(args.folder, name)
+        search = Search(tables, 1000, np.random.default_rng(seed=[args.seed, 1 << 22]))
+        while not search.done and search.stages < args.stages:
+            search.advance()
+        vectors, beliefs = search.vectors, search.beliefs
+        by_state, rng = np.ascontiguousarray(vectors.T), np.random.default_rng(args.seed)
+        picks = [rng.choice(len(beliefs), min(8, len(beliefs)), replace=False) for _ in range(args.batches)]
+        seconds, values = {}, {}
+        for label, share in (("dense", 0.0), ("sparse", sparse), ("dense", 0.0), ("sparse", sparse)):  # twice, the second timed
+            graphs_module.SPARSE_SCORES, graphs_module.SPARSE_MOVES = share, 0
+            clock = time.process_time()
+            values[label] = [graphs_module.backup(tables, vectors, beliefs[pick], by_state)[0] for pick in picks]
+            seconds[label] = (time.process_time() - clock) / len(picks) * 1e3
+        graphs_module.SPARSE_SCORES, graphs_module.SPARSE_MOVES = sparse, moves
+        gap = max(float(np.abs(a - b).max()) for a, b in zip(values["dense"], values["sparse"], strict=True))
+        share = np.count_nonzero(beliefs) / beliefs.size
+        cells = [name, str(search.stages), f"{len(beliefs)} ({share:.3f})", str(len(vectors)), f"{seconds['dense']:.2f}", f"{seconds['sparse']:.2f}",
+                 f"{seconds['dense'] / seconds['sparse']:.2f}", f"{gap:.1e}"]  # fmt: skip
+        print("| " + " | ".join(cells) + " |", flush=True)
+
+
+def refresh_gains(argv: list[str]) -> None:
+    """The mode ``refresh``: Perseus alone with and without the refresh of a stalled set, per file and seed."""
+    from fsc.solver import pointbased
+    from fsc.solver.pointbased import Search, model
+
+    p = argparse.ArgumentParser(prog="bench_solve.py refresh", description="Perseus alone, a stalled set refreshed or not")
+    p.add_argument("folder")
+    p.add_argument("files", nargs="+")
+    p.add_argument("--cpu-seconds", type=float, default=20.0, help="CPU seconds of each run (default 20)")
+    p.add_argument("--seeds", default="0,1,2")
+    p.add_argument("--beliefs", type=int, default=1000)
+    args = p.parse_args(argv)
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(1)
+    stall = pointbased.STALL_STAGES
+    print("| file | seed | refresh when stalled | value at the start | stages | beliefs |")
+    print("|---|---|---|---|---|---|", flush=True)
+    for name in args.files:
+        world, _ = _world_tables(args.folder, name)
+        for seed in (int(seed) for seed in args.seeds.split(",")):
+            for refresh in (True, False):
+                pointbased.STALL_STAGES = stall if refresh else sys.maxsize
+                start = time.process_time()
+                search = Search(model(world, 1.0 - world.discount), args.beliefs, np.random.default_rng(seed))
+                while not search.done and time.process_time() - start < args.cpu_seconds:
+                    search.advance()
+                cells = [name, str(seed), "yes" if refresh else "no", f"{search.bound:.4f}", str(search.stages), str(len(search.beliefs))]
+                print("| " + " | ".join(cells) + " |", flush=True)
+    pointbased.STALL_STAGES = stall
 
 
 def main() -> None:
+    if sys.argv[1:2] == ["refresh"]:
+        refresh_gains(sys.argv[2:])
+        return
+    if sys.argv[1:2] == ["backup"]:
+        backup_prices(sys.argv[2:])
+        return
     if sys.argv[1:2] == ["graphs"]:
         graphs(sys.argv[2:])
         return

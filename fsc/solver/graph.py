@@ -65,7 +65,8 @@ UNION_PAIRS = 32_000_000
 
 #: How closely :func:`compress`, :func:`merge` and :func:`improve` solve for the discounted visits (:func:`occupancy`,
 #: relative to the largest): they rank merges and place beliefs, where a digit more changes nothing, and a graph of
-#: millions of pairs settles in a third of the sweeps 1e-13 takes.
+#: millions of pairs settles in a third of the sweeps 1e-13 takes.  :func:`merge` solves the graphs on its way to it
+#: too (:func:`evaluate_graph`'s ``ranking``), the last one exactly.
 RANKING_TOLERANCE = 1e-8
 
 #: :func:`backup` scores the beliefs after each observation as a dense matrix when it has at most this many entries
@@ -81,13 +82,9 @@ CHUNK = 16
 #: (:func:`_krylov`) takes over from where they stand.  ``benchmarks/bench_solve.py compress``, Perseus's graph after 20
 #: CPU-s, evaluation and compression onto ``ram:8`` against the sweeps alone: hallway (619 nodes) 0.77 -> 0.29 s and
 #: 20.3 -> 12.0 s, tiger-grid (684) 0.19 -> 0.06 s and 5.9 -> 3.3 s, Tag (194) 0.24 -> 0.16 s and 1.53 -> 1.47 s.
+#: RockSample's merged graphs have cycles and one entry a row (moves and observations certain): a plan of 711 nodes
+#: compressed onto ``ram:8`` in 17.8 s with the sweeps alone, 10.2 s with BiCGSTAB; its plans have none and are swept.
 KRYLOV_AFTER = 32
-
-#: BiCGSTAB takes over only for graphs whose operator has at least this many entries a row on average.  With one a row
-#: (moves and observations certain, as on RockSample) a run's values settle in as many sweeps as it is deep: Perseus's
-#: plan of 573 nodes on RockSample[7,8], 1.003 entries a row, settles in 44 sweeps (1.61 s), where BiCGSTAB from the
-#: start takes 4.22 s (32 iterations of 3.6 sweeps' price each).
-KRYLOV_ENTRIES = 1.5
 
 #: The most iterations of that BiCGSTAB (two products each): where it stalls (a discount near 1), the sweeps go on.
 KRYLOV_ITERATIONS = 250
@@ -95,8 +92,15 @@ KRYLOV_ITERATIONS = 250
 #: Sweeps of the fixed-point iteration after BiCGSTAB before a solve without a limit takes over (a discount near 1).
 SWEEPS = 2000
 
-#: Beliefs with at most this share of nonzero entries are scored against vectors sparse (:func:`_scores`).
+#: Beliefs with at most this share of nonzero entries are scored against vectors sparse (:func:`_scores`), and a backup
+#: moves them through the transitions sparse when they also fill :data:`SPARSE_MOVES` entries (:func:`_reached_entries`).
 SPARSE_SCORES = 0.25
+
+#: A backup's batch of beliefs (beliefs x states) of at least this many entries, sparse (:data:`SPARSE_SCORES`), is moved
+#: through the transitions as sparse matrices; smaller, the dense product costs less than the sparse one's overhead.
+#: ``benchmarks/bench_solve.py backup``, batches of 8: RockSample[7,8] (12,545 states, 1.1% nonzero) 13.0 -> 10.5 ms,
+#: Tag (870 states, 3%) 0.79 -> 0.92 ms.
+SPARSE_MOVES = 50_000
 
 #: The sweeps look at how far they moved every this many sweeps (a look costs as much as the sweep: RockSample[7,8]'s
 #: plans of 900 nodes spent more time in looks than in the products).
@@ -248,14 +252,13 @@ def _system(model: Model, action: np.ndarray, successor: np.ndarray) -> tuple[sp
 
 def _fixed_point(step: sp.csr_matrix, discount: float, source: np.ndarray, guess: np.ndarray, tolerance: float = 1e-13, cyclic: bool = True) -> np.ndarray:
     """``x = source + discount * step @ x``: iterated from ``guess`` (a contraction) until it moves by less than
-    ``tolerance`` of its size: for a ``cyclic`` graph of at least :data:`KRYLOV_ENTRIES` entries a row,
-    :data:`KRYLOV_AFTER` sweeps (a guess near the values, a merge's, settles in them), then BiCGSTAB from there
-    (:func:`_krylov`); sweeps until it settles; after :data:`SWEEPS` of those (a discount near 1, where BiCGSTAB can
-    stall) solved from there: by a sparse LU on at most :data:`DIRECT_PAIRS` pairs (at once when the sweeps could not
-    settle), else by BiCGSTAB without a limit."""
+    ``tolerance`` of its size: for a ``cyclic`` graph (:func:`_cyclic`), :data:`KRYLOV_AFTER` sweeps (a guess near
+    the values, a merge's, settles in them), then BiCGSTAB from there (:func:`_krylov`); sweeps until it settles;
+    after :data:`SWEEPS` of those (a discount near 1, where BiCGSTAB can stall) solved from there: by a sparse LU on at
+    most :data:`DIRECT_PAIRS` pairs (at once when the sweeps could not settle), else by BiCGSTAB without a limit."""
     x, direct = guess, len(guess) <= DIRECT_PAIRS
     if not (direct and discount**SWEEPS > tolerance):
-        if cyclic and step.nnz >= KRYLOV_ENTRIES * len(x):
+        if cyclic:
             x, settled = _swept(step, discount, source, x, KRYLOV_AFTER, tolerance)
             if settled:
                 return x
@@ -271,12 +274,15 @@ def _fixed_point(step: sp.csr_matrix, discount: float, source: np.ndarray, guess
     return solved
 
 
-def _cyclic(successor: np.ndarray) -> bool:
-    """Whether a graph has a cycle through two nodes or more (a node that moves to itself aside): without one, its
-    values settle in as many sweeps as it is deep (a Perseus plan, until minimising it merges nodes into loops)."""
+def _cyclic(model: Model, action: np.ndarray, successor: np.ndarray) -> bool:
+    """Whether a graph has a cycle through two nodes or more (a node that moves to itself aside), following only the
+    observations each node's action can produce: without one, its values settle in as many sweeps as it is deep (a
+    Perseus plan).  The successors after observations an action cannot produce are placeholders (a plan's point to
+    node 0 or to itself): counted, they made every RockSample[7,8] plan look cyclic."""
     N = len(successor)
-    rows = np.repeat(np.arange(N), successor.shape[1])
-    links = sp.csr_matrix((np.ones(rows.size), (rows, successor.reshape(-1))), shape=(N, N))
+    heard = (model.observation.max(axis=1) > 0)[action]  # (N, O): the observations each node's action can produce
+    rows = np.repeat(np.arange(N), successor.shape[1])[heard.reshape(-1)]
+    links = sp.csr_matrix((np.ones(rows.size), (rows, successor[heard])), shape=(N, N))
     return connected_components(links, directed=True, connection="strong")[0] < N
 
 
@@ -306,9 +312,13 @@ def _krylov(step: sp.csr_matrix, discount: float, source: np.ndarray, x: np.ndar
     return solved if np.abs(source - system.matvec(solved)).max() < np.abs(source - system.matvec(x)).max() else x
 
 
-def evaluate_graph(model: Model, action, successor, initial: int | None = None, guess: np.ndarray | None = None) -> PolicyGraph:
+def evaluate_graph(model: Model, action, successor, initial: int | None = None, guess: np.ndarray | None = None,
+                   ranking: bool = False) -> PolicyGraph:  # fmt: skip
     """The graph with its exact node values; ``initial`` None: the node of the best value at the start belief.
-    ``guess``: values ``(N, S)`` to start the iteration from (the alpha vectors the nodes came from).
+    ``guess``: values ``(N, S)`` to start the iteration from (the alpha vectors the nodes came from).  ``ranking``: a
+    graph on :func:`merge`'s way, whose values only rank the next merges: solved to :data:`RANKING_TOLERANCE` on the
+    pairs a run from ``initial`` reaches (they hold among themselves; RockSample[7,8]'s merged graphs reach 1% of
+    theirs), ``guess`` kept on the others; never a graph's exact value.
 
     Raises:
         InputError: tables of the wrong shape or nodes out of range.
@@ -320,9 +330,18 @@ def evaluate_graph(model: Model, action, successor, initial: int | None = None, 
         raise InputError(f"a policy graph needs actions (N,) and successors (N, {O}), got {action.shape} and {successor.shape}")
     if action.min() < 0 or action.max() >= A or successor.min() < 0 or successor.max() >= N:
         raise InputError(f"a policy graph's actions must lie in [0, {A}) and its successors in [0, {N})")
+    if ranking and initial is None:
+        raise InputError("a graph evaluated for ranking needs its initial node")
     step, source = _system(model, action, successor)
     guess = source if guess is None else np.asarray(guess, dtype=np.float64).reshape(-1)
-    vectors = _fixed_point(step, model.discount, source, guess, cyclic=_cyclic(successor)).reshape(N, S)
+    cyclic = _cyclic(model, action, successor)
+    if ranking:
+        reached = np.flatnonzero(reached_from(step, initial * S + np.flatnonzero(model.initial > 0)))
+        vectors = guess.copy()
+        vectors[reached] = _fixed_point(step[reached][:, reached], model.discount, source[reached], guess[reached], RANKING_TOLERANCE, cyclic)
+        vectors = vectors.reshape(N, S)
+    else:
+        vectors = _fixed_point(step, model.discount, source, guess, cyclic=cyclic).reshape(N, S)
     if initial is None:
         initial = int(np.argmax(vectors @ model.initial))
     value = float(vectors[initial] @ model.initial)
@@ -341,7 +360,8 @@ def occupancy(model: Model, graph: PolicyGraph, tolerance: float = 1e-13) -> tup
     pairs = np.zeros(N * S)
     reached = np.flatnonzero(reached_from(step, np.flatnonzero(start)))  # the pairs a run reaches: the others stay 0
     inside = start[reached]
-    pairs[reached] = np.maximum(_fixed_point(step[reached][:, reached].T.tocsr(), model.discount, inside, inside, tolerance, _cyclic(graph.successor)), 0.0)
+    cyclic = _cyclic(model, graph.action, graph.successor)
+    pairs[reached] = np.maximum(_fixed_point(step[reached][:, reached].T.tocsr(), model.discount, inside, inside, tolerance, cyclic), 0.0)
     pairs = pairs.reshape(N, S)
     visits = pairs.sum(axis=1)
     beliefs = np.where(visits[:, None] > 0, pairs / np.where(visits > 0, visits, 1.0)[:, None], model.initial[None])
@@ -383,9 +403,10 @@ def backup(model: Model, vectors: np.ndarray, beliefs: np.ndarray, by_state: np.
     k, n = len(beliefs), len(vectors)
     by_state = np.ascontiguousarray(vectors.T) if by_state is None else by_state
     value, action, choice = np.full(k, -np.inf), np.zeros(k, dtype=np.int64), np.zeros((k, O), dtype=np.int64)
+    sparse = beliefs.size >= SPARSE_MOVES and np.count_nonzero(beliefs) <= SPARSE_SCORES * beliefs.size
+    held = sp.csr_matrix(beliefs) if sparse else None
     for a in range(A):
-        reached = model.reached(beliefs, a)
-        scores = _after(model, reached, a, by_state).reshape(k, O, n)  # the belief after o, unnormalised, times each vector
+        scores = _after(model, _reached_entries(model, beliefs, held, a), a, by_state).reshape(k, O, n)  # the belief after o, unnormalised, times each vector
         best = scores.argmax(axis=2)
         q = beliefs @ model.reward[:, a] + model.discount * np.take_along_axis(scores, best[:, :, None], axis=2)[:, :, 0].sum(axis=1)
         better = q > value
@@ -400,24 +421,45 @@ def backup(model: Model, vectors: np.ndarray, beliefs: np.ndarray, by_state: np.
     return value, action, new, choice
 
 
-def _after(model: Model, reached: np.ndarray, action: int, by_state: np.ndarray) -> np.ndarray:
-    """``(k O, n)``: ``sum_s2 P(s2 | b_j, a) P(o | s2, a) alpha_i(s2)`` at row ``j O + o``, for ``reached`` ``(k, S)``
-    the chances of the next states from each belief (:meth:`Model.reached`) and ``by_state`` the vectors ``(S, n)``."""
-    k, O = len(reached), model.shape[2]
+def _reached_entries(model: Model, beliefs: np.ndarray, held: sp.csr_matrix | None, action: int) -> tuple[int, np.ndarray, np.ndarray, np.ndarray]:
+    """The nonzero entries of ``P(s2 | b_j, a)`` (:meth:`Model.reached`) for ``beliefs`` ``(k, S)``, belief by belief:
+    ``(k, j, s2, chance)``.  ``held``: the beliefs as CSR when they are sparse and many (:data:`SPARSE_MOVES`:
+    RockSample[7,8]'s hold 1% of the states), multiplied by ``T_a`` sparse, so that no ``(k, S)`` table is made or
+    scanned."""
+    if held is None:
+        reached = model.reached(beliefs, action)
+        rows, states = np.nonzero(reached)
+        return len(beliefs), rows, states, reached[rows, states]
+    after = held @ model.backward[action]
+    rows = np.repeat(np.arange(after.shape[0]), np.diff(after.indptr))
+    keep = after.data > 0
+    return after.shape[0], rows[keep], after.indices[keep], after.data[keep]
+
+
+def _after(model: Model, entries: tuple[int, np.ndarray, np.ndarray, np.ndarray], action: int, by_state: np.ndarray) -> np.ndarray:
+    """``(k O, n)``: ``sum_s2 P(s2 | b_j, a) P(o | s2, a) alpha_i(s2)`` at row ``j O + o``, for ``entries`` the nonzero
+    chances of the next states from each belief (:func:`_reached_entries`) and ``by_state`` the vectors ``(S, n)``."""
+    (k, rows, states, chance), O, S = entries, model.shape[2], len(by_state)
     emission = model.emission(action)
-    columns = np.flatnonzero(reached.any(axis=0))  # only the states some belief reaches
-    rows, inverse = np.nonzero(reached[:, columns])
-    states = columns[inverse]
     counts = np.diff(emission.indptr)[states]
     starts = np.repeat(emission.indptr[states] - (np.cumsum(counts) - counts), counts)
     at = starts + np.arange(int(counts.sum()))  # the emission entries of each reached (belief, state)
-    data = np.repeat(reached[rows, states], counts) * emission.data[at]
+    data = np.repeat(chance, counts) * emission.data[at]
     row = np.repeat(rows, counts) * O + emission.indices[at]  # each (row, state) once
+    column = np.repeat(states, counts)
+    seen = np.zeros(S, dtype=bool)
+    seen[states] = True
+    columns = np.flatnonzero(seen)  # only the states some belief reaches
     if k * O * len(columns) <= DENSE_AFTER:  # small: a dense product costs less than building a sparse matrix
+        place = np.zeros(S, dtype=np.int64)
+        place[columns] = np.arange(len(columns))
         beliefs = np.zeros((k * O, len(columns)))
-        beliefs[row, np.repeat(inverse, counts)] = data
+        beliefs[row, place[column]] = data
         return beliefs @ by_state[columns]
-    beliefs = sp.csr_matrix((data, (row, np.repeat(states, counts))), shape=(k * O, len(by_state)))
+    order = np.argsort(row, kind="stable")  # CSR by hand: each (row, state) is one entry, so nothing to sum
+    indptr = np.zeros(k * O + 1, dtype=np.int64)
+    np.cumsum(np.bincount(row, minlength=k * O), out=indptr[1:])
+    beliefs = sp.csr_matrix((data[order], column[order], indptr), shape=(k * O, S))
     return np.asarray(beliefs @ by_state)
 
 
@@ -671,25 +713,27 @@ def merge(model: Model, graph: PolicyGraph, memories: int, tries: int = 6, union
     position), else, when that lost value, about half of them at a time.  Then, on a graph of at most
     :data:`MERGE_PAIRS` pairs (larger, each is an occupancy and six estimates of millions of pairs: the estimate alone
     goes on), one merge at a time: the one that keeps the value highest among the ``tries`` of least estimated loss,
-    each valued by a few sweeps of its fixed point (:func:`_estimate`), the chosen one then exactly."""
-    whole = True
+    each valued by a few sweeps of its fixed point (:func:`_estimate`), the chosen one then exactly.  Merging a graph
+    of more than :data:`MERGE_PAIRS` pairs, the graphs on the way are solved for ranking (:func:`evaluate_graph`: on the
+    pairs a run reaches; RockSample[7,8], a plan of 711 nodes onto ``ram:8``, 10.2 s -> 3.3 s), the last one exactly."""
+    whole, rough = True, not fits(graph, memories) and graph.size * model.shape[0] > MERGE_PAIRS
     while _excess(graph, memories) > (MERGES if graph.size * model.shape[0] <= MERGE_PAIRS else 0):
         excess, found = _excess(graph, memories), _candidates(model, graph, memories, union)
-        merged = _merged_by_estimate(model, graph, memories, excess, found) if whole else None
+        merged = _merged_by_estimate(model, graph, memories, excess, found, rough) if whole else None
         if merged is None or merged.value < graph.value - 1e-9 * max(1.0, abs(graph.value)):
-            merged = _merged_by_estimate(model, graph, memories, (excess + 1) // 2, found)
+            merged = _merged_by_estimate(model, graph, memories, (excess + 1) // 2, found, rough)
         graph, whole = merged, False
     while not fits(graph, memories):
         candidates, heard = _candidates(model, graph, memories, union)
         merges = [_merged(graph, into, gone, heard) for _, into, gone in candidates[:tries]]
         action, successor, initial, guess = max(merges, key=lambda merged: _estimate(model, *merged))
         graph = evaluate_graph(model, action, successor, initial=initial, guess=guess)
-    return graph
+    return evaluate_graph(model, graph.action, graph.successor, initial=graph.initial, guess=graph.vectors) if rough else graph
 
 
-def _merged_by_estimate(model: Model, graph: PolicyGraph, memories: int, merges: int, found: tuple[list, np.ndarray]) -> PolicyGraph:
+def _merged_by_estimate(model: Model, graph: PolicyGraph, memories: int, merges: int, found: tuple[list, np.ndarray], ranking: bool) -> PolicyGraph:
     """``graph`` after up to ``merges`` merges of least estimated loss (``found``: :func:`_candidates`, each merge as
-    :func:`_merged` makes it), no node in two, evaluated once."""
+    :func:`_merged` makes it), no node in two, evaluated once (for ``ranking``: :func:`evaluate_graph`)."""
     successor, initial = graph.successor.copy(), graph.initial
     counts, alive, touched = np.bincount(graph.action), np.ones(graph.size, dtype=bool), set()
     candidates, heard = found
@@ -703,7 +747,8 @@ def _merged_by_estimate(model: Model, graph: PolicyGraph, memories: int, merges:
         if (~alive).sum() >= merges:
             break
     keep, renumber = np.flatnonzero(alive), np.cumsum(alive) - 1
-    return evaluate_graph(model, graph.action[keep], renumber[successor[keep]], initial=int(renumber[initial]), guess=graph.vectors[keep])
+    action, guess = graph.action[keep], graph.vectors[keep]
+    return evaluate_graph(model, action, renumber[successor[keep]], initial=int(renumber[initial]), guess=guess, ranking=ranking)
 
 
 def improve(model: Model, graph: PolicyGraph, memories: int, rounds: int) -> PolicyGraph:

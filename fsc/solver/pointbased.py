@@ -93,6 +93,13 @@ GROWTH_AT_THE_STATE = 0.5
 #: beliefs know the robot's cell: 2% of RockSample[7,8]'s 12,800 states).
 SPARSE_BELIEFS = 0.25
 
+#: A full belief set on which the value at the start belief has risen by less than :data:`STALL_GAIN` times the largest
+#: |reward| / (1 - gamma) in this many stages is refreshed (:meth:`Search.refresh`) although other beliefs still gain.
+STALL_STAGES = 10
+
+#: See :data:`STALL_STAGES`.
+STALL_GAIN = 1e-4
+
 #: A stage improving no belief's value by more than this times the largest |reward| / (1 - gamma) has converged.
 SETTLED = 1e-6
 
@@ -318,6 +325,7 @@ class Search:
         self.beliefs = _distinct(world.initial[None], uniform + guided)
         self.plans, self.ids = Plans(self.actions, world.shape[2]), np.arange(A)
         self.stages, self.since, self.done, self.gain = 0, 0, False, math.inf
+        self._bounds: list[float] = []  # the value at the start belief after each stage since the set last changed
         self._graphs: dict[tuple[int, int], PolicyGraph] = {}
         self._best: dict[int, PolicyGraph] = {}  # memories -> the best graph of that size made at any stage
         self._top: PolicyGraph | None = None  # the best graph of every stage turned into one (uncompressed)
@@ -346,6 +354,7 @@ class Search:
         self.vectors, self.actions, self.witness, self.gain, origin = stage
         self.ids = self.plans.record(self.ids, self.actions, origin)
         self.stages, self.since = self.stages + 1, self.since + 1
+        self._bounds.append(self.bound)
         now = time.monotonic()
         if now + (now - started) >= deadline:  # less than one more stage's time left: the set stays as it is
             return
@@ -362,13 +371,21 @@ class Search:
                 grown = _distinct(grown, new + every_action(self.world, self.rng, self.beliefs, count))
             if len(grown) == len(self.beliefs):  # nothing new: the set is all it can be
                 self.most, self.refreshes = len(grown), REFRESHES
-            self.beliefs, self.since = grown[: max(self.most, len(self.beliefs))], 0
+            self.beliefs, self.since, self._bounds = grown[: max(self.most, len(self.beliefs))], 0, []
         elif settled and self.refreshes < REFRESHES:  # settled on a full set: a fresh one
             self.refresh()
+        elif self._stalled():  # the start belief's value stands still on a full set: fresh beliefs, not counted
+            self.refresh(counted=False)
         elif settled:
             self.done = True
 
-    def refresh(self) -> None:
+    def _stalled(self) -> bool:
+        """Whether the set is full and the value at the start belief rose by less than :data:`STALL_GAIN` (scaled) in the
+        last :data:`STALL_STAGES` stages on it."""
+        recent = self._bounds[-STALL_STAGES - 1 :]
+        return len(self.beliefs) >= self.most and len(recent) > STALL_STAGES and recent[-1] - recent[0] <= STALL_GAIN * self.scale
+
+    def refresh(self, counted: bool = True) -> None:
         """A fresh belief set of as many beliefs: the start belief, the witnesses of the vectors (so none is lost
         where it was made), and beliefs along runs of uniform actions, of the fully observable values' action at the
         true state (:func:`_cheating`) and of the values' policy."""
@@ -378,7 +395,7 @@ class Search:
         new += trajectories(self.world, self.rng, count - count // 2, _cheating(self.q), self.length)
         new += trajectories(self.world, self.rng, count, _greedy(self.vectors, self.actions, A), self.length)
         self.beliefs = _distinct(_distinct(self.world.initial[None], list(self.witness)), new)
-        self.refreshes, self.since = self.refreshes + 1, 0
+        self.refreshes, self.since, self._bounds = self.refreshes + int(counted), 0, []
 
     @property
     def best_id(self) -> int:

@@ -177,22 +177,38 @@ def test_fsc_solve_and_evaluate_on_a_ram_no_engine_holds(monkeypatch, tmp_path, 
     assert "this machine has available" in capsys.readouterr().err
 
 
+def test_a_link_only_after_an_observation_the_action_cannot_produce_closes_no_cycle():
+    """Successors after observations a node's action cannot produce are placeholders (a plan's point to node 0): node 1
+    of action 1, which always hears observation 0, linking back to node 0 after observation 1 closes no cycle; after
+    observation 0 it does."""
+    from fsc.solver import graph as graphs
+
+    observation = np.zeros((2, 3, 2))
+    observation[0] = 0.5
+    observation[1, :, 0] = 1.0
+    m = graphs.Model(discount=0.9, reward=np.zeros((3, 2)), forward=(), backward=(), observation=observation, initial=np.full(3, 1 / 3))
+    action = np.array([0, 1])
+    assert not graphs._cyclic(m, action, np.array([[1, 1], [1, 0]]))
+    assert graphs._cyclic(m, action, np.array([[1, 1], [0, 1]]))
+
+
 def test_a_graph_without_cycles_is_swept_and_one_with_cycles_solved_with_bicgstab_to_the_same_values(monkeypatch):
     """A plan (each node moving to later nodes or to itself) has no cycle; a graph moving back has one.  Both ways
     of solving a graph (sweeps alone, BiCGSTAB after a few) give its values to rounding."""
     from fsc.solver import graph as graphs
 
-    plan = np.array([[1, 2, 2, 1, 2], [2, 2, 2, 2, 2], [2, 2, 2, 2, 2]])  # node 2 plays its action forever
-    assert not graphs._cyclic(plan)
-    back = plan.copy()
-    back[2, 4] = 0
-    assert graphs._cyclic(back)
     m = model(sparse_world(), 0.05)
-    monkeypatch.setattr(graphs, "KRYLOV_ENTRIES", 0.0)  # BiCGSTAB for every graph with a cycle, whatever its rows
+    emits = m.observation.max(axis=1) > 0  # (A, O)
+    action = np.array([0, 1, 2])
+    plan = np.array([[1, 2, 2, 1, 2], [2, 2, 2, 2, 2], [2, 2, 2, 2, 2]])  # node 2 plays its action forever
+    assert not graphs._cyclic(m, action, plan)
+    back = plan.copy()
+    back[2, np.flatnonzero(emits[2])[-1]] = 0
+    assert graphs._cyclic(m, action, back)
     for successor in (plan, back):
-        values = [evaluate_graph(m, [0, 1, 2], successor, initial=0).vectors]
-        flip = not graphs._cyclic(successor)
+        values = [evaluate_graph(m, action, successor, initial=0).vectors]
+        flip = not graphs._cyclic(m, action, successor)
         with monkeypatch.context() as flipped:
-            flipped.setattr(graphs, "_cyclic", lambda _successor, flip=flip: flip)
-            values.append(evaluate_graph(m, [0, 1, 2], successor, initial=0).vectors)
+            flipped.setattr(graphs, "_cyclic", lambda _model, _action, _successor, flip=flip: flip)
+            values.append(evaluate_graph(m, action, successor, initial=0).vectors)
         np.testing.assert_allclose(values[0], values[1], rtol=1e-11, atol=1e-11)

@@ -1,6 +1,8 @@
 """Belief-guided starts: Perseus, policy graphs and their controllers on RAM, against closed forms, Tiger's known
 optimum (19.3714 at discount 0.95) and the framework's own evaluator (independent of the graph's linear system)."""
 
+import itertools
+
 import attrs
 import numpy as np
 import pytest
@@ -221,7 +223,11 @@ def test_a_hand_made_rocksample_plan_has_its_hand_derived_value_and_minimises_on
     assert compress(world, small, 8) is small  # a graph that fits is kept as it is
 
 
-def test_merging_keeps_the_graph_exact_and_fits_the_memory():
+@pytest.mark.parametrize("merge_pairs", [200_000, 0])
+def test_merging_keeps_the_graph_exact_and_fits_the_memory(merge_pairs, monkeypatch):
+    """Whether the graphs on the way are solved exactly or for ranking (a graph of more than ``MERGE_PAIRS`` pairs),
+    the merged graph's values are exact at every pair."""
+    monkeypatch.setattr("fsc.solver.graph.MERGE_PAIRS", merge_pairs)
     world = rocksample_model(3, 2)
     graph = evaluate_graph(world, *hand_plan(), initial=0)
     pomdp = parse_pomdpx(rocksample_pomdpx(3, 2))
@@ -229,6 +235,7 @@ def test_merging_keeps_the_graph_exact_and_fits_the_memory():
     assert fits(merged, 1) and merged.value <= graph.value + 1e-12
     again = evaluate_graph(world, merged.action, merged.successor, initial=merged.initial)
     assert again.value == pytest.approx(merged.value, abs=1e-12)
+    np.testing.assert_allclose(merged.vectors, again.vectors, rtol=1e-11, atol=1e-11)
     policy = as_policy(merged, fsc.RAM(1, arms=7, observations=30))
     assert float(fsc.evaluate(pomdp, policy, reset=0.05).value) == pytest.approx(merged.value, abs=1e-9)
 
@@ -308,11 +315,14 @@ def test_the_plan_is_said_to_outgrow_a_graph_once_per_share_of_its_limit_it_pass
 
 @pytest.mark.parametrize("dense_after", [0, 10**9])
 @pytest.mark.parametrize("sparse_beliefs", [False, True])
-def test_the_backup_is_the_dense_formula(dense_after, sparse_beliefs, monkeypatch):
+@pytest.mark.parametrize("sparse_share", [0.0, 1.0])
+def test_the_backup_is_the_dense_formula(dense_after, sparse_beliefs, sparse_share, monkeypatch):
     """On a random world with zeros in its observations: each action's vector, and the best, by loops over everything;
     the beliefs after the observations scored as a sparse or a dense matrix, from beliefs on every state or on a few
-    (so that some observations go unheard)."""
+    (so that some observations go unheard), moved through the transitions as dense or sparse matrices."""
     monkeypatch.setattr("fsc.solver.graph.DENSE_AFTER", dense_after)
+    monkeypatch.setattr("fsc.solver.graph.SPARSE_SCORES", sparse_share)
+    monkeypatch.setattr("fsc.solver.graph.SPARSE_MOVES", 0)
     rng = np.random.default_rng(4)
     S, A, O, k, n = 6, 3, 4, 5, 7
     transition = rng.random((A, S, S)) * (rng.random((A, S, S)) < 0.5) + np.eye(S)[None]
@@ -365,3 +375,62 @@ def test_a_plan_may_have_as_many_pairs_as_half_the_free_memory_holds(monkeypatch
     assert Search(world, 50, np.random.default_rng(0)).plan_nodes == 5
     monkeypatch.setattr(pointbased, "available_bytes", lambda: 10**15)
     assert Search(world, 50, np.random.default_rng(0)).plan_nodes == min(pointbased.PLAN_NODES, pointbased.PLAN_PAIRS // states)
+
+
+@pytest.mark.parametrize("stalls", [True, False])
+def test_a_full_set_whose_start_value_stands_still_is_refreshed_without_counting(stalls, monkeypatch):
+    """On a full set, a stage that leaves the value at the start belief where it stood ``STALL_STAGES`` stages before
+    (within ``STALL_GAIN`` of the scale) refreshes the set, not counted among the refreshes of a settled set; never
+    when no gain counts as a stall."""
+    import fsc.solver.pointbased as pointbased
+
+    monkeypatch.setattr(pointbased, "STALL_STAGES", 2)
+    monkeypatch.setattr(pointbased, "STALL_GAIN", 1.0 if stalls else -1.0)
+    from fsc.io.pomdp_file import parse_pomdp
+    from tests.fsc.sparse_world import sparse_world_text
+
+    world = parse_pomdp(sparse_world_text(S=40, A=3, O=5, seed=3), source="sparse")  # its values move for many stages
+    search = Search(model(world, 0.05), 40, np.random.default_rng(0))
+    calls = []
+    refresh = search.refresh
+    monkeypatch.setattr(search, "refresh", lambda counted=True: (calls.append((counted, len(search.beliefs), search.stages)), refresh(counted))[1])
+    while search.stages < 80 and not search.done:
+        search.advance()
+    uncounted = [call for call in calls if not call[0]]
+    assert search.refreshes == len(calls) - len(uncounted)
+    if stalls:
+        assert uncounted and all(size >= search.most for _, size, _ in uncounted)
+        assert all(later - earlier > 2 for (_, _, earlier), (_, _, later) in itertools.pairwise(uncounted))  # two stages' record at least
+    else:
+        assert not uncounted
+
+
+def test_a_graph_solved_for_ranking_is_exact_on_the_pairs_a_run_reaches_and_keeps_the_guess_elsewhere():
+    """On a hand-made RockSample plan: the pairs a run from the initial node reaches (a breadth-first walk here, on the
+    nonzero entries of the exact solve's operator) hold the exact values to the ranking tolerance, the others the
+    guess; the value at the start is exact to that tolerance; without an initial node it is refused."""
+    from fsc.solver.graph import RANKING_TOLERANCE, _system
+
+    world = rocksample_model(3, 2)
+    action, successor = hand_plan()
+    exact = evaluate_graph(world, action, successor, initial=0)
+    guess = np.full_like(exact.vectors, 123.0)
+    ranked = evaluate_graph(world, action, successor, initial=0, guess=guess, ranking=True)
+    step, _ = _system(world, np.asarray(action), np.asarray(successor))
+    seen = {int(s) for s in np.flatnonzero(world.initial > 0)}
+    frontier = list(seen)
+    while frontier:
+        pair = frontier.pop()
+        for after in step.indices[step.indptr[pair] : step.indptr[pair + 1]]:
+            if int(after) not in seen:
+                seen.add(int(after))
+                frontier.append(int(after))
+    reached = np.zeros(exact.vectors.size, dtype=bool)
+    reached[sorted(seen)] = True
+    assert 0 < reached.sum() < reached.size
+    scale = np.abs(exact.vectors).max()
+    np.testing.assert_allclose(ranked.vectors.reshape(-1)[reached], exact.vectors.reshape(-1)[reached], atol=100 * RANKING_TOLERANCE * scale)
+    assert (ranked.vectors.reshape(-1)[~reached] == 123.0).all()
+    assert ranked.value == pytest.approx(exact.value, abs=100 * RANKING_TOLERANCE * scale)
+    with pytest.raises(InputError, match="initial node"):
+        evaluate_graph(world, action, successor, guess=guess, ranking=True)
