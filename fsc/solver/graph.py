@@ -154,6 +154,7 @@ class Model:
     _emitters: dict = attrs.field(factory=dict, repr=False, alias="emitters")  # action -> its columns, by :meth:`emitters`
     _emissions: dict = attrs.field(factory=dict, repr=False, alias="emissions")  # action -> its CSR table, by :meth:`emission`
     _steps: dict = attrs.field(factory=dict, repr=False, alias="steps")  # action -> its rows of a graph's operator, by :meth:`step_rows`
+    _produced: list = attrs.field(factory=list, repr=False, alias="produced")  # the table of :meth:`produces`, once made
 
     @property
     def shape(self) -> tuple[int, int, int]:
@@ -174,6 +175,13 @@ class Model:
         if action not in self._emissions:
             self._emissions[action] = sp.csr_matrix(self.observation[action])
         return self._emissions[action]
+
+    def produces(self) -> np.ndarray:
+        """``(A, O)`` bool: the observations each action can produce (made once: 30 ms on RockSample[7,8]'s table, and
+        every graph's evaluation asks for it)."""
+        if not self._produced:
+            self._produced.append(self.observation.max(axis=1) > 0)
+        return self._produced[0]
 
     def step_rows(self, action: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """The rows of a graph's operator (:func:`_operator`) for a node of ``action``, by state ``s``: how many entries
@@ -280,7 +288,7 @@ def _cyclic(model: Model, action: np.ndarray, successor: np.ndarray) -> bool:
     Perseus plan).  The successors after observations an action cannot produce are placeholders (a plan's point to
     node 0 or to itself): counted, they made every RockSample[7,8] plan look cyclic."""
     N = len(successor)
-    heard = (model.observation.max(axis=1) > 0)[action]  # (N, O): the observations each node's action can produce
+    heard = model.produces()[action]  # (N, O): the observations each node's action can produce
     rows = np.repeat(np.arange(N), successor.shape[1])[heard.reshape(-1)]
     links = sp.csr_matrix((np.ones(rows.size), (rows, successor[heard])), shape=(N, N))
     return connected_components(links, directed=True, connection="strong")[0] < N
@@ -482,7 +490,7 @@ def closed_graph(model: Model, vectors: np.ndarray, action: np.ndarray, witness:
 
 def reachable(model: Model, action: np.ndarray, successor: np.ndarray, initial: int) -> np.ndarray:
     """The nodes a run from ``initial`` can enter (sorted), following only the observations each action can produce."""
-    emits = model.observation.max(axis=1) > 0  # (A, O): the observations an action can produce
+    emits = model.produces()
     seen = np.zeros(len(action), dtype=bool)
     seen[initial], frontier = True, np.array([initial])
     while frontier.size:
@@ -494,7 +502,7 @@ def reachable(model: Model, action: np.ndarray, successor: np.ndarray, initial: 
 
 def _reachable(model: Model, graph: PolicyGraph) -> PolicyGraph:
     """The part of ``graph`` reachable from its initial node (the same values, nodes renumbered from 0)."""
-    emits = model.observation.max(axis=1) > 0
+    emits = model.produces()
     keep = reachable(model, graph.action, graph.successor, graph.initial)
     renumber = np.zeros(graph.size, dtype=np.int64)
     renumber[keep] = np.arange(len(keep))
@@ -597,7 +605,7 @@ def minimal(model: Model, action: np.ndarray, successor: np.ndarray, initial: in
     after every observation that action can produce are equivalent (the coarsest such partition, refined from the
     actions) play the same from every state, so one of each class is enough.  Returns its actions, successors,
     initial node and a representative node of each class."""
-    emits = model.observation.max(axis=1) > 0  # (A, O)
+    emits = model.produces()
     succ = np.where(emits[action], successor, -1)
     label = np.unique(action, return_inverse=True)[1].reshape(-1)
     while True:
@@ -826,7 +834,7 @@ def _entered(model: Model, architecture: MemoryArchitecture, logits: np.ndarray,
     """The architecture's nodes a run from ``start`` can enter (``start`` first) and the choice of each, following
     ``next_node[n, c(n), o]`` over the observations ``c(n)``'s action can produce; None if one of them is not
     deterministic.  Reads only those nodes' rows of ``logits`` and of ``next_node`` (a view on RAM: never copied whole)."""
-    emits = model.observation.max(axis=1) > 0  # (A, O)
+    emits = model.produces()
     allowed, next_node, choice_action = architecture.allowed, architecture.next_node, architecture.choice_action
     choice = np.full(architecture.num_nodes, -1, dtype=np.int64)
     order, frontier = [], np.array([start], dtype=np.int64)
@@ -869,7 +877,7 @@ def from_policy(model: Model, policy) -> PolicyGraph | None:
     renumber = np.zeros(architecture.num_nodes, dtype=np.int64)
     renumber[nodes] = np.arange(len(nodes))
     action = architecture.choice_action[choice]
-    emits = model.observation.max(axis=1) > 0
+    emits = model.produces()
     successor = np.where(emits[action], renumber[architecture.next_node[nodes, choice]], 0)  # an observation never seen: node 0
     action, successor, initial, _ = minimal(model, action, successor, 0)
     return evaluate_graph(model, action, successor, initial=initial)
