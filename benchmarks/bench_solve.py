@@ -335,17 +335,9 @@ def refresh_gains(argv: list[str]) -> None:
 
 
 def main() -> None:
-    if sys.argv[1:2] == ["refresh"]:
-        refresh_gains(sys.argv[2:])
-        return
-    if sys.argv[1:2] == ["backup"]:
-        backup_prices(sys.argv[2:])
-        return
-    if sys.argv[1:2] == ["graphs"]:
-        graphs(sys.argv[2:])
-        return
-    if sys.argv[1:2] == ["compress"]:
-        compress_prices(sys.argv[2:])
+    modes = {"graphs": graphs, "compress": compress_prices, "backup": backup_prices, "refresh": refresh_gains}
+    if sys.argv[1:2] and sys.argv[1] in modes:
+        modes[sys.argv[1]](sys.argv[2:])
         return
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("folder", nargs="?", help="a folder of classic .POMDP files (Cassandra's collection); not needed with --report")
