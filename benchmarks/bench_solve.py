@@ -50,6 +50,13 @@ seed (``default_rng(seed)``), with the belief set refreshed when the value at th
 start belief, stages and beliefs at the end, one line per run as it ends:
 
     nice python benchmarks/bench_solve.py refresh FOLDER RockSample_7_8.pomdpx --seeds 0,1,2,3,4 --cpu-seconds 55
+
+Mode ``polish``: iterated local search on a compressed graph (``fsc.solver.graph.kick``), per file: Perseus for
+``--stages`` stages (seed as in ``graphs``), its graph compressed onto ``ram:K`` (``compress``, which improves its
+candidates), node improvement until no round gains (``improve``), then ``--cpu-seconds`` of kicks, each improved in
+turn and kept when better; each value exact on the graph, the last checked by ``fsc.evaluate`` on ``ram:K``:
+
+    nice python benchmarks/bench_solve.py polish FOLDER tiger-grid.POMDP hallway.POMDP --stages 120 --cpu-seconds 40
 """
 
 from __future__ import annotations
@@ -209,14 +216,30 @@ def _world_tables(folder: str, name: str):
     return world, model(world, 1.0 - world.discount)
 
 
+def _mode_parser(mode: str, description: str) -> argparse.ArgumentParser:
+    """The parser of a mode that runs on files of a folder: the folder, the files, and the mode's own options after."""
+    p = argparse.ArgumentParser(prog=f"bench_solve.py {mode}", description=description)
+    p.add_argument("folder")
+    p.add_argument("files", nargs="+")
+    return p
+
+
+def _staged(tables, seed: int, stages: int, beliefs: int = 1000):
+    """Perseus on ``tables`` (``Search``, seeded as the solver seeds it) for ``stages`` stages, or until settled."""
+    from fsc.solver.pointbased import Search
+
+    search = Search(tables, beliefs, np.random.default_rng(seed=[seed, 1 << 22]))
+    while not search.done and search.stages < stages:
+        search.advance()
+    return search
+
+
 def compress_prices(argv: list[str]) -> None:
     """The mode ``compress``: one large graph per file, evaluated and compressed with each setting, timed here."""
     from fsc.solver import graph as graphs_module
     from fsc.solver.pointbased import Search
 
-    p = argparse.ArgumentParser(prog="bench_solve.py compress", description="the price of evaluating and compressing one large graph")
-    p.add_argument("folder")
-    p.add_argument("files", nargs="+")
+    p = _mode_parser("compress", "the price of evaluating and compressing one large graph")
     p.add_argument("--cpu-seconds", type=float, default=25.0, help="CPU seconds of Perseus before the plan is taken (default 25)")
     p.add_argument("--beliefs", type=int, default=1000)
     p.add_argument("--seed", type=int, default=0)
@@ -265,11 +288,8 @@ def compress_prices(argv: list[str]) -> None:
 def backup_prices(argv: list[str]) -> None:
     """The mode ``backup``: the same batches backed up with the beliefs moved dense and sparse, timed here."""
     from fsc.solver import graph as graphs_module
-    from fsc.solver.pointbased import Search
 
-    p = argparse.ArgumentParser(prog="bench_solve.py backup", description="the price of a point-based backup")
-    p.add_argument("folder")
-    p.add_argument("files", nargs="+")
+    p = _mode_parser("backup", "the price of a point-based backup")
     p.add_argument("--stages", type=int, default=40, help="Perseus stages before the backups are timed (default 40)")
     p.add_argument("--batches", type=int, default=200, help="batches of 8 beliefs timed with each setting (default 200)")
     p.add_argument("--seed", type=int, default=0)
@@ -282,9 +302,7 @@ def backup_prices(argv: list[str]) -> None:
     print("|---|---|---|---|---|---|---|---|", flush=True)
     for name in args.files:
         _, tables = _world_tables(args.folder, name)
-        search = Search(tables, 1000, np.random.default_rng(seed=[args.seed, 1 << 22]))
-        while not search.done and search.stages < args.stages:
-            search.advance()
+        search = _staged(tables, args.seed, args.stages)
         vectors, beliefs = search.vectors, search.beliefs
         by_state, rng = np.ascontiguousarray(vectors.T), np.random.default_rng(args.seed)
         picks = [rng.choice(len(beliefs), min(8, len(beliefs)), replace=False) for _ in range(args.batches)]
@@ -307,9 +325,7 @@ def refresh_gains(argv: list[str]) -> None:
     from fsc.solver import pointbased
     from fsc.solver.pointbased import Search, model
 
-    p = argparse.ArgumentParser(prog="bench_solve.py refresh", description="Perseus alone, a stalled set refreshed or not")
-    p.add_argument("folder")
-    p.add_argument("files", nargs="+")
+    p = _mode_parser("refresh", "Perseus alone, a stalled set refreshed or not")
     p.add_argument("--cpu-seconds", type=float, default=20.0, help="CPU seconds of each run (default 20)")
     p.add_argument("--seeds", default="0,1,2")
     p.add_argument("--beliefs", type=int, default=1000)
@@ -334,8 +350,40 @@ def refresh_gains(argv: list[str]) -> None:
     pointbased.STALL_STAGES = stall
 
 
+def polish_gains(argv: list[str]) -> None:
+    """The mode ``polish``: Perseus's graph compressed, then polished by kicks and node improvement, per file."""
+    from fsc.solver import graph as graphs_module
+
+    p = _mode_parser("polish", "iterated local search on a compressed graph")
+    p.add_argument("--stages", type=int, default=120, help="Perseus stages before the graph is taken (default 120)")
+    p.add_argument("--cpu-seconds", type=float, default=40.0, help="CPU seconds of kicks (default 40)")
+    p.add_argument("--memory", type=int, default=8, help="K of ram:K (default 8)")
+    p.add_argument("--seed", type=int, default=0)
+    args = p.parse_args(argv)
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(1)
+    print("| file | graph (nodes) | compressed onto ram:K (s) | improved until no round gains | polished (kicks, CPU s) | checked on ram:K |")
+    print("|---|---|---|---|---|---|", flush=True)
+    for name in args.files:
+        world, tables = _world_tables(args.folder, name)
+        search = _staged(tables, args.seed, args.stages)
+        full, clock = search.graph(), time.process_time()
+        small = graphs_module.compress(tables, full, args.memory)
+        compressed = time.process_time() - clock
+        improved = graphs_module.improve(tables, small, args.memory, graphs_module.POLISH_ROUNDS)
+        best, kicks, rng, clock = improved, 0, np.random.default_rng(args.seed), time.process_time()
+        while time.process_time() - clock < args.cpu_seconds:
+            best, kicks = graphs_module.kick(tables, best, args.memory, rng), kicks + 1
+        arch = fsc.RAM(args.memory, arms=tables.shape[1], observations=tables.shape[2])
+        checked = float(fsc.evaluate(world, graphs_module.as_policy(best, arch), reset=1.0 - tables.discount).value)
+        cells = [name, f"{full.value:.6f} ({full.size})", f"{small.value:.6f} ({compressed:.1f})", f"{improved.value:.6f}",
+                 f"{best.value:.6f} ({kicks}, {time.process_time() - clock:.1f})", f"{checked:.6f}"]  # fmt: skip
+        print("| " + " | ".join(cells) + " |", flush=True)
+
+
 def main() -> None:
-    modes = {"graphs": graphs, "compress": compress_prices, "backup": backup_prices, "refresh": refresh_gains}
+    modes = {"graphs": graphs, "compress": compress_prices, "backup": backup_prices, "refresh": refresh_gains, "polish": polish_gains}
     if sys.argv[1:2] and sys.argv[1] in modes:
         modes[sys.argv[1]](sys.argv[2:])
         return

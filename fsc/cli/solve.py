@@ -28,6 +28,8 @@ MEANING = {
     "beliefs": "the most beliefs sampled",
     "bpi.tries": "the sets of backed-up nodes one escape tries",
     "nodesplit.tries": "the splits tried, best estimated gain first, before it ends",
+    "kicks": "the nodes one kick moves at random",
+    "polish.patience": "kicks in a row without a better graph before it ends",
 }
 
 
@@ -52,6 +54,7 @@ def _option_type(default: object):
 
 
 def solve_options(p: argparse.ArgumentParser) -> None:
+    from fsc.choices import SOLVER_METHODS
     from fsc.console import number, positive_int
     from fsc.engines.registry import ENGINES
     from fsc.limits import seed_arg, workers_arg
@@ -61,7 +64,7 @@ def solve_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-seconds", type=number, default=60.0, help="the time limit, for everything (default 60)")
     p.add_argument("--seed", type=seed_arg, default=0, help="seed of the random starts and kicks (default 0)")
     p.add_argument("--engine", default="auto", help=f"the evaluator's engine: auto (default) or one of {', '.join(ENGINES)}")
-    p.add_argument("--methods", default=None, help="comma-separated methods among pointbased, mirror, adam, em, greedy, bpi, run in that order (default all)")
+    p.add_argument("--methods", default=None, help=f"comma-separated methods among {', '.join(SOLVER_METHODS)}, run in that order (default all)")
     p.add_argument("--rounds", type=positive_int, default=None, help="at most this many rounds per memory size (default: until the time limit)")
     p.add_argument("--patience", type=positive_int, default=None, help="rounds without progress after which a smaller size of the ladder gives way (default 3)")
     for option, (owner, name, default) in _setting_options().items():

@@ -7,6 +7,8 @@ Each method is a frozen settings value with a step rule (``init`` and ``update``
 invariant to the scale of the rewards and of the discount: a step is measured against the spread of the
 gradient it follows (or normalised coordinate by coordinate, as Adam does), never in absolute units.
 
+- :class:`Polish` (``polish``): iterated local search on a deterministic controller's policy graph
+  (:func:`fsc.solver.graph.polish`): node improvement at the beliefs the nodes are reached in, and random kicks.
 - :class:`BPI` (``bpi``): bounded policy iteration (Poupart and Boutilier 2003; :mod:`fsc.solver.bpi`): each
   choice's rows by a linear program whose solution dominates its value at every state, and backed-up nodes
   at the beliefs the controller meets when no program gains.
@@ -31,6 +33,7 @@ objectives (:meth:`fsc.objective.Objective.shaped`), then on the true one.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 from collections.abc import Callable
@@ -43,14 +46,18 @@ import torch
 from fsc.checks import integer, positive, real
 from fsc.choices import SHAPED, SOLVER_METHODS
 from fsc.errors import InputTypeError
+from fsc.limits import TimeUp
 from fsc.model.memory import RAM
 from fsc.model.policy import Policy
 from fsc.objective import Look, Objective
 from fsc.optim import Adam, State, Step, checked, no_clock
 from fsc.solver import bpi, nodesplit
-from fsc.solver.pointbased import search_for
+from fsc.solver.graph import POLISH_ROUNDS, as_policy, from_policy, improve, kick, until
+from fsc.solver.pointbased import model_of, search_for
 
-__all__ = ["BPI", "EM", "METHODS", "Budget", "Greedy", "Method", "Mirror", "NodeSplit", "PointBased", "Restarts", "Shaped", "configured", "settings"]
+__all__ = [
+    "BPI", "EM", "METHODS", "Budget", "Greedy", "Method", "Mirror", "NodeSplit", "PointBased", "Polish", "Restarts", "Shaped", "configured", "settings",
+]  # fmt: skip
 
 #: The relative change in value below which a step counts as no progress.
 TOLERANCE = 1e-12
@@ -409,6 +416,64 @@ class PointBased(Method):
 
 
 @attrs.frozen(kw_only=True)
+class Polish(Method):
+    """Iterated local search on the policy graph of a deterministic controller on ``RAM(K)``
+    (:func:`fsc.solver.graph.polish` step by step, on the graph :func:`fsc.solver.graph.from_policy` reads off the
+    controller): the first step improves its nodes (:func:`fsc.solver.graph.improve`: each node backed up at the
+    belief it is reached in) until no round gains; each later step kicks the best graph (``kicks`` nodes, drawn by
+    their visits, each moved after one observation to a node drawn at random) and improves that, kept when its exact
+    value beats the best; it ends after ``patience`` kicks in a row that gain nothing.  Its evaluations are the
+    graph's (nodes x states), not the controller's chain.  A stochastic controller is rounded first (each node's most
+    likely choice); the result is returned when it beats the start, the start otherwise and on another memory.
+    ``State.step`` counts the first improvement and the kicks.
+
+    Args:
+        kicks: the nodes one kick moves.
+        patience: the kicks in a row without a better graph after which it ends.
+        steps: the most kicks (and the first improvement) in one round of the portfolio.
+    """
+
+    name: ClassVar[str] = "polish"
+    kicks: int = _count(SOLVER_METHODS["polish"]["kicks"])
+    patience: int = _count(SOLVER_METHODS["polish"]["patience"])
+    steps: int = _count(SOLVER_METHODS["polish"]["steps"])
+
+    def init(self, objective: Objective, start: Policy, *, rng: np.random.Generator | None = None, clock: Callable[[], float] = no_clock) -> State:
+        world, found, given, arch = None, None, None, objective.architecture
+        with contextlib.suppress(TimeUp):  # the graph's evaluation cut short (fsc.solver.graph.until): the start returned
+            if type(arch) is RAM:
+                world = model_of(objective.world, objective.reset)
+                found = given = from_policy(world, start)
+            if type(arch) is RAM and found is None:  # stochastic: its most likely choices
+                choice = np.where(arch.allowed, start.probs().detach().numpy(), -1.0).argmax(axis=1)
+                initial = int(np.where(arch.reset_mask, start.init_probs().detach().numpy(), -1.0).argmax())
+                found = from_policy(world, objective.policy(_one_hot(choice, arch.num_choices), _one_hot(np.array([initial]), arch.num_nodes)[0]))
+        slots = {"world": world, "start": given, "best": found, "rng": np.random.default_rng() if rng is None else rng}
+        return State(point=None, seconds=clock(), slots=slots)
+
+    def update(self, objective: Objective, state: State, clock: Callable[[], float] = no_clock) -> State | None:
+        slots = state.slots
+        if slots["best"] is None or slots.get("stale", 0) >= self.patience:
+            return None
+        best, memories = slots["best"], objective.architecture.M
+        with contextlib.suppress(TimeUp), until(slots.get("deadline", math.inf)):  # cut short: the best before
+            best = improve(slots["world"], best, memories, POLISH_ROUNDS) if state.step == 0 else kick(slots["world"], best, memories, slots["rng"], self.kicks)
+        stale = 0 if best is not slots["best"] else slots.get("stale", 0) + int(state.step > 0)
+        return State(point=None, step=state.step + 1, seconds=clock(), slots={**slots, "best": best, "stale": stale})
+
+    def result(self, objective: Objective, start: Policy, state: State) -> Policy:
+        best = state.slots["best"]
+        if best is None or best is state.slots["start"]:  # nothing better than a deterministic start
+            return start
+        policy = as_policy(best, objective.architecture)
+        return policy if objective.value_of(policy) > objective.value_of(start) else start
+
+    def within(self, state: State, budget: Budget) -> None:
+        """The graph's evaluations also stop at the budget's deadline (the best before is kept)."""
+        state.slots["deadline"] = budget.deadline
+
+
+@attrs.frozen(kw_only=True)
 class BPI(Method):
     """Bounded policy iteration (:mod:`fsc.solver.bpi`): a step is a sweep (every choice's linear program against
     the same values, then an exact evaluation: the value never falls at any state), or, after a sweep that gains
@@ -469,7 +534,8 @@ class NodeSplit(Method):
 #: The methods by name, each with its default settings, in the order the portfolio runs them
 #: (:data:`fsc.choices.SOLVER_METHODS` holds their names and settings without torch).
 METHODS: dict[str, Method] = {
-    "pointbased": PointBased(), "mirror": Mirror(), "adam": Restarts(), "em": EM(), "greedy": Greedy(), "bpi": BPI(), "nodesplit": NodeSplit(),
+    "pointbased": PointBased(), "polish": Polish(), "mirror": Mirror(), "adam": Restarts(), "em": EM(), "greedy": Greedy(), "bpi": BPI(),
+    "nodesplit": NodeSplit(),
 }  # fmt: skip
 
 

@@ -547,6 +547,15 @@ class Search:
 
 
 _SEARCHES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_MODELS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def model_of(world: POMDP | Task, reset: float) -> Model:
+    """:func:`model`, kept with the world (one per reset): the methods that read the world's tables share them."""
+    found = _MODELS.setdefault(as_pomdp(world), {})
+    if reset not in found:
+        found[reset] = model(world, reset)
+    return found[reset]
 
 
 def forget(world) -> None:
@@ -561,5 +570,5 @@ def search_for(objective: Objective, beliefs: int, rng: np.random.Generator) -> 
     found = _SEARCHES.setdefault(world, {})
     key = (objective.reset, beliefs)
     if key not in found:
-        found[key] = Search(model(world, objective.reset), beliefs, np.random.default_rng(int(rng.integers(2**63))))
+        found[key] = Search(model_of(world, objective.reset), beliefs, np.random.default_rng(int(rng.integers(2**63))))
     return found[key]

@@ -18,7 +18,6 @@ alternate between a new split of the smaller size's best (other proportions) and
 
 from __future__ import annotations
 
-import contextlib
 import time
 from collections.abc import Callable
 
@@ -36,10 +35,10 @@ from fsc.model.policy import Policy
 from fsc.model.pomdp import POMDP, Task, as_pomdp
 from fsc.objective import Objective
 from fsc.solver.bound import uniform_value, upper_bound
-from fsc.solver.graph import as_policy, improve, until
+from fsc.solver.graph import as_policy, polish, until
 from fsc.solver.methods import METHODS, Budget, Method, PointBased, Shaped
 from fsc.solver.parallel import check_scheduler, graph_only, solve_parallel
-from fsc.solver.pointbased import Search, forget, model
+from fsc.solver.pointbased import Search, forget, model_of
 from fsc.solver.solution import Solution
 from fsc.solver.starts import can_embed, random_start, split
 
@@ -65,10 +64,6 @@ GRAPH_RESERVE = 2.0
 #: (:meth:`fsc.solver.pointbased.Search.plan_outgrowing`: a tenth of a second on RockSample[7,8]), after every stage
 #: once it has passed the first warning (:attr:`fsc.solver.pointbased.Search.plan_watched`).
 PLAN_CHECKS = 4
-
-#: Rounds of node improvement (:func:`fsc.solver.graph.improve`) the graph-only path gives its best graph in the time
-#: left when no more stages and graph fit (each round keeps the graph only if its exact value rose).
-LEFTOVER_ROUNDS = 50
 
 
 def _architecture(world: POMDP | Task, memory: object) -> MemoryArchitecture:
@@ -221,11 +216,12 @@ def _graph_within(world, arch: MemoryArchitecture, reset: float, deadline: Deadl
     until three quarters of what is left remain for the first graph (a graph early, and its price), then until
     :data:`GRAPH_RESERVE` times the last graph's time (per vector) remains, or, when that much is not left, once that
     time itself remains; a graph whose evaluation does not end in time is dropped (:func:`fsc.solver.graph.until`), the
-    best before kept; the time no stage and graph can use goes to node improvement of the best (:data:`LEFTOVER_ROUNDS`)."""
+    best before kept; the time no stage and graph can use goes to iterated local search on the best
+    (:func:`fsc.solver.graph.polish`)."""
     method = next((m for m in solver.methods if isinstance(m, PointBased)), None)
     if type(arch) is not RAM or method is None or deadline.expired():
         return None
-    search = Search(model(world, reset), method.beliefs, np.random.default_rng([solver.seed, 1 << 22]))
+    search = Search(model_of(world, reset), method.beliefs, np.random.default_rng([solver.seed, 1 << 22]))
     best, per_vector, stages = None, None, 0
     while not deadline.expired():
         reserve = 0.75 * deadline.remaining() if per_vector is None else GRAPH_RESERVE * per_vector * len(search.vectors)
@@ -254,9 +250,8 @@ def _graph_within(world, arch: MemoryArchitecture, reset: float, deadline: Deadl
         best = graph if best is None or graph.value > best.value else best
         if search.plan_outgrown:  # the graphs to come would all be the best plan that fitted: its improvement instead
             break
-    if best is not None and not deadline.expired():  # the time no stage and graph could use: node improvement of the best
-        with contextlib.suppress(TimeUp), until(deadline.end):
-            best = improve(search.world, best, arch.M, LEFTOVER_ROUNDS)
+    if best is not None and not deadline.expired():  # the time no stage and graph could use: iterated local search on the best
+        best = polish(search.world, best, arch.M, np.random.default_rng([solver.seed, 1 << 23]), deadline.end)
     return best
 
 

@@ -17,6 +17,7 @@ from fsc.solver import METHODS, Budget, PointBased, Portfolio
 from fsc.solver.graph import Model, as_policy, backup, closed_graph, compress, evaluate_graph, fits, merge, minimise, occupancy
 from fsc.solver.pointbased import Search, blind_values, model, perseus_stage
 from tests.fsc.rocksample_pomdpx import rocksample_flat, rocksample_pomdpx
+from tests.fsc.sparse_world import random_model
 
 TIGER_OPTIMUM = 19.3714  # tiger.95: fsc.bounds.two_state_bound, 19.37140 (SARSOP brackets it by 19.3711 / 19.3721)
 LISTEN, OPEN_LEFT, OPEN_RIGHT = range(3)
@@ -325,13 +326,7 @@ def test_the_backup_is_the_dense_formula(dense_after, sparse_beliefs, sparse_sha
     monkeypatch.setattr("fsc.solver.graph.SPARSE_MOVES", 0)
     rng = np.random.default_rng(4)
     S, A, O, k, n = 6, 3, 4, 5, 7
-    transition = rng.random((A, S, S)) * (rng.random((A, S, S)) < 0.5) + np.eye(S)[None]
-    transition /= transition.sum(axis=2, keepdims=True)
-    observation = rng.random((A, S, O)) * (rng.random((A, S, O)) < 0.6) + np.eye(O)[None, np.arange(S) % O]
-    observation /= observation.sum(axis=2, keepdims=True)
-    backward = tuple(sp.csr_matrix(t) for t in transition)
-    world = Model(discount=0.9, reward=rng.normal(size=(S, A)), forward=tuple(t.T.tocsr() for t in backward), backward=backward,
-                  observation=observation, initial=np.full(S, 1 / S))  # fmt: skip
+    world, transition, observation = random_model(rng, S, A, O)
     vectors, beliefs = rng.normal(size=(n, S)), rng.dirichlet(np.ones(S), size=k)
     if sparse_beliefs:
         beliefs = np.where(rng.random((k, S)) < 0.3, beliefs, 0.0)

@@ -253,18 +253,18 @@ def test_shaping_leaves_the_flat_region_where_no_reward_is_collected():
 def test_the_solver_is_a_value_with_every_setting_of_its_methods_and_checks_them():
     from fsc.choices import SHAPED, SOLVER_METHODS
     from fsc.optim import Adam
-    from fsc.solver import BPI, EM, Greedy, Mirror, NodeSplit, PointBased, Restarts, Shaped, configured, settings
+    from fsc.solver import BPI, EM, Greedy, Mirror, NodeSplit, PointBased, Polish, Restarts, Shaped, configured, settings
 
     solver = Portfolio()
     assert solver == Portfolio(seconds=60.0, seed=0, rounds=None, patience=3, engine="auto",
-                               methods=(PointBased(beliefs=1000, steps=500), Mirror(rate=1.0, steps=2000),
+                               methods=(PointBased(beliefs=1000, steps=500), Polish(kicks=3, patience=30, steps=200), Mirror(rate=1.0, steps=2000),
                                         Restarts(rule=Adam(lr=0.1, eps=1e-12, relative_eps=True), patience=100, steps=300),
                                         EM(steps=200), Greedy(tries=20, steps=300), BPI(tries=4, steps=10), NodeSplit(tries=8, steps=50)),
                                shaped=Shaped(weights=(0.0, 0.5), steps=300))  # fmt: skip
-    assert [method.name for method in solver.methods] == list(SOLVER_METHODS) == ["pointbased", "mirror", "adam", "em", "greedy", "bpi", "nodesplit"]
+    assert [method.name for method in solver.methods] == list(SOLVER_METHODS) == ["pointbased", "polish", "mirror", "adam", "em", "greedy", "bpi", "nodesplit"]
     assert {method.name: settings(method) for method in solver.methods} == SOLVER_METHODS  # the command line's options come from there
     assert settings(solver.shaped) == SHAPED
-    assert type(solver.methods[2].rule) is Adam  # the one Adam, fsc train's too
+    assert type(solver.methods[3].rule) is Adam  # the one Adam, fsc train's too
     with pytest.raises(attrs.exceptions.FrozenInstanceError):
         solver.seed = 1
     assert Portfolio(seed=np.int64(3)).seed == 3 and type(Portfolio(seed=np.int64(3)).seed) is int
@@ -319,7 +319,7 @@ def test_fsc_solve_reaches_every_method_setting_and_refuses_bad_ones_in_one_line
     assert solver.methods == (Mirror(rate=0.5), EM(steps=7))
     assert (solver.shaped.weights, solver.patience, solver.seed, solver.rounds) == ((0.0, 0.25), 2, 4, 3)
     args = make_parser("solve").parse_args(["solve", "--mu", "0.2", "--adam-relative-eps", "false", "--adam-beta2", "0.99"])
-    assert _solver(args).methods[2].rule.beta2 == 0.99 and not _solver(args).methods[2].rule.relative_eps
+    assert _solver(args).methods[3].rule.beta2 == 0.99 and not _solver(args).methods[3].rule.relative_eps
     for options, word in [(["--mirror-rate", "-1"], "rate"), (["--methods", "em", "--greedy-steps", "5"], "greedy"), (["--greedy-tries", "0"], "tries")]:
         assert main(["solve", "--mu", "0.2", "--memory", "ram:1", "--quiet", *options]) == 2
         err = capsys.readouterr().err.strip().splitlines()
