@@ -24,11 +24,12 @@ FLOW_MAX_DGRAD = 1e-4
 ROSENBROCK_TOLERANCE = 1e-5
 
 #: The solver's methods by name, in the order a round runs them, with the defaults of their settings: the
-#: fields of :class:`fsc.solver.PointBased` (``beliefs``: the most beliefs it samples), :class:`fsc.solver.Polish`, :class:`fsc.solver.Mirror`,
-#: :class:`fsc.solver.Restarts` (``adam``: the fields of its :class:`fsc.optim.Adam`, then its own),
-#: :class:`fsc.solver.EM`, :class:`fsc.solver.Greedy`, :class:`fsc.solver.BPI` and :class:`fsc.solver.NodeSplit`, which take their defaults from
-#: here (``steps``: the most steps of the method in one round of the portfolio; Perseus stages for ``pointbased``,
-#: sweeps and escapes for ``bpi``, splits for ``nodesplit``, kicks for ``polish``).
+#: fields of :class:`fsc.solver.PointBased` (``beliefs``: the most beliefs it samples), :class:`fsc.solver.Polish`,
+#: :class:`fsc.solver.Mirror`, :class:`fsc.solver.Restarts` (``adam``: the fields of its :class:`fsc.optim.Adam`, then
+#: its own), :class:`fsc.solver.EM`, :class:`fsc.solver.Greedy`, :class:`fsc.solver.BPI` and
+#: :class:`fsc.solver.NodeSplit`, which take their defaults from here (``steps``: the most steps of the method in one
+#: round of the portfolio; Perseus stages for ``pointbased``, sweeps and escapes for ``bpi``, splits for ``nodesplit``,
+#: kicks for ``polish``).
 SOLVER_METHODS = {
     "pointbased": {"beliefs": 1000, "steps": 500},
     "polish": {"kicks": 3, "patience": 30, "steps": 200},

@@ -47,6 +47,7 @@ from fsc.checks import integer, positive, real
 from fsc.choices import SHAPED, SOLVER_METHODS
 from fsc.errors import InputTypeError
 from fsc.limits import TimeUp
+from fsc.model.architecture import MemoryArchitecture
 from fsc.model.memory import RAM
 from fsc.model.policy import Policy
 from fsc.objective import Look, Objective
@@ -292,6 +293,12 @@ class EM(Method):
         return _looked(state, candidate if candidate.value >= look.value else look, clock, done=True)
 
 
+def _rounded(arch: MemoryArchitecture, start: Policy) -> tuple[np.ndarray, int]:
+    """The most likely allowed choice of each node of ``start`` and its most likely reset node."""
+    choice = np.where(arch.allowed, start.probs().detach().numpy(), -1.0).argmax(axis=1)
+    return choice, int(np.where(arch.reset_mask, start.init_probs().detach().numpy(), -1.0).argmax())
+
+
 def _one_hot(choice: np.ndarray, size: int) -> np.ndarray:
     out = np.zeros((len(choice), size))
     out[np.arange(len(choice)), choice] = 1.0
@@ -332,8 +339,7 @@ class Greedy(Method):
 
     def init(self, objective: Objective, start: Policy, *, rng: np.random.Generator | None = None, clock: Callable[[], float] = no_clock) -> State:
         arch = objective.architecture
-        choice = np.where(arch.allowed, start.probs().detach().numpy(), -1.0).argmax(axis=1)
-        initial = int(np.where(arch.reset_mask, start.init_probs().detach().numpy(), -1.0).argmax())
+        choice, initial = _rounded(arch, start)
         look = self._look(objective, choice, initial)
         slots = {"choice": choice, "initial": initial, "best": (look, choice.copy(), initial), "moves": None, "rng": rng}
         return State(point=look, step=1, seconds=clock(), slots=slots)
@@ -440,14 +446,13 @@ class Polish(Method):
 
     def init(self, objective: Objective, start: Policy, *, rng: np.random.Generator | None = None, clock: Callable[[], float] = no_clock) -> State:
         world, found, given, arch = None, None, None, objective.architecture
-        with contextlib.suppress(TimeUp):  # the graph's evaluation cut short (fsc.solver.graph.until): the start returned
-            if type(arch) is RAM:
-                world = model_of(objective.world, objective.reset)
+        if type(arch) is RAM:
+            world = model_of(objective.world, objective.reset)
+            with contextlib.suppress(TimeUp):  # the graph's evaluation cut short (fsc.solver.graph.until): the start returned
                 found = given = from_policy(world, start)
-            if type(arch) is RAM and found is None:  # stochastic: its most likely choices
-                choice = np.where(arch.allowed, start.probs().detach().numpy(), -1.0).argmax(axis=1)
-                initial = int(np.where(arch.reset_mask, start.init_probs().detach().numpy(), -1.0).argmax())
-                found = from_policy(world, objective.policy(_one_hot(choice, arch.num_choices), _one_hot(np.array([initial]), arch.num_nodes)[0]))
+                if found is None:  # stochastic: its most likely choices
+                    choice, initial = _rounded(arch, start)
+                    found = from_policy(world, objective.policy(_one_hot(choice, arch.num_choices), _one_hot(np.array([initial]), arch.num_nodes)[0]))
         slots = {"world": world, "start": given, "best": found, "rng": np.random.default_rng() if rng is None else rng}
         return State(point=None, seconds=clock(), slots=slots)
 

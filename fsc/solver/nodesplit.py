@@ -60,7 +60,7 @@ from fsc.optim import State, no_clock
 from fsc.solver import bpi
 from fsc.solver.bpi import Values, evaluate_values
 from fsc.solver.graph import PolicyGraph, as_policy, backup, compress, evaluate_graph
-from fsc.solver.pointbased import blind_values, model, qmdp_values, sample_step
+from fsc.solver.pointbased import blind_values, model_of, qmdp_values, sample_step
 
 __all__ = ["Candidate", "Key", "candidates", "install", "start_state", "step", "trial_graph"]
 
@@ -277,7 +277,7 @@ def trial_graph(world, reset: float, rng: np.random.Generator, deadline: float =
     is a node playing its action, and moving after each observation to the vector its backup chose there: the
     blind policies' vectors (one action forever) first, so the graph is closed and its exact values are the
     vectors; its best node at the start belief starts it."""
-    tables = model(world, reset)
+    tables = model_of(world, reset)
     S, A, O = tables.shape
     q = qmdp_values(tables)
     vectors, actions = blind_values(tables), np.arange(A)
@@ -318,7 +318,7 @@ def _flat_start(objective: Objective, rng: np.random.Generator, deadline: float)
         try:
             if objective.reset not in graphs:
                 graphs[objective.reset] = trial_graph(world, objective.reset, rng, deadline)
-            _FLAT[objective] = as_policy(compress(model(world, objective.reset), graphs[objective.reset], arch.M), arch)
+            _FLAT[objective] = as_policy(compress(model_of(world, objective.reset), graphs[objective.reset], arch.M), arch)
         except TimeUp:  # its evaluation or compression did not end within this round (fsc.solver.graph.until): none now,
             return None  # tried again in a later round (the trial graph, once made, is kept): never given up for good
     return _FLAT[objective]
