@@ -139,7 +139,7 @@ def run_fsc(path: Path, memory: str, budget: float, seed: int, workers: int) -> 
     if not records:
         return {"value": None, "error": (log.strip().splitlines() or ["no output"])[-1][:300], "cpu_seconds": cpu, "wall_seconds": wall}
     record = records[-1]
-    kept = {name: record.get(name) for name in ("value", "upper_bound", "method", "seconds", "evaluations")}
+    kept = {name: record.get(name) for name in ("value", "upper_bound", "method", "seconds", "evaluations", "larger_value", "larger_memory")}
     return {**kept, "cpu_seconds": cpu, "wall_seconds": wall, **({"killed": True} if killed else {})}
 
 

@@ -186,6 +186,9 @@ def _solve_saving(solver, world, arch, reset: float, start, out: Path | None, *,
                 _save_interrupted(out, best, history, solver, reset, world.text, time.monotonic() - clock)
             raise KeyboardInterrupt from None
         record = {**solution.summary(), "interrupted": False, **world.text}
+        if solution.larger_value is not None and not quiet:
+            print(f"fsc solve: a controller worth {solution.larger_value:.6g} was found that needs {solution.larger_memory} "
+                  f"(--memory {solution.larger_memory} holds it)", file=sys.stderr, flush=True)  # fmt: skip
         if out is not None:
             _write(out, solution.policy, {**record, "history": solution.history})
             record["out"] = str(out)

@@ -41,7 +41,7 @@ from fsc.model.memory import RAM
 from fsc.model.pomdp import as_pomdp
 from fsc.pool import abandon, dask_client, executor, slots
 from fsc.solver.methods import PointBased
-from fsc.solver.solution import Solution
+from fsc.solver.solution import Solution, larger
 
 __all__ = ["check_scheduler", "compiled_here", "graph_only", "restart_seed", "solve_parallel"]
 
@@ -224,10 +224,11 @@ def _better(outcome: dict, than: dict) -> bool:
 
 def _merged(best: dict, outcomes: list[dict], seed: int, seconds: float) -> Solution:
     """The best restart's solution, with the lowest upper bound of all, their evaluations summed, its history
-    marked with its restart."""
+    marked with its restart, and the best larger controller of any restart worth more than it."""
     solution = best["solution"]
+    found = [(o["solution"].larger_value, o["solution"].larger_memory) for o in outcomes if o["solution"].larger_value is not None]
     return attrs.evolve(
         solution, seed=seed, seconds=seconds, upper_bound=min(o["solution"].upper_bound for o in outcomes),
         evaluations=sum(o["solution"].evaluations for o in outcomes),
-        history=[{**record, "restart": best["index"]} for record in solution.history],
+        history=[{**record, "restart": best["index"]} for record in solution.history], **larger(found, solution.value),
     )  # fmt: skip

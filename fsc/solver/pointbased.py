@@ -47,7 +47,10 @@ from fsc.model.pomdp import POMDP, Task, as_pomdp
 from fsc.objective import Objective
 from fsc.solver.graph import Model, PolicyGraph, as_policy, backup, closed_graph, compress, evaluate_graph, fits, minimal, reachable
 
-__all__ = ["Plans", "Search", "blind_values", "forget", "every_action", "model", "perseus_stage", "qmdp_values", "sample_step", "search_for", "trajectories"]
+__all__ = [
+    "Plans", "Search", "blind_values", "forget", "every_action", "made", "model", "perseus_stage", "qmdp_values", "sample_step", "search_for",
+    "trajectories",
+]  # fmt: skip
 
 #: Uniform actions among the QMDP policy's and the value policy's, when they sample beliefs.
 EXPLORE = 0.1
@@ -514,6 +517,11 @@ class Search:
             self._top_sizes.add(size)
         return found
 
+    @property
+    def top(self) -> PolicyGraph | None:
+        """The best graph :meth:`graph` has made at any stage, before it was compressed for a memory (None before the first)."""
+        return self._top
+
     def best(self, size: int) -> PolicyGraph:
         """The best graph made so far (every stage) for ``RAM(size)`` or a smaller RAM, which fits too: the value
         never falls as the search goes on or the memory grows."""
@@ -561,6 +569,11 @@ def model_of(world: POMDP | Task, reset: float) -> Model:
 def forget(world) -> None:
     """Drop the searches kept with ``world``: a solve starts its own (its seed, not an earlier solve's, decides)."""
     _SEARCHES.pop(as_pomdp(world), None)
+
+
+def made(world) -> list[PolicyGraph]:
+    """The best graph each search kept with ``world`` has made (:attr:`Search.top`), uncompressed."""
+    return [search.top for search in _SEARCHES.get(as_pomdp(world), {}).values() if search.top is not None]
 
 
 def search_for(objective: Objective, beliefs: int, rng: np.random.Generator) -> Search:

@@ -35,11 +35,11 @@ from fsc.model.policy import Policy
 from fsc.model.pomdp import POMDP, Task, as_pomdp
 from fsc.objective import Objective
 from fsc.solver.bound import uniform_value, upper_bound
-from fsc.solver.graph import as_policy, polish, until
+from fsc.solver.graph import PolicyGraph, as_policy, polish, until
 from fsc.solver.methods import METHODS, Budget, Method, PointBased, Shaped
 from fsc.solver.parallel import check_scheduler, graph_only, solve_parallel
-from fsc.solver.pointbased import Search, forget, model_of
-from fsc.solver.solution import Solution
+from fsc.solver.pointbased import Search, forget, made, model_of
+from fsc.solver.solution import Solution, larger
 from fsc.solver.starts import can_embed, random_start, split
 
 __all__ = ["Portfolio", "solve"]
@@ -181,10 +181,12 @@ class Portfolio:
         if policy.architecture != arch:  # the time ran out on a smaller size: its best, split (the same value)
             policy = split(policy, arch, np.random.default_rng([self.seed, 1 << 21]))
         exact = final.evaluation(policy)  # on the evaluator built already: what fsc evaluate prints, without a second set-up
+        value = float(exact.value.detach())
         return Solution(
-            policy=policy, value=float(exact.value.detach()), upper_bound=bound, method=method,
+            policy=policy, value=value, upper_bound=bound, method=method,
             seconds=time.monotonic() - clock, history=run.history, seed=self.seed, reset=r, evaluations=run.evaluations,
             metrics={name: float(v.detach()) for name, v in exact.metrics.items()}, cut_short=tuple(deadline.cut),
+            **larger(map(_unfitted(arch), made(world)), value),
         )  # fmt: skip
 
 
@@ -199,7 +201,7 @@ def _unevaluated(solver: Portfolio, world, arch: MemoryArchitecture, reset: floa
     bound = upper_bound(world, 1 - reset, seconds=min(0.1 * deadline.remaining(), 10.0), deadline=deadline)
     best = (uniform_value(world, reset), Policy.uniform(arch), "uniform")
     history = [{"seconds": time.monotonic() - clock, "memory": repr(arch), "value": best[0], "method": "uniform"}]
-    graph = _graph_within(world, arch, reset, deadline, solver)
+    graph, top = _graph_within(world, arch, reset, deadline, solver)
     if graph is not None and graph.value > best[0]:
         best = (graph.value, as_policy(graph, arch), "pointbased")
         history.append({"seconds": time.monotonic() - clock, "memory": repr(arch), "value": best[0], "method": "pointbased"})
@@ -207,12 +209,27 @@ def _unevaluated(solver: Portfolio, world, arch: MemoryArchitecture, reset: floa
         progress({**history[-1], "upper_bound": bound, "policy": best[1]})
     value, policy, method = best
     return Solution(policy=policy, value=value, upper_bound=bound, method=method, seconds=time.monotonic() - clock, history=history,
-                    seed=solver.seed, reset=reset, evaluations=0, metrics={}, cut_short=tuple(deadline.cut))  # fmt: skip
+                    seed=solver.seed, reset=reset, evaluations=0, metrics={}, cut_short=tuple(deadline.cut),
+                    **larger([_unfitted(arch)(top)], value))  # fmt: skip
 
 
-def _graph_within(world, arch: MemoryArchitecture, reset: float, deadline: Deadline, solver: Portfolio):
+def _unfitted(arch: MemoryArchitecture) -> Callable[[PolicyGraph | None], tuple[float, str] | None]:
+    """A policy graph's exact value and the smallest RAM that holds it (:func:`fsc.solver.graph.fits`), or None when
+    there is no graph or ``arch`` is a RAM that holds it (then it is among the controllers the memory was searched for)."""
+
+    def held(graph: PolicyGraph | None) -> tuple[float, str] | None:
+        if graph is None:
+            return None
+        needed = int(np.bincount(graph.action).max())
+        return None if type(arch) is RAM and needed <= arch.M else (graph.value, f"ram:{needed}")
+
+    return held
+
+
+def _graph_within(world, arch: MemoryArchitecture, reset: float, deadline: Deadline, solver: Portfolio) -> tuple[PolicyGraph | None, PolicyGraph | None]:
     """The best policy graph on ``RAM(M)`` the point-based search gives within the deadline (its ``steps`` stages at
-    most), or None: another memory, no point-based method, or no time for the search's start or a graph.  Stages run
+    most), or None: another memory, no point-based method, or no time for the search's start or a graph; and the
+    search's best graph uncompressed (:attr:`fsc.solver.pointbased.Search.top`), or None.  Stages run
     until three quarters of what is left remain for the first graph (a graph early, and its price), then until
     :data:`GRAPH_RESERVE` times the last graph's time (per vector) remains, or, when that much is not left, once that
     time itself remains; a graph whose evaluation does not end in time is dropped (:func:`fsc.solver.graph.until`), the
@@ -220,7 +237,7 @@ def _graph_within(world, arch: MemoryArchitecture, reset: float, deadline: Deadl
     (:func:`fsc.solver.graph.polish`)."""
     method = next((m for m in solver.methods if isinstance(m, PointBased)), None)
     if type(arch) is not RAM or method is None or deadline.expired():
-        return None
+        return None, None
     search = Search(model_of(world, reset), method.beliefs, np.random.default_rng([solver.seed, 1 << 22]))
     best, per_vector, stages = None, None, 0
     while not deadline.expired():
@@ -252,7 +269,7 @@ def _graph_within(world, arch: MemoryArchitecture, reset: float, deadline: Deadl
             break
     if best is not None and not deadline.expired():  # the time no stage and graph could use: iterated local search on the best
         best = polish(search.world, best, arch.M, np.random.default_rng([solver.seed, 1 << 23]), deadline.end)
-    return best
+    return best, search.top
 
 
 def _ladder(arch: MemoryArchitecture, start: Policy | None) -> list[MemoryArchitecture]:
