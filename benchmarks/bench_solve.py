@@ -57,6 +57,13 @@ candidates), node improvement until no round gains (``improve``), then ``--cpu-s
 turn and kept when better; each value exact on the graph, the last checked by ``fsc.evaluate`` on ``ram:K``:
 
     nice python benchmarks/bench_solve.py polish FOLDER tiger-grid.POMDP hallway.POMDP --stages 120 --cpu-seconds 40
+
+Mode ``bounds``: the upper bound (``fsc.solver.upper_bound``'s parts), per file: the fast informed bound iterated from
+above (``fsc.solver.bound.informed_from_above``, to its tolerance), then for each of ``--seconds`` the trials of
+point-based backups on a sawtooth started again from it (``fsc.solver.bound.refined``, seed 0, that time limit or
+until they stop), each with its CPU seconds, on one thread:
+
+    nice python benchmarks/bench_solve.py bounds FOLDER network.POMDP tiger-grid.POMDP hallway.POMDP --seconds 1 6
 """
 
 from __future__ import annotations
@@ -382,8 +389,34 @@ def polish_gains(argv: list[str]) -> None:
         print("| " + " | ".join(cells) + " |", flush=True)
 
 
+def bound_trials(argv: list[str]) -> None:
+    """The mode ``bounds``: the informed bound, then the trials that lower it, per file and time limit."""
+    from fsc.limits import Deadline
+    from fsc.solver.bound import informed_from_above, refined
+
+    p = _mode_parser("bounds", "the upper bound before and after the trials of point-based backups")
+    p.add_argument("--seconds", type=float, nargs="+", default=[1.0, 6.0], help="the trials' time limits (default 1 6)")
+    args = p.parse_args(argv)
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(1)
+    head = ["file", "informed bound (CPU s)"] + [f"after the trials, {limit:g} s (CPU s)" for limit in args.seconds]
+    print("| " + " | ".join(head) + " |\n|" + "---|" * len(head), flush=True)
+    for name in args.files:
+        world, tables = _world_tables(args.folder, name)
+        clock = time.process_time()
+        informed, Q = informed_from_above(fsc.model.pomdp.as_pomdp(world), tables.discount, Deadline.after(60.0))
+        cells = [name, f"{informed:.10g} ({time.process_time() - clock:.1f})"]
+        for limit in args.seconds:
+            clock = time.process_time()
+            bound = refined(tables, Q, Deadline.after(limit), np.random.default_rng(0))
+            cells.append(f"{min(bound, informed):.10g} ({time.process_time() - clock:.1f})")
+        print("| " + " | ".join(cells) + " |", flush=True)
+
+
 def main() -> None:
-    modes = {"graphs": graphs, "compress": compress_prices, "backup": backup_prices, "refresh": refresh_gains, "polish": polish_gains}
+    modes = {"graphs": graphs, "compress": compress_prices, "backup": backup_prices, "refresh": refresh_gains, "polish": polish_gains,
+             "bounds": bound_trials}  # fmt: skip
     if sys.argv[1:2] and sys.argv[1] in modes:
         modes[sys.argv[1]](sys.argv[2:])
         return
