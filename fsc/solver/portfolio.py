@@ -35,7 +35,7 @@ from fsc.model.policy import Policy
 from fsc.model.pomdp import POMDP, Task, as_pomdp
 from fsc.objective import Objective
 from fsc.solver.bound import uniform_value, upper_bound
-from fsc.solver.graph import PolicyGraph, as_policy, polish, until
+from fsc.solver.graph import PolicyGraph, as_policy, fits, polish, until
 from fsc.solver.methods import METHODS, Budget, Method, PointBased, Shaped
 from fsc.solver.parallel import check_scheduler, graph_only, solve_parallel
 from fsc.solver.pointbased import Search, forget, made, model_of
@@ -341,6 +341,23 @@ class _Run:
                 self.smaller = self.best[1]
                 start = split(self.smaller, size, np.random.default_rng([solver.seed, index, 1 << 20]))
             self.stage(size, start, share, last, index)
+            if not last and self.optimal_graph(arch):
+                return
+
+    def optimal_graph(self, arch: MemoryArchitecture) -> bool:
+        """Whether a graph the point-based search made (:func:`fsc.solver.pointbased.made`) fits the memory asked for and
+        reaches the upper bound: then it is the answer, kept as the best on ``arch`` (valued by the final evaluator),
+        and the sizes left of the ladder are skipped."""
+        fitting = [graph for graph in made(self.world) if fits(graph, arch.M)] if type(arch) is RAM else []
+        top = max(fitting, key=lambda graph: graph.value, default=None)
+        if top is None or self.bound - top.value > 1e-9 * max(self.scale, abs(self.bound)):
+            return False
+        policy, kept = as_policy(top, arch), self.best
+        self.best = None
+        self.offer(self.final, policy, "pointbased")
+        if not self.optimal():  # the joint chain's value below the graph's by more than rounding: the ladder goes on
+            self.best = kept
+        return self.optimal()
 
     def offer(self, objective: Objective, policy: Policy, method: str) -> bool:
         """Keep ``policy`` if it beats the best of this size; True if it did."""

@@ -78,3 +78,13 @@ def test_fsc_solve_says_which_memory_holds_the_larger_controller(capsys):
     assert f"a controller worth {record['larger_value']:.6g} was found that needs ram:3 (--memory ram:3 holds it)" in captured.err
     assert main(["solve", "--world", "tiger", "--memory", "ram:1", "--max-seconds", "5", "--json", "--quiet"]) == 0
     assert "needs ram:3" not in capsys.readouterr().err
+
+
+def test_a_graph_of_the_search_that_fits_the_memory_and_reaches_the_bound_ends_the_ladder(tiger):
+    """Tiger on ``ram:4``: the search's graph (three listening nodes) fits and is optimal, so after ``ram:1`` the
+    solver takes it on ``ram:4`` and skips ``ram:2``."""
+    solution = fsc.solve(tiger, "ram:4", seconds=30, seed=0)
+    assert solution.method == "pointbased" and solution.gap <= 1e-9 * abs(solution.upper_bound)
+    memories = [record["memory"] for record in solution.history]
+    assert memories[-1].startswith("RAM(M=4,") and not any(memory.startswith("RAM(M=2,") for memory in memories)
+    assert float(fsc.evaluate(tiger, solution.policy).value) == pytest.approx(solution.value, rel=1e-12)
