@@ -12,9 +12,9 @@ stopping early (for time) only makes it looser, never wrong.
   the sum over observations, the MDP's outside), then lowered where the start
   belief leads by trials of point-based backups on a sawtooth bound
   (:class:`Sawtooth`, :func:`refined`), as HSVI and SARSOP bound from above:
-  each backup of a bound above ``V*`` is above ``V*``.  They run in the time the
-  informed bound leaves, until they settle; the time limit ends them without a
-  note (their length is open by design).
+  each backup of a bound above ``V*`` is above ``V*``.  They take at most half of
+  the bound's time (:data:`TRIAL_SHARE`) and stop early when they settle; the time
+  limit ends them without a note (their length is open by design).
 
 Everything runs on the world's sparse tables (per action ``T_a``, and the informed step of
 :func:`fsc.bounds.informed_steps`): never a dense ``(S, A, S)`` or ``(S, A, O, S)`` array.  A
@@ -39,9 +39,9 @@ __all__ = ["uniform_value", "upper_bound"]
 TWO_STATE_POINTS = 2001
 #: :func:`refined` stops after ``TRIALS`` trials, when its points hold ``TRIAL_ENTRIES`` support entries (what each
 #: value costs per belief), or when the last ``STALL`` trials lowered the bound by at most ``SETTLED`` of what all
-#: trials have lowered it by; so with time to spare the bound is the same on every run.  In 6 s: network 380.88 (the
-#: informed bound) to 300.42 (196 trials), tiger-grid 2.7326 to 2.5227 (43), hallway 1.2894 to 1.2134 (36),
-#: RockSample[4,4] 22.410 to 17.92449858 (its optimum, 106 trials, settled in 2.3 s), stand-tiger 292.31 to 50.3779.
+#: trials have lowered it by; so with time to spare the bound is the same on every run.  In 3 s
+#: (``benchmarks/bench_solve.py bounds``): network 380.885 (the informed bound) to 302.379, tiger-grid 2.7325 to 2.5276,
+#: hallway 1.2894 to 1.2169, RockSample[4,4] 22.410 to 17.92449858 (its optimum, settled in 2.3 s).
 TRIAL_ENTRIES = 1_000_000
 TRIALS = 200
 #: The trials take at most this share of the bound's seconds (:func:`upper_bound`; 3 s of ``fsc solve``'s 60): their
