@@ -24,14 +24,12 @@ Everything runs on the world's sparse tables (per action ``T_a``, and the inform
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from fsc.bounds import informed_steps, two_state_bound
 from fsc.limits import Deadline
 from fsc.model.pomdp import as_pomdp
-from fsc.solver.pointbased import model_of
+from fsc.solver.pointbased import model_of, run_length
 
 __all__ = ["uniform_value", "upper_bound"]
 
@@ -221,12 +219,12 @@ def _spans(counts: list[int]) -> list[tuple[int, int]]:
 def refined(model, Q: np.ndarray, deadline: Deadline, rng: np.random.Generator) -> float:
     """The bound at the start belief after trials of :class:`Sawtooth` until ``deadline``: each trial walks from the
     start, playing the action best by the bound and drawing the observation by its probability, for as many steps
-    as a run is long (as the point-based search's sampled runs: ``1 / (1 - discount)`` steps, from 10 to 100), then
-    backs up the beliefs it met, last first (:data:`TRIALS` and the constants beside it say when it stops)."""
+    as the point-based search's sampled runs (:func:`fsc.solver.pointbased.run_length`), then backs up the beliefs it
+    met, last first (:data:`TRIALS` and the constants beside it say when it stops)."""
     saw = Sawtooth(model, Q)
     start = model.initial
     first = bound = float(saw.value(start[None])[0])
-    length = int(min(100, max(10, math.ceil(1 / (1 - model.discount)))))
+    length = run_length(model.discount)
     history = [bound]
     while not deadline.expired() and saw.entries < TRIAL_ENTRIES and len(history) <= TRIALS:
         belief, path = start, []
@@ -261,9 +259,9 @@ def upper_bound(world, discount: float, seconds: float = 10.0, *, deadline: Dead
     informed, Q = informed_from_above(pomdp, discount, deadline)
     if Q is None or deadline.expired():
         return informed
-    trials = refined(model_of(world, 1 - discount), Q, deadline.within(TRIAL_SHARE * seconds), np.random.default_rng(0))
-    scale = float(np.abs(_rbar(pomdp)).max()) / (1 - discount)
-    return min(informed, trials + ROUNDING * scale)
+    tables = model_of(world, 1 - discount)
+    trials = refined(tables, Q, deadline.within(TRIAL_SHARE * seconds), np.random.default_rng(0))
+    return min(informed, trials + ROUNDING * float(np.abs(tables.reward).max()) / (1 - discount))
 
 
 def uniform_value(world, reset: float) -> float:

@@ -48,8 +48,8 @@ from fsc.objective import Objective
 from fsc.solver.graph import Model, PolicyGraph, as_policy, backup, closed_graph, compress, evaluate_graph, fits, minimal, reachable
 
 __all__ = [
-    "Plans", "Search", "blind_values", "forget", "every_action", "made", "model", "perseus_stage", "qmdp_values", "sample_step", "search_for",
-    "trajectories",
+    "Plans", "Search", "blind_values", "forget", "every_action", "made", "model", "perseus_stage", "qmdp_values", "run_length", "sample_step",
+    "search_for", "trajectories",
 ]  # fmt: skip
 
 #: Uniform actions among the QMDP policy's and the value policy's, when they sample beliefs.
@@ -149,6 +149,11 @@ def sample_step(world: Model, state: int, belief: np.ndarray, action: int, rng: 
     after = (world.forward[action] @ belief) * world.observation[action, :, seen]
     total = after.sum()
     return state, (after / total if total > 0 else None)
+
+
+def run_length(discount: float) -> int:
+    """How many steps a sampled run lasts: ``1 / (1 - discount)`` (the horizon that matters), from 10 to 100."""
+    return int(min(100, max(10, math.ceil(1 / (1 - discount)))))
 
 
 def trajectories(world: Model, rng: np.random.Generator, count: int, chooser: Callable, length: int) -> list[np.ndarray]:
@@ -319,7 +324,7 @@ class Search:
         S, A, _ = world.shape
         self.world, self.most, self.rng, self.refreshes = world, beliefs, rng, 0
         self.scale = max(float(np.abs(world.reward).max()), 1e-300) / (1 - world.discount)
-        self.length = int(min(100, max(10, math.ceil(1 / (1 - world.discount)))))
+        self.length = run_length(world.discount)
         self.vectors, self.actions, self.witness = blind_values(world), np.arange(A), np.repeat(world.initial[None], A, axis=0)
         uniform = trajectories(world, rng, beliefs // 3, lambda belief, rng, state: int(rng.integers(A)), self.length)
         self.q = qmdp_values(world)

@@ -10,6 +10,7 @@ import fsc
 import tasks
 from fsc.bounds import informed_bound, mdp_bound, two_state_bound
 from fsc.limits import Deadline
+from fsc.model.pomdp import as_pomdp
 from fsc.solver.bound import Sawtooth, informed_from_above, refined, upper_bound
 from fsc.solver.pointbased import Search, model_of
 
@@ -39,7 +40,7 @@ def test_the_sawtooth_interpolates_a_point_with_the_corners_as_derived_by_hand()
 
 def test_the_trials_on_tiger_stay_above_its_optimum_and_close_the_informed_bounds_gap():
     tiger = tasks.Tiger()
-    pomdp = tiger.pomdp if hasattr(tiger, "pomdp") else fsc.model.pomdp.as_pomdp(tiger)
+    pomdp = as_pomdp(tiger)
     optimum = two_state_bound(tiger, 0.95, tolerance=1e-12)  # the grid's value iteration: within 2e-9 of V*(b0)
     informed, Q = informed_from_above(pomdp, 0.95, Deadline.after(30))
     bound = refined(model_of(tiger, 0.05), Q, Deadline.after(60), np.random.default_rng(0))
@@ -78,7 +79,7 @@ def test_on_random_worlds_the_bound_lies_between_a_controller_found_and_the_info
 
 def test_the_trials_stop_at_the_deadline():
     world = random_world(0, S=60, A=4, O=6, discount=0.99)
-    informed, Q = informed_from_above(fsc.model.pomdp.as_pomdp(world), 0.99, Deadline.after(30))
+    informed, Q = informed_from_above(as_pomdp(world), 0.99, Deadline.after(30))
     deadline = Deadline.after(0.3)
     bound = refined(model_of(world, 0.01), Q, deadline, np.random.default_rng(0))
     assert deadline.remaining() > -0.3 and bound <= informed + 1e-9
