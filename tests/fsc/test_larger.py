@@ -80,11 +80,13 @@ def test_fsc_solve_says_which_memory_holds_the_larger_controller(capsys):
     assert "needs ram:3" not in capsys.readouterr().err
 
 
-def test_a_graph_of_the_search_that_fits_the_memory_and_reaches_the_bound_ends_the_ladder(tiger):
-    """Tiger on ``ram:4``: the search's graph (three listening nodes) fits and is optimal, so after ``ram:1`` the
-    solver takes it on ``ram:4`` and skips ``ram:2``."""
+def test_with_the_point_based_search_the_memory_asked_for_is_solved_alone(tiger):
+    """Tiger on ``ram:4``: the search's graph (three listening nodes) fits and is optimal; no smaller size is solved
+    before it.  Without the search, the memory grows through ``ram:1`` and ``ram:2``."""
     solution = fsc.solve(tiger, "ram:4", seconds=30, seed=0)
     assert solution.method == "pointbased" and solution.gap <= 1e-9 * abs(solution.upper_bound)
-    memories = [record["memory"] for record in solution.history]
-    assert memories[-1].startswith("RAM(M=4,") and not any(memory.startswith("RAM(M=2,") for memory in memories)
+    assert {record["memory"].split(",")[0] for record in solution.history} == {"RAM(M=4"}
     assert float(fsc.evaluate(tiger, solution.policy).value) == pytest.approx(solution.value, rel=1e-12)
+    grown = fsc.solve(tiger, "ram:4", seconds=30, seed=0, rounds=1, methods="greedy")
+    sizes = [record["memory"].split(",")[0] for record in grown.history]
+    assert sorted(set(sizes), key=sizes.index) == ["RAM(M=1", "RAM(M=2", "RAM(M=4"]
