@@ -60,7 +60,7 @@ def solve_options(p: argparse.ArgumentParser) -> None:
     from fsc.limits import seed_arg, workers_arg
     from fsc.resolve import add_world_options
 
-    add_world_options(p, memory="ram:2", memory_default="ram:2", memory_note="; ram:M is grown through smaller sizes")
+    add_world_options(p, memory="ram:2", memory_default="ram:2", memory_note="; ram:M is grown through smaller sizes when --methods leaves out pointbased")
     p.add_argument("--max-seconds", type=number, default=60.0, help="the time limit, for everything (default 60)")
     p.add_argument("--seed", type=seed_arg, default=0, help="seed of the random starts and kicks (default 0)")
     p.add_argument("--engine", default="auto", help=f"the evaluator's engine: auto (default) or one of {', '.join(ENGINES)}")
