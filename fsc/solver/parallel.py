@@ -43,7 +43,7 @@ from fsc.pool import abandon, dask_client, executor, slots
 from fsc.solver.methods import PointBased
 from fsc.solver.solution import Solution, larger
 
-__all__ = ["check_scheduler", "compiled_here", "graph_only", "restart_seed", "solve_parallel"]
+__all__ = ["check_scheduler", "compiled_here", "graph_only", "one_thread", "restart_seed", "solve_parallel"]
 
 
 def check_scheduler(scheduler: object, workers: int | None) -> None:
@@ -85,7 +85,7 @@ def compiled_here() -> int:
 
 
 @contextlib.contextmanager
-def _one_thread() -> Iterator[None]:
+def one_thread() -> Iterator[None]:
     """torch and the BLAS libraries on one thread, restored afterwards."""
     import torch
     from threadpoolctl import threadpool_limits
@@ -106,7 +106,7 @@ def _restart(solver, index: int, world, arch, reset: float, start, deadline: flo
     if seconds <= 0 and index > 0:
         return None
     one = attrs.evolve(solver, seed=restart_seed(solver.seed, index), seconds=max(seconds, 1e-3), workers=None, scheduler=None, restarts=None)
-    with _one_thread():
+    with one_thread():
         solution = one.solve(world, arch, reset=reset, start=start, progress=progress)
     return {"index": index, "solution": solution, "compiled": compiled_here()}
 

@@ -39,7 +39,7 @@ from fsc.objective import Objective
 from fsc.solver.bound import uniform_value, upper_bound
 from fsc.solver.graph import PolicyGraph, as_policy, polish, until
 from fsc.solver.methods import METHODS, Budget, Method, PointBased, Shaped
-from fsc.solver.parallel import check_scheduler, graph_only, solve_parallel
+from fsc.solver.parallel import check_scheduler, graph_only, one_thread, solve_parallel
 from fsc.solver.pointbased import Search, forget, made, model_of
 from fsc.solver.solution import Solution, larger
 from fsc.solver.starts import can_embed, random_start, split
@@ -167,6 +167,12 @@ class Portfolio:
         value_scale(float(np.abs(pomdp.expected_step(pomdp.reward_table)).max(initial=0.0)) / r, r)  # rewards whose values would overflow, refused first
         if self.workers is not None or self.scheduler is not None or self.restarts is not None:  # each restart splits the start its own way
             return solve_parallel(self, world, arch, reset=r, start=given, progress=progress, deadline=deadline)
+        with one_thread():  # no BLAS or torch threads: they gain nothing on these products and spin against other processes
+            return self._here(world, arch, r, start, progress, deadline, clock)
+
+    def _here(self, world, arch: MemoryArchitecture, r: float, start: Policy | None, progress, deadline: Deadline, clock: float) -> Solution:
+        """:meth:`solve` in this process, its arguments checked."""
+        pomdp = as_pomdp(world)
         forget(world)  # the point-based search is this solve's, from its seed
         if graph_only(self, world, arch, r):  # no engine holds the memory: the search's graph, valued on its own pairs
             return _unevaluated(self, world, arch, r, deadline, clock, "the evaluator does not fit the memory", progress)
