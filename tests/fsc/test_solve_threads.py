@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 import attrs
 import torch
 from threadpoolctl import threadpool_info
@@ -12,22 +10,12 @@ from threadpoolctl import threadpool_info
 import fsc
 import tasks
 from fsc.solver import Portfolio
-from fsc.solver.methods import Method
+from tests.fsc.test_portfolio_shares import _Timed
 
 
 @attrs.frozen(kw_only=True)
-class _Threads(Method):
+class _Threads(_Timed):
     """A method that records the threads torch and the BLAS libraries may use while it runs, and returns its start."""
-
-    name: ClassVar[str] = "threads"
-    seen: list = attrs.field(factory=list, eq=False)
-    steps: int = 1
-
-    def init(self, objective, start, *, rng=None, clock=None):  # never called: solve is the method's own
-        raise AssertionError
-
-    def update(self, objective, state, clock=None):
-        raise AssertionError
 
     def solve(self, objective, start, budget, rng):
         self.seen.append((torch.get_num_threads(), max(pool["num_threads"] for pool in threadpool_info())))
