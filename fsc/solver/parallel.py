@@ -106,8 +106,7 @@ def _restart(solver, index: int, world, arch, reset: float, start, deadline: flo
     if seconds <= 0 and index > 0:
         return None
     one = attrs.evolve(solver, seed=restart_seed(solver.seed, index), seconds=max(seconds, 1e-3), workers=None, scheduler=None, restarts=None)
-    with one_thread():
-        solution = one.solve(world, arch, reset=reset, start=start, progress=progress)
+    solution = one.solve(world, arch, reset=reset, start=start, progress=progress)  # in this process: on one thread
     return {"index": index, "solution": solution, "compiled": compiled_here()}
 
 
