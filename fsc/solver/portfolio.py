@@ -5,7 +5,9 @@ The portfolio runs rounds.  A round starts from the best controller so far, from
 (first) from the start it was given, and passes it through the methods in turn (each a
 :class:`fsc.solver.methods.Method`, each from the previous one's result, each for at most ``steps`` steps and
 a share of the time left in proportion to its recent gains per second, :class:`_Credit`); whatever beats the
-best so far by exact value becomes the best, credited to the method that returned it.  A round that ends at a controller collecting no reward
+best so far by exact value becomes the best, credited to the method that returned it.  The point-based search hands a round its
+graph when that beats the round's start, except to a fresh round when the last round that climbed from that graph gained
+nothing on it (:meth:`_Run.handed`).  A round that ends at a controller collecting no reward
 (:meth:`fsc.objective.Objective.flat`) is followed by the continuation of :class:`fsc.solver.methods.Shaped`.
 
 On ``RAM(M)`` without the point-based search among its methods, it grows the memory: it first solves
@@ -340,6 +342,7 @@ class _Run:
         self.smaller: Policy | None = None  # the best of the size before, on the ladder
         self.credit = _Credit(len(solver.methods))  # each method's recent gains per second: its share of a round
         self.shaped_price: dict[MemoryArchitecture, float] = {}  # the continuation's set-ups, estimated, per size
+        self.barren: list[Policy] = []  # the search's graphs the last round that climbed from gained nothing on
 
     def climb(self, arch: MemoryArchitecture, start: Policy | None) -> None:
         """Every size of the ladder in turn, each from the best of the one before; the smaller sizes the deadline leaves
@@ -385,6 +388,24 @@ class _Run:
             return split(self.smaller, arch, rng)
         return random_start(arch, rng)
 
+    def handed(self, graph: Policy, start: Policy, fresh: bool) -> tuple[Policy, Policy | None]:
+        """What a round goes on from once the point-based search has handed it ``graph`` over ``start``, and the graph
+        it then climbs from (None: its start): ``graph``, unless the round started ``fresh`` (:meth:`round_start`) and
+        the last round that climbed from ``graph`` gained nothing (:meth:`climbed`); that round keeps its own start.
+        Without it, every fresh round climbed from the one graph again: one sunysb run in ten stayed at 0.093, where
+        the methods did not climb from the graph the search had made."""
+        if fresh and any(graph is barren for barren in self.barren):
+            return start, None
+        return graph, graph
+
+    def climbed(self, objective: Objective, graph: Policy, value: float) -> None:
+        """A round that climbed from the search's ``graph`` ended at ``value``: the graph is barren (fresh rounds keep
+        their own starts, :meth:`handed`) if that gains nothing on it, and fertile again if it does."""
+        base = objective.value_of(graph)
+        self.barren = [barren for barren in self.barren if barren is not graph]
+        if not value > base + 1e-12 * max(self.scale, abs(base)):
+            self.barren.append(graph)
+
     def stage(self, arch: MemoryArchitecture, start: Policy | None, share: float, last: bool, index: int) -> None:
         """Solve one size of the ladder for ``share`` of the time left once its chain is built, the solver's
         ``rounds`` rounds, or (not ``last``) until it stops improving."""
@@ -411,7 +432,7 @@ class _Run:
         little leaves time to the ones after it), then the continuation from a flat region; True if it found a
         better controller."""
         solver = self.solver
-        current, improved = self.round_start(arch, n, rng), False
+        current, improved, graph = self.round_start(arch, n, rng), False, None
         value, weights = objective.value_of(current), self.credit.weights()
         for i, method in enumerate(solver.methods):
             began = time.monotonic()
@@ -420,17 +441,23 @@ class _Run:
             # evaluations, but never more than half its slice (a slice shorter than that would be none at all: on Tag,
             # whose evaluations take seconds, the point-based search, which evaluates nothing, then never ran)
             ends = began + max(slice_ - 2 * objective.seconds, 0.5 * slice_)
+            before = current
             try:
                 current = method.solve(objective, current, Budget(steps=method.steps, deadline=ends), rng)
             except TimeUp as cut:  # a policy graph evaluated at the deadline (fsc.solver.graph.until): dropped
                 self.deadline.note(f"{method.name} ({cut.what})")
                 break
+            if isinstance(method, PointBased) and current is not before:  # the search handed its graph over the start
+                current, graph = self.handed(current, before, fresh=n % 2 == 1)
             improved |= self.offer(objective, current, method.name)
             after = objective.value_of(current)  # valued by the offer already
             self.credit.record(i, after - value, time.monotonic() - began)
             value = after
             if time.monotonic() >= stage_deadline or self.optimal():
                 break
+        else:  # every method ran: whether they climbed from the search's graph decides whether fresh rounds take it
+            if graph is not None:
+                self.climbed(objective, graph, value)
         if objective.flat(self.best[0]) and time.monotonic() < stage_deadline:
             budget = Budget(steps=solver.shaped.steps, deadline=time.monotonic() + 0.5 * (stage_deadline - time.monotonic()))
             # each shaped world's evaluator is set up when the continuation starts: priced as the set-ups and an evaluation
