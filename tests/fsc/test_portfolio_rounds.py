@@ -1,8 +1,10 @@
 """The portfolio's rounds (fsc.solver.portfolio._Run.round): even rounds go on from the best, odd ones from a fresh
-start, which the point-based search's graph replaces unless the last round that climbed from that graph gained nothing."""
+start, which the point-based search's graph replaces unless the last round that climbed from that graph gained nothing;
+the first round lasts at most ``FIRST_ROUND`` and each later one at most as long as the rounds before it."""
 
 from __future__ import annotations
 
+import time
 from typing import ClassVar
 
 import attrs
@@ -10,7 +12,7 @@ import numpy as np
 
 import fsc
 import tasks
-from fsc.solver import Portfolio
+from fsc.solver import Portfolio, portfolio
 from fsc.solver.methods import Method, PointBased
 
 ARCH = fsc.model.memory.RAM(1, arms=3, observations=2)  # Tiger's actions: listen, open left, open right
@@ -92,3 +94,46 @@ def test_a_new_graph_is_handed_to_fresh_rounds():
     seen, made, values, _ = _rounds(climbs=False, fresh=True)
     assert seen[1] is made[1] and seen[3] is made[-1]
     assert all(abs(value - values[0]) < 1e-9 for value in values)
+
+
+@attrs.frozen(kw_only=True)
+class _Waits(Method):
+    """A method that records when each round calls it and the deadline it is given, and waits until that deadline."""
+
+    name: ClassVar[str] = "waits"
+    calls: list = attrs.field(factory=list, eq=False)
+    steps: int = 1
+
+    def init(self, objective, start, *, rng=None, clock=None):  # never called: solve is the method's own
+        raise AssertionError
+
+    def update(self, objective, state, clock=None):
+        raise AssertionError
+
+    def solve(self, objective, start, budget, rng):
+        now = time.monotonic()
+        self.calls.append((now, budget.deadline))
+        time.sleep(max(budget.deadline - now, 0.0))
+        return start
+
+
+def test_rounds_last_the_first_round_then_as_long_as_the_size_has_run(monkeypatch):
+    """With a first round of 0.2 s and a budget of 600, round k is given ``max(0.2, the time since the first began)``
+    (0.2, 0.2, 0.4, 0.8): a long solve begins with the rounds a short one runs.  Without the cap, each round would be
+    given all of the time left."""
+    monkeypatch.setattr(portfolio, "FIRST_ROUND", 0.2)
+    waits = _Waits()
+    Portfolio(seconds=600, seed=0, rounds=4, methods=(waits,)).solve(tasks.Tiger(), ARCH)
+    first = waits.calls[0][0]
+    given = [deadline - called for called, deadline in waits.calls]
+    wanted = [max(0.2, called - first) for called, _ in waits.calls]
+    assert len(given) == 4 and all(abs(g - w) < 0.05 for g, w in zip(given, wanted, strict=True)), (given, wanted)
+    assert given[3] > 0.6
+
+
+def test_a_budget_shorter_than_the_first_round_gives_the_round_all_of_it():
+    """Rounds of a solve within the default budget run as they did before the cap: the first is given what is left."""
+    waits = _Waits()
+    Portfolio(seconds=1.0, seed=0, methods=(waits,)).solve(tasks.Tiger(), ARCH)
+    called, deadline = waits.calls[0]
+    assert 0.5 < deadline - called < 1.0 and len(waits.calls) == 1
