@@ -136,4 +136,4 @@ def test_a_budget_shorter_than_the_first_round_gives_the_round_all_of_it():
     waits = _Waits()
     Portfolio(seconds=1.0, seed=0, methods=(waits,)).solve(tasks.Tiger(), ARCH)
     called, deadline = waits.calls[0]
-    assert 0.5 < deadline - called < 1.0 and len(waits.calls) == 1
+    assert 0.5 < deadline - called < 1.0
