@@ -5,7 +5,6 @@ the first round lasts at most ``FIRST_ROUND`` and each later one at most as long
 from __future__ import annotations
 
 import time
-from typing import ClassVar
 
 import attrs
 import numpy as np
@@ -13,7 +12,8 @@ import numpy as np
 import fsc
 import tasks
 from fsc.solver import Portfolio, portfolio
-from fsc.solver.methods import Method, PointBased
+from fsc.solver.methods import PointBased
+from tests.fsc.test_portfolio_shares import _Timed
 
 ARCH = fsc.model.memory.RAM(1, arms=3, observations=2)  # Tiger's actions: listen, open left, open right
 
@@ -41,20 +41,11 @@ class _Search(PointBased):
 
 
 @attrs.frozen(kw_only=True)
-class _Stub(Method):
+class _Stub(_Timed):
     """A method that records the controller each round hands it, and returns it unchanged or (``climbs``) the
     controller that always listens (-20 on Tiger) when that is better."""
 
-    name: ClassVar[str] = "stub"
     climbs: bool = False
-    seen: list = attrs.field(factory=list, eq=False)
-    steps: int = 1
-
-    def init(self, objective, start, *, rng=None, clock=None):  # never called: solve is the method's own
-        raise AssertionError
-
-    def update(self, objective, state, clock=None):
-        raise AssertionError
 
     def solve(self, objective, start, budget, rng):
         self.seen.append(start)
@@ -97,22 +88,12 @@ def test_a_new_graph_is_handed_to_fresh_rounds():
 
 
 @attrs.frozen(kw_only=True)
-class _Waits(Method):
-    """A method that records when each round calls it and the deadline it is given, and waits until that deadline."""
-
-    name: ClassVar[str] = "waits"
-    calls: list = attrs.field(factory=list, eq=False)
-    steps: int = 1
-
-    def init(self, objective, start, *, rng=None, clock=None):  # never called: solve is the method's own
-        raise AssertionError
-
-    def update(self, objective, state, clock=None):
-        raise AssertionError
+class _Waits(_Timed):
+    """A method that records when each round calls it and the deadline it is given (``seen``), and waits until then."""
 
     def solve(self, objective, start, budget, rng):
         now = time.monotonic()
-        self.calls.append((now, budget.deadline))
+        self.seen.append((now, budget.deadline))
         time.sleep(max(budget.deadline - now, 0.0))
         return start
 
@@ -124,9 +105,9 @@ def test_rounds_last_the_first_round_then_as_long_as_the_size_has_run(monkeypatc
     monkeypatch.setattr(portfolio, "FIRST_ROUND", 0.2)
     waits = _Waits()
     Portfolio(seconds=600, seed=0, rounds=4, methods=(waits,)).solve(tasks.Tiger(), ARCH)
-    first = waits.calls[0][0]
-    given = [deadline - called for called, deadline in waits.calls]
-    wanted = [max(0.2, called - first) for called, _ in waits.calls]
+    first = waits.seen[0][0]
+    given = [deadline - called for called, deadline in waits.seen]
+    wanted = [max(0.2, called - first) for called, _ in waits.seen]
     assert len(given) == 4 and all(abs(g - w) < 0.05 for g, w in zip(given, wanted, strict=True)), (given, wanted)
     assert given[3] > 0.6
 
@@ -135,5 +116,5 @@ def test_a_budget_shorter_than_the_first_round_gives_the_round_all_of_it():
     """Rounds of a solve within the default budget run as they did before the cap: the first is given what is left."""
     waits = _Waits()
     Portfolio(seconds=1.0, seed=0, methods=(waits,)).solve(tasks.Tiger(), ARCH)
-    called, deadline = waits.calls[0]
+    called, deadline = waits.seen[0]
     assert 0.5 < deadline - called < 1.0
