@@ -436,10 +436,10 @@ class _Run:
 
     def round(self, objective: Objective, arch: MemoryArchitecture, n: int, rng: np.random.Generator, round_deadline: float) -> bool:
         """Round ``n`` on ``arch``: from its start (:meth:`round_start`) through the methods in turn, each for at most
-        its share of what is left of the round (``round_deadline``, :data:`FIRST_ROUND`; in proportion to its weight among the methods still to run,
-        :meth:`_Credit.weights` by recent gains per second, and never above an equal share: a method that gained
-        little leaves time to the ones after it), then the continuation from a flat region; True if it found a
-        better controller."""
+        its share of what is left of the round (until ``round_deadline``: :data:`FIRST_ROUND`), in proportion to its
+        weight among the methods still to run (:meth:`_Credit.weights`, by recent gains per second) and never above an
+        equal share, so a method that gained little leaves time to the ones after it; then the continuation from a
+        flat region.  True if it found a better controller."""
         solver = self.solver
         current, improved, graph = self.round_start(arch, n, rng), False, None
         value, weights = objective.value_of(current), self.credit.weights()
