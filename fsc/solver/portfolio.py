@@ -407,9 +407,9 @@ class _Run:
 
     def climbed(self, objective: Objective, graph: Policy, value: float) -> None:
         """A round that climbed from the search's ``graph`` ended at ``value``: the graph is barren (fresh rounds keep
-        their own starts, :meth:`handed`) if that gains nothing on it, and fertile again if it does."""
+        their own starts, :meth:`handed`) if that gains nothing on it.  No round climbs from a barren graph again: a
+        fresh round is not handed it, and the others start from the best, which it does not beat."""
         base = objective.value_of(graph)
-        self.barren = [barren for barren in self.barren if barren is not graph]
         if not value > base + 1e-12 * max(self.scale, abs(base)):
             self.barren.append(graph)
 
